@@ -1,0 +1,1 @@
+//! runway-conformance
