@@ -1,0 +1,460 @@
+//! One chat turn, played the way Console plays it: `POST /runs`, the status
+//! and headers checks, then the stream read through the minimal SSE reader
+//! under Console's deadlines and limits, each frame judged by the rule
+//! engine.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::time::timeout_at;
+
+use crate::findings::{Code, Finding};
+use crate::frame_rules::{Disposition, FinalFrame, FrameRules, RunIds, StreamEnd};
+use crate::run_body::RunBody;
+use crate::sse_reader::{SseLine, SseReader};
+use crate::transport::{Endpoint, HeaderSet, Transport, classify_send_error};
+
+/// How far to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Read the whole turn (to the final frame, then a short grace to catch
+    /// frames sent after it).
+    #[default]
+    WholeTurn,
+    /// The Test button: stop at the first valid frame.
+    FirstValidFrame,
+}
+
+/// How the turn ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// `RUN_FINISHED` with `outcome.type = "success"`.
+    Finished,
+    /// `RUN_FINISHED` with a valid interrupt.
+    Interrupted,
+    /// `RUN_ERROR`.
+    RunError {
+        /// The agent's message.
+        message: String,
+    },
+    /// The stream closed cleanly without a final frame (Console stores what
+    /// arrived as complete).
+    ClosedWithoutFinal,
+    /// The Test button stopped at the first valid frame.
+    StoppedAtFirstValidFrame,
+    /// The turn failed with one of Console's error codes.
+    Failed {
+        /// The code.
+        code: Code,
+    },
+}
+
+/// Everything observed during one turn.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnReport {
+    /// `runId` sent.
+    pub run_id: String,
+    /// `threadId` sent.
+    pub thread_id: String,
+    /// When the request was sent.
+    #[serde(skip)]
+    pub started_at: SystemTime,
+    /// The HTTP status, when one arrived.
+    pub http_status: Option<u16>,
+    /// How the turn ended.
+    pub outcome: TurnOutcome,
+    /// Every finding, in the order noticed.
+    pub findings: Vec<Finding>,
+    /// The answer: the text of the last text message.
+    pub answer: String,
+    /// The text of every text message, one per line.
+    pub all_text: String,
+    /// Data frames received.
+    pub frames: usize,
+    /// Body bytes received.
+    pub bytes: usize,
+    /// Request start to response headers, in ms.
+    pub headers_ms: Option<u64>,
+    /// Request start to the first frame or comment, in ms.
+    pub ttfb_ms: Option<u64>,
+    /// Request start to the first valid frame, in ms.
+    pub first_valid_frame_ms: Option<u64>,
+    /// Request start to the end of reading, in ms.
+    pub total_ms: u64,
+    /// The longest silence between chunks before the final frame (from the
+    /// response headers on), in ms.
+    pub longest_silence_ms: u64,
+}
+
+impl TurnReport {
+    /// The error code that failed the turn, if any.
+    pub fn error_code(&self) -> Option<Code> {
+        match self.outcome {
+            TurnOutcome::Failed { code } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Whether the turn produced a proper answer (`RUN_FINISHED` success).
+    pub fn finished(&self) -> bool {
+        self.outcome == TurnOutcome::Finished
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+struct Run<'a> {
+    transport: &'a Transport,
+    rules: FrameRules,
+    findings: Vec<Finding>,
+    report: TurnReport,
+}
+
+impl Run<'_> {
+    fn fail(&mut self, code: Code, message: String) {
+        tracing::debug!(%code, %message, "turn failed");
+        self.findings.push(Finding::new(code, message));
+        self.report.outcome = TurnOutcome::Failed { code };
+    }
+}
+
+/// Plays one turn with `body` (sent as `bytes`, so a replay can reuse the
+/// exact bytes) and reports what Console would see.
+pub async fn run_turn(
+    transport: &Transport,
+    headers: &HeaderSet,
+    body: &RunBody,
+    mode: ReadMode,
+) -> TurnReport {
+    run_turn_bytes(transport, headers, body, body.to_bytes(), mode).await
+}
+
+/// As [`run_turn`], with the exact request bytes given (they must encode
+/// `body`).
+pub async fn run_turn_bytes(
+    transport: &Transport,
+    headers: &HeaderSet,
+    body: &RunBody,
+    bytes: Vec<u8>,
+    mode: ReadMode,
+) -> TurnReport {
+    let ids = RunIds {
+        run_id: body.run_id.clone(),
+        thread_id: body.thread_id.clone(),
+    };
+    let mut run = Run {
+        transport,
+        rules: FrameRules::new(ids),
+        findings: Vec::new(),
+        report: TurnReport {
+            run_id: body.run_id.clone(),
+            thread_id: body.thread_id.clone(),
+            started_at: SystemTime::now(),
+            http_status: None,
+            outcome: TurnOutcome::ClosedWithoutFinal,
+            findings: Vec::new(),
+            answer: String::new(),
+            all_text: String::new(),
+            frames: 0,
+            bytes: 0,
+            headers_ms: None,
+            ttfb_ms: None,
+            first_valid_frame_ms: None,
+            total_ms: 0,
+            longest_silence_ms: 0,
+        },
+    };
+    let start = Instant::now();
+    let end = drive(&mut run, headers, bytes, mode, start).await;
+    let mut findings = std::mem::take(&mut run.findings);
+    findings.extend(run.rules.finish(end));
+    let mut report = run.report;
+    report.answer = run.rules.answer().to_owned();
+    report.all_text = run.rules.all_text();
+    report.frames = run.rules.frame_count();
+    report.total_ms = ms(start.elapsed());
+    report.findings = findings;
+    tracing::debug!(run_id = %report.run_id, outcome = ?report.outcome, findings = report.findings.len(), "turn done");
+    report
+}
+
+async fn drive(
+    run: &mut Run<'_>,
+    headers: &HeaderSet,
+    bytes: Vec<u8>,
+    mode: ReadMode,
+    start: Instant,
+) -> StreamEnd {
+    let transport = run.transport;
+    let d = *transport.deadlines();
+    let limits = transport.limits();
+    if let Err(failure) = transport.precheck() {
+        run.fail(failure.code(Endpoint::Runs), failure.describe());
+        return StreamEnd::Failed;
+    }
+    let start_t = tokio::time::Instant::from_std(start);
+    let whole = start_t + d.turn;
+    let headers_deadline = start_t + d.connect + d.first_frame;
+    let request = transport.runs_request(headers, bytes).send();
+    let response = match timeout_at(headers_deadline.min(whole), request).await {
+        Err(_) if whole <= headers_deadline => {
+            run.fail(
+                Code::LimitExceeded,
+                format!("the whole-turn deadline ({} ms) passed before the response headers", ms(d.turn)),
+            );
+            return StreamEnd::Failed;
+        }
+        Err(_) => {
+            run.fail(
+                Code::TtfbTimeout,
+                format!(
+                    "no response headers within {} ms of the request (connect + first-frame deadlines)",
+                    ms(d.connect + d.first_frame)
+                ),
+            );
+            return StreamEnd::Failed;
+        }
+        Ok(Err(e)) => {
+            let failure = classify_send_error(&e);
+            run.fail(failure.code(Endpoint::Runs), failure.describe());
+            return StreamEnd::Failed;
+        }
+        Ok(Ok(r)) => r,
+    };
+    let response_at = Instant::now();
+    run.report.headers_ms = Some(ms(response_at - start));
+    let status = response.status();
+    run.report.http_status = Some(status.as_u16());
+    if status.is_redirection() {
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(none)");
+        run.fail(
+            Code::UpstreamRejected,
+            format!("HTTP {status} to {location}: redirects are not followed, change base_url instead"),
+        );
+        return StreamEnd::Failed;
+    }
+    if status.is_client_error() {
+        run.fail(Code::UpstreamRejected, format!("POST /runs answered HTTP {status}"));
+        return StreamEnd::Failed;
+    }
+    if status.is_server_error() {
+        run.fail(Code::UpstreamUnavailable, format!("POST /runs answered HTTP {status}"));
+        return StreamEnd::Failed;
+    }
+    let h = response.headers();
+    let content_type = h
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if !status.is_success() || !media.eq_ignore_ascii_case("text/event-stream") {
+        run.fail(
+            Code::ProtocolMismatch,
+            format!("POST /runs answered HTTP {status} with Content-Type {content_type:?}, not text/event-stream"),
+        );
+        return StreamEnd::Failed;
+    }
+    let mut missing = Vec::new();
+    let no_cache = h
+        .get_all(reqwest::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|d| d.trim().eq_ignore_ascii_case("no-cache"));
+    if !no_cache {
+        missing.push("Cache-Control: no-cache");
+    }
+    let no_buffering = h
+        .get("x-accel-buffering")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("no"));
+    if !no_buffering {
+        missing.push("X-Accel-Buffering: no");
+    }
+    if !missing.is_empty() {
+        run.findings.push(Finding::new(
+            Code::MissingStreamHeaders,
+            format!("the stream response lacks {}: a proxy may buffer the stream", missing.join(" and ")),
+        ));
+    }
+    read_stream(run, response, mode, start, response_at, limits).await
+}
+
+async fn read_stream(
+    run: &mut Run<'_>,
+    mut response: reqwest::Response,
+    mode: ReadMode,
+    start: Instant,
+    response_at: Instant,
+    limits: crate::deadlines::Limits,
+) -> StreamEnd {
+    let d = *run.transport.deadlines();
+    let to_t = tokio::time::Instant::from_std;
+    let whole = to_t(start) + d.turn;
+    let mut reader = SseReader::new(limits.max_frame_bytes);
+    let mut last_bytes = response_at;
+    let mut first_frame: Option<Instant> = None;
+    let mut final_at: Option<Instant> = None;
+    let mut longest = Duration::ZERO;
+    let mut frames = 0usize;
+    let end = loop {
+        let (deadline, clock) = match (final_at, first_frame) {
+            (Some(f), _) => (to_t(f + d.after_final), Clock::AfterFinal),
+            (None, None) => (to_t(response_at + d.first_frame), Clock::FirstFrame),
+            (None, Some(_)) => (to_t(last_bytes + d.idle), Clock::Idle),
+        };
+        let (deadline, clock) = if clock != Clock::AfterFinal && whole <= deadline {
+            (whole, Clock::Turn)
+        } else {
+            (deadline, clock)
+        };
+        let chunk = match timeout_at(deadline, response.chunk()).await {
+            Err(_) => {
+                match clock {
+                    Clock::AfterFinal => break StreamEnd::Closed,
+                    Clock::Turn => run.fail(
+                        Code::LimitExceeded,
+                        format!("the turn exceeded the whole-turn deadline of {} ms", ms(d.turn)),
+                    ),
+                    Clock::FirstFrame => run.fail(
+                        Code::TtfbTimeout,
+                        format!(
+                            "the stream opened but no frame or comment arrived within {} ms",
+                            ms(d.first_frame)
+                        ),
+                    ),
+                    Clock::Idle => run.fail(
+                        Code::IdleTimeout,
+                        format!(
+                            "more than {} ms of silence mid-stream (send a comment line as heartbeat)",
+                            ms(d.idle)
+                        ),
+                    ),
+                }
+                break StreamEnd::Failed;
+            }
+            Ok(Err(e)) => {
+                if final_at.is_some() {
+                    break StreamEnd::Closed;
+                }
+                run.fail(
+                    Code::StreamTruncated,
+                    format!(
+                        "the stream broke after {} frame(s): {}",
+                        frames,
+                        crate::transport::chain(&e)
+                    ),
+                );
+                break StreamEnd::Failed;
+            }
+            Ok(Ok(None)) => break StreamEnd::Closed,
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        let now = Instant::now();
+        if final_at.is_none() {
+            longest = longest.max(now - last_bytes);
+        }
+        last_bytes = now;
+        run.report.bytes += chunk.len();
+        if run.report.bytes > limits.max_stream_bytes {
+            run.fail(
+                Code::LimitExceeded,
+                format!("the stream exceeded {} bytes", limits.max_stream_bytes),
+            );
+            break StreamEnd::Failed;
+        }
+        let lines = match reader.feed(&chunk) {
+            Ok(lines) => lines,
+            Err(e) => {
+                run.fail(Code::LimitExceeded, format!("one frame exceeded the per-frame limit: {e}"));
+                break StreamEnd::Failed;
+            }
+        };
+        let mut stop = None;
+        for line in lines {
+            match line {
+                SseLine::Comment(_) => {
+                    first_frame.get_or_insert(now);
+                }
+                SseLine::Data(data) => {
+                    first_frame.get_or_insert(now);
+                    frames += 1;
+                    if frames > limits.max_frames {
+                        run.fail(
+                            Code::LimitExceeded,
+                            format!("the stream exceeded {} frames", limits.max_frames),
+                        );
+                        stop = Some(StreamEnd::Failed);
+                        break;
+                    }
+                    let step = run.rules.on_frame(&data);
+                    run.findings.extend(step.findings);
+                    match step.disposition {
+                        Disposition::Accepted | Disposition::Final => {
+                            run.report.first_valid_frame_ms.get_or_insert(ms(now - start));
+                            if step.disposition == Disposition::Final && final_at.is_none() {
+                                final_at = Some(now);
+                                run.report.outcome = match run.rules.final_frame() {
+                                    Some(FinalFrame::Success) => TurnOutcome::Finished,
+                                    Some(FinalFrame::Interrupt(_)) => TurnOutcome::Interrupted,
+                                    Some(FinalFrame::Error(m)) => TurnOutcome::RunError { message: m.clone() },
+                                    None => TurnOutcome::ClosedWithoutFinal,
+                                };
+                            }
+                            if mode == ReadMode::FirstValidFrame {
+                                if final_at.is_none() {
+                                    run.report.outcome = TurnOutcome::StoppedAtFirstValidFrame;
+                                }
+                                stop = Some(StreamEnd::Stopped);
+                                break;
+                            }
+                        }
+                        Disposition::Dropped => {}
+                        Disposition::Fatal(code) => {
+                            run.report.outcome = TurnOutcome::Failed { code };
+                            stop = Some(StreamEnd::Failed);
+                            break;
+                        }
+                    }
+                }
+                SseLine::Blank | SseLine::Ignored(_) => {}
+            }
+        }
+        if let Some(end) = stop {
+            break end;
+        }
+    };
+    if let Some(f) = first_frame {
+        run.report.ttfb_ms = Some(ms(f - start));
+    }
+    run.report.longest_silence_ms = ms(longest);
+    if longest > d.heartbeat && run.report.error_code().is_none() {
+        run.findings.push(Finding::new(
+            Code::HeartbeatGap,
+            format!(
+                "{} ms of silence between chunks: send a comment line at least every {} ms while busy",
+                ms(longest),
+                ms(d.heartbeat)
+            ),
+        ));
+    }
+    if reader.pending() > 0 && end == StreamEnd::Closed && final_at.is_none() {
+        tracing::debug!(pending = reader.pending(), "unterminated last line dropped");
+    }
+    end
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    FirstFrame,
+    Idle,
+    Turn,
+    AfterFinal,
+}
