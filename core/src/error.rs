@@ -1,0 +1,91 @@
+//! Errors the core reports to adapters.
+
+use std::fmt;
+
+/// A request the agent refuses with HTTP 400 and `{"error": message}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BadRequest {
+    message: String,
+}
+
+impl BadRequest {
+    /// A refusal with a message safe to show the caller.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A storage backend failure. The turn that meets one ends with `RUN_ERROR`, never a silent
+/// success, and `/health` reports `degraded` for a while.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The backend could not be reached or answered with an error; worth retrying later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The backend refused the request because of load, after the adapter's own retries.
+    #[error("store throttled: {0}")]
+    Throttled(String),
+    /// Stored data could not be decoded.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// The item is larger than the backend can hold.
+    #[error("item too large for the store: {0}")]
+    TooLarge(String),
+}
+
+/// An error code carried in `RUN_ERROR.code` and logged with every line about a failed turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnErrorCode {
+    /// The agent returned an error.
+    AgentError,
+    /// The agent panicked.
+    AgentPanic,
+    /// The agent ran past the turn deadline.
+    TurnDeadline,
+    /// The answer would cross Console's frame or stream limits.
+    LimitExceeded,
+    /// The agent asked an invalid question.
+    InterruptInvalid,
+    /// The agent finished with nothing to say.
+    EmptyAnswer,
+    /// The store failed before or after the agent ran.
+    StoreUnavailable,
+    /// The `runId` was already used with a different body.
+    RunIdReused,
+    /// The client went away.
+    Cancelled,
+    /// The agent's state did not fit the store.
+    StateTooLarge,
+}
+
+impl TurnErrorCode {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AgentError => "AGENT_ERROR",
+            Self::AgentPanic => "AGENT_PANIC",
+            Self::TurnDeadline => "TURN_DEADLINE",
+            Self::LimitExceeded => "LIMIT_EXCEEDED",
+            Self::InterruptInvalid => "INTERRUPT_INVALID",
+            Self::EmptyAnswer => "EMPTY_ANSWER",
+            Self::StoreUnavailable => "STORE_UNAVAILABLE",
+            Self::RunIdReused => "RUN_ID_REUSED",
+            Self::Cancelled => "CANCELLED",
+            Self::StateTooLarge => "STATE_TOO_LARGE",
+        }
+    }
+}
+
+impl fmt::Display for TurnErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

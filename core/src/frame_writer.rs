@@ -1,0 +1,1034 @@
+//! The frame writer: a sans-I/O state machine that turns what an agent says into a stream
+//! Console accepts, whatever the agent does.
+//!
+//! Feed it agent output; drain encoded bytes with [`FrameWriter::take_output`]. It guarantees:
+//! - the first frame is `STEP_STARTED` ([`FrameWriter::start`]), produced before anything else;
+//! - each stretch of text is its own message, opened lazily on the first non-empty delta (so
+//!   there is never an empty bubble) and closed before a tool call or reasoning starts;
+//! - everything opened (text, reasoning, tool calls, steps) is closed before the final frame;
+//! - exactly one final frame, `RUN_FINISHED` or `RUN_ERROR`, and nothing after it;
+//! - never `RUN_STARTED` or `REASONING_END` (there is no way to ask for them);
+//! - no frame over the frame limit: text and tool-argument deltas are split, an oversized tool
+//!   result is truncated, any other oversized frame ends the turn with `RUN_ERROR`;
+//! - the stream ends with `RUN_ERROR` before the stream-byte or frame-count limit is crossed:
+//!   room for closing everything and the error frame is always held in reserve;
+//! - `STATE_SNAPSHOT` / `STATE_DELTA` carry only `todos`, `artifacts` and `files`;
+//! - a file is announced on one channel only (state `artifacts` or `CUSTOM` `file`);
+//! - an interrupt is validated before it leaves: an invalid one becomes `RUN_ERROR`;
+//! - a successful turn that produced no text ends with `RUN_ERROR` instead.
+//!
+//! The final frame is held back ([`FrameWriter::take_final`]) so the engine can commit the
+//! turn to the store first and send `RUN_ERROR` instead if that fails.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::TurnErrorCode;
+use crate::protocol::{Interrupt, Limits};
+use crate::sse::{self, HEARTBEAT};
+
+/// State keys Console accepts in `STATE_SNAPSHOT` and `STATE_DELTA`.
+pub const STATE_KEYS: [&str; 3] = ["todos", "artifacts", "files"];
+
+/// The name of the step runway opens first and closes last.
+pub const TURN_STEP: &str = "turn";
+
+/// Bytes held back per open item so it can always be closed within the limits.
+const CLOSE_RESERVE: usize = 384;
+/// Bytes held back for the final frame.
+const FINAL_RESERVE: usize = 1024;
+/// Slack for the growing `event_id` sequence number in split frames.
+const SPLIT_SLACK: usize = 32;
+
+/// How a turn ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The agent answered.
+    Success,
+    /// The agent asks the user a question.
+    Interrupt(Interrupt),
+    /// The turn failed; `message` is shown to the user.
+    Error {
+        /// Logged and sent as `RUN_ERROR.code`.
+        code: TurnErrorCode,
+        /// User-safe text.
+        message: String,
+    },
+}
+
+impl Ending {
+    /// A failed ending.
+    pub fn error(code: TurnErrorCode, message: impl Into<String>) -> Self {
+        Self::Error {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Summary of a finished turn, for logs and the thread's transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// How it ended after the writer's own checks (an invalid interrupt became an error).
+    pub ending: Ending,
+}
+
+/// The SSE frame writer for one turn of Console's protocol.
+#[derive(Debug)]
+pub struct FrameWriter {
+    run_id: String,
+    limits: Limits,
+    seq: u64,
+    stream_bytes: usize,
+    frames: usize,
+    out: String,
+    record: String,
+    recording: bool,
+    text: Option<String>,
+    reasoning: Option<String>,
+    tools: Vec<String>,
+    tools_seen: HashSet<String>,
+    steps: Vec<String>,
+    next_message: u32,
+    answer: String,
+    answered: bool,
+    artifacts: Vec<Value>,
+    state_file_urls: HashSet<String>,
+    custom_file_urls: HashSet<String>,
+    final_frame: Option<String>,
+    finished: Option<Finished>,
+}
+
+impl FrameWriter {
+    /// A writer for the turn `run_id`.
+    pub fn new(run_id: impl Into<String>, limits: Limits) -> Self {
+        Self {
+            run_id: run_id.into(),
+            limits,
+            seq: 0,
+            stream_bytes: 0,
+            frames: 0,
+            out: String::new(),
+            record: String::new(),
+            recording: false,
+            text: None,
+            reasoning: None,
+            tools: Vec::new(),
+            tools_seen: HashSet::new(),
+            steps: Vec::new(),
+            next_message: 0,
+            answer: String::new(),
+            answered: false,
+            artifacts: Vec::new(),
+            state_file_urls: HashSet::new(),
+            custom_file_urls: HashSet::new(),
+            final_frame: None,
+            finished: None,
+        }
+    }
+
+    /// Writes the first frame, `STEP_STARTED`. It is not part of the recorded turn: a replay
+    /// writes its own first frame at once and then the recording.
+    pub fn start(&mut self) {
+        debug_assert_eq!(self.seq, 0, "start() must come first");
+        let frame = self.envelope("STEP_STARTED", json!({"stepName": TURN_STEP}));
+        self.push_raw(&frame);
+        self.steps.push(TURN_STEP.to_owned());
+        self.recording = true;
+    }
+
+    /// Writes a heartbeat comment (counted against the stream limit, never recorded).
+    pub fn heartbeat(&mut self) {
+        if self.stream_bytes + HEARTBEAT.len() + self.reserve_bytes()
+            <= self.limits.max_stream_bytes
+        {
+            self.out.push_str(HEARTBEAT);
+            self.stream_bytes += HEARTBEAT.len();
+        }
+    }
+
+    /// Appends text to the current message, opening one if none is open.
+    pub fn text(&mut self, delta: &str) {
+        if delta.is_empty() || self.is_finished() {
+            return;
+        }
+        if self.reasoning.is_some() {
+            self.end_reasoning();
+        }
+        let id = match &self.text {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.new_message_id();
+                let start = self.envelope(
+                    "TEXT_MESSAGE_START",
+                    json!({"messageId": id, "role": "assistant"}),
+                );
+                if !self.emit(start) {
+                    return;
+                }
+                self.text = Some(id.clone());
+                if !self.answer.is_empty() {
+                    self.answer.push_str("\n\n");
+                }
+                id
+            }
+        };
+        if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", &id, delta) {
+            self.answered = true;
+            self.answer.push_str(delta);
+        }
+    }
+
+    /// Closes the current text message, so the next text starts a new one.
+    pub fn end_text(&mut self) {
+        if let Some(id) = self.text.take() {
+            let f = self.envelope("TEXT_MESSAGE_END", json!({"messageId": id}));
+            self.emit(f);
+        }
+    }
+
+    /// Appends to the current reasoning message, opening one if none is open.
+    pub fn reasoning(&mut self, delta: &str) {
+        if delta.is_empty() || self.is_finished() {
+            return;
+        }
+        self.end_text();
+        let id = match &self.reasoning {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.new_message_id();
+                let f = self.envelope(
+                    "REASONING_MESSAGE_START",
+                    json!({"messageId": id, "role": "assistant"}),
+                );
+                if !self.emit(f) {
+                    return;
+                }
+                self.reasoning = Some(id.clone());
+                id
+            }
+        };
+        self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", &id, delta);
+    }
+
+    /// Closes the current reasoning message.
+    pub fn end_reasoning(&mut self) {
+        if let Some(id) = self.reasoning.take() {
+            let f = self.envelope("REASONING_MESSAGE_END", json!({"messageId": id}));
+            self.emit(f);
+        }
+    }
+
+    /// Opens a named step.
+    pub fn step_started(&mut self, name: &str) {
+        if self.is_finished() {
+            return;
+        }
+        let f = self.envelope("STEP_STARTED", json!({"stepName": name}));
+        if self.emit(f) {
+            self.steps.push(name.to_owned());
+        }
+    }
+
+    /// Closes the most recent open step with this name; unknown names are ignored.
+    pub fn step_finished(&mut self, name: &str) {
+        if self.is_finished() {
+            return;
+        }
+        // Index 0 is runway's own step: the agent cannot close it early.
+        if let Some(pos) = self.steps.iter().skip(1).rposition(|s| s == name) {
+            self.steps.remove(pos + 1);
+            let f = self.envelope("STEP_FINISHED", json!({"stepName": name}));
+            self.emit(f);
+        }
+    }
+
+    /// Starts a tool call. Closes the current text stretch first: text after the call is a
+    /// new message.
+    pub fn tool_call_start(&mut self, id: &str, name: &str) {
+        if self.is_finished() || self.tools_seen.contains(id) {
+            return;
+        }
+        self.end_text();
+        self.end_reasoning();
+        let f = self.envelope(
+            "TOOL_CALL_START",
+            json!({"toolCallId": id, "toolCallName": name}),
+        );
+        if self.emit(f) {
+            self.tools.push(id.to_owned());
+            self.tools_seen.insert(id.to_owned());
+        }
+    }
+
+    /// Streams part of a tool call's arguments (a string, typically JSON text).
+    pub fn tool_call_args(&mut self, id: &str, delta: &str) {
+        if self.is_finished() || delta.is_empty() || !self.tools.iter().any(|t| t == id) {
+            return;
+        }
+        self.emit_split("TOOL_CALL_ARGS", "toolCallId", id, delta);
+    }
+
+    /// Ends a tool call's arguments.
+    pub fn tool_call_end(&mut self, id: &str) {
+        if self.is_finished() {
+            return;
+        }
+        if let Some(pos) = self.tools.iter().position(|t| t == id) {
+            self.tools.remove(pos);
+            let f = self.envelope("TOOL_CALL_END", json!({"toolCallId": id}));
+            self.emit(f);
+        }
+    }
+
+    /// Sends a tool call's result. Ends the call first if it is still open. An oversized
+    /// result is truncated rather than failing the turn.
+    pub fn tool_call_result(&mut self, id: &str, content: &str) {
+        if self.is_finished() || !self.tools_seen.contains(id) {
+            return;
+        }
+        self.tool_call_end(id);
+        let message_id = format!("{id}-result");
+        let empty = self.envelope(
+            "TOOL_CALL_RESULT",
+            json!({"toolCallId": id, "messageId": message_id, "role": "tool", "content": ""}),
+        );
+        let budget = self.frame_budget(&empty);
+        let pieces = sse::split_escaped(content, budget.saturating_sub(16));
+        let content = match pieces.as_slice() {
+            [] => String::new(),
+            [only] => (*only).to_owned(),
+            [first, ..] => format!("{first}…[truncated]"),
+        };
+        let f = self.envelope(
+            "TOOL_CALL_RESULT",
+            json!({"toolCallId": id, "messageId": message_id, "role": "tool",
+                   "content": content}),
+        );
+        self.emit(f);
+    }
+
+    /// `ACTIVITY_SNAPSHOT`.
+    pub fn activity_snapshot(&mut self, message_id: &str, activity_type: &str, content: Value) {
+        if self.is_finished() {
+            return;
+        }
+        let f = self.envelope(
+            "ACTIVITY_SNAPSHOT",
+            json!({"messageId": message_id, "activityType": activity_type, "content": content}),
+        );
+        self.emit(f);
+    }
+
+    /// `ACTIVITY_DELTA` (a JSON Patch).
+    pub fn activity_delta(&mut self, message_id: &str, patch: Value) {
+        if self.is_finished() {
+            return;
+        }
+        let f = self.envelope(
+            "ACTIVITY_DELTA",
+            json!({"messageId": message_id, "patch": patch}),
+        );
+        self.emit(f);
+    }
+
+    /// `STATE_SNAPSHOT`, keeping only the keys Console accepts. Nothing is sent if none remain.
+    pub fn state_snapshot(&mut self, snapshot: Value) {
+        if self.is_finished() {
+            return;
+        }
+        let Value::Object(obj) = snapshot else {
+            tracing::warn!(run_id = %self.run_id, "STATE_SNAPSHOT that is not an object dropped");
+            return;
+        };
+        let mut kept: Map<String, Value> = obj
+            .into_iter()
+            .filter(|(k, _)| {
+                let ok = STATE_KEYS.contains(&k.as_str());
+                if !ok {
+                    tracing::warn!(run_id = %self.run_id, key = %k, "state key Console drops removed");
+                }
+                ok
+            })
+            .collect();
+        if let Some(Value::Array(items)) = kept.get_mut("artifacts") {
+            items.retain(|a| self.claim_state_file(a));
+        }
+        if kept.is_empty() {
+            return;
+        }
+        let f = self.envelope("STATE_SNAPSHOT", json!({"snapshot": Value::Object(kept)}));
+        self.emit(f);
+    }
+
+    /// `STATE_DELTA` (a JSON Patch array), keeping only operations on accepted keys.
+    pub fn state_delta(&mut self, patch: Value) {
+        if self.is_finished() {
+            return;
+        }
+        let Value::Array(ops) = patch else {
+            tracing::warn!(run_id = %self.run_id, "STATE_DELTA that is not a JSON Patch array dropped");
+            return;
+        };
+        let kept: Vec<Value> = ops
+            .into_iter()
+            .filter(|op| {
+                let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                let key = path.trim_start_matches('/').split('/').next().unwrap_or("");
+                STATE_KEYS.contains(&key)
+            })
+            .collect();
+        if kept.is_empty() {
+            return;
+        }
+        let f = self.envelope("STATE_DELTA", json!({"delta": kept}));
+        self.emit(f);
+    }
+
+    /// Announces a file the agent hosts: appended to this turn's `artifacts` and sent as a
+    /// `STATE_SNAPSHOT` of them all. A URL already announced (on either channel) is not sent
+    /// again: one file, one card.
+    pub fn artifact(&mut self, artifact: Value) {
+        if self.is_finished() || !self.claim_state_file(&artifact) {
+            return;
+        }
+        self.artifacts.push(artifact);
+        let f = self.envelope(
+            "STATE_SNAPSHOT",
+            json!({"snapshot": {"artifacts": self.artifacts}}),
+        );
+        self.emit(f);
+    }
+
+    /// `CUSTOM` with `name` and `value`. A `file` whose URL was already sent as an artifact
+    /// is dropped.
+    pub fn custom(&mut self, name: &str, value: Value) {
+        if self.is_finished() {
+            return;
+        }
+        if name == "file" {
+            if let Some(url) = value.get("url").and_then(Value::as_str) {
+                if self.state_file_urls.contains(url) || !self.custom_file_urls.insert(url.into()) {
+                    tracing::warn!(run_id = %self.run_id, "file already announced: CUSTOM file dropped");
+                    return;
+                }
+            }
+        }
+        let f = self.envelope("CUSTOM", json!({"name": name, "value": value}));
+        self.emit(f);
+    }
+
+    /// Ends the turn: closes everything still open and prepares the final frame, held back in
+    /// [`FrameWriter::take_final`]. Does nothing if the turn already ended.
+    pub fn finish(&mut self, ending: Ending) {
+        if self.is_finished() {
+            return;
+        }
+        let ending = match ending {
+            Ending::Success if !self.answered => Ending::error(
+                TurnErrorCode::EmptyAnswer,
+                "The agent finished without an answer.",
+            ),
+            Ending::Interrupt(i) => match i.validate() {
+                Ok(()) => Ending::Interrupt(i),
+                Err(e) => {
+                    tracing::error!(run_id = %self.run_id, code = "INTERRUPT_INVALID", error = %e, "agent asked an invalid question");
+                    Ending::error(
+                        TurnErrorCode::InterruptInvalid,
+                        "The agent could not ask its question.",
+                    )
+                }
+            },
+            other => other,
+        };
+        self.close_all();
+        let frame = match &ending {
+            Ending::Success => {
+                self.envelope("RUN_FINISHED", json!({"outcome": {"type": "success"}}))
+            }
+            Ending::Interrupt(i) => self.envelope(
+                "RUN_FINISHED",
+                json!({"outcome": {"type": "interrupt", "interrupts": [i.to_wire()]}}),
+            ),
+            Ending::Error { code, message } => self.error_frame(*code, message),
+        };
+        let encoded = sse::data_frame(&frame);
+        self.stream_bytes += encoded.len();
+        self.frames += 1;
+        self.record.push_str(&encoded);
+        self.final_frame = Some(encoded);
+        self.finished = Some(Finished { ending });
+    }
+
+    /// A `RUN_ERROR` frame to send in place of the prepared final frame (when committing the
+    /// turn failed). Not recorded.
+    pub fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
+        let f = self.error_frame(code, message);
+        sse::data_frame(&f)
+    }
+
+    /// Bytes ready to send, in order. The final frame is not among them.
+    pub fn take_output(&mut self) -> String {
+        std::mem::take(&mut self.out)
+    }
+
+    /// True once bytes are waiting in [`FrameWriter::take_output`].
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// The prepared final frame, once the turn has ended.
+    pub fn take_final(&mut self) -> Option<String> {
+        self.final_frame.take()
+    }
+
+    /// True once the turn has ended (by [`FrameWriter::finish`] or a limit).
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some()
+    }
+
+    /// How the turn ended, once it has.
+    pub fn finished(&self) -> Option<&Finished> {
+        self.finished.as_ref()
+    }
+
+    /// Everything after the first frame, final frame included: what a replay sends.
+    pub fn recording(&self) -> &str {
+        &self.record
+    }
+
+    /// The text the user saw, stretches separated by a blank line.
+    pub fn answer(&self) -> &str {
+        &self.answer
+    }
+
+    /// Bytes written so far, comments included.
+    pub fn stream_bytes(&self) -> usize {
+        self.stream_bytes
+    }
+
+    /// Frames written so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames
+    }
+
+    /// Closes everything open without limit checks: the reserve kept by [`Self::emit`]
+    /// guarantees the room.
+    fn close_all(&mut self) {
+        if let Some(id) = self.text.take() {
+            let f = self.envelope("TEXT_MESSAGE_END", json!({"messageId": id}));
+            self.push_raw(&f);
+        }
+        if let Some(id) = self.reasoning.take() {
+            let f = self.envelope("REASONING_MESSAGE_END", json!({"messageId": id}));
+            self.push_raw(&f);
+        }
+        for id in std::mem::take(&mut self.tools) {
+            let f = self.envelope("TOOL_CALL_END", json!({"toolCallId": id}));
+            self.push_raw(&f);
+        }
+        while let Some(name) = self.steps.pop() {
+            let f = self.envelope("STEP_FINISHED", json!({"stepName": name}));
+            self.push_raw(&f);
+        }
+    }
+
+    fn error_frame(&mut self, code: TurnErrorCode, message: &str) -> Value {
+        self.envelope(
+            "RUN_ERROR",
+            json!({"message": message, "code": code.as_str()}),
+        )
+    }
+
+    fn claim_state_file(&mut self, artifact: &Value) -> bool {
+        match artifact.get("url").and_then(Value::as_str) {
+            Some(url) if self.custom_file_urls.contains(url) => {
+                tracing::warn!(run_id = %self.run_id, "file already announced via CUSTOM: artifact dropped");
+                false
+            }
+            Some(url) => self.state_file_urls.insert(url.to_owned()),
+            None => true,
+        }
+    }
+
+    fn new_message_id(&mut self) -> String {
+        self.next_message += 1;
+        format!("m{}", self.next_message)
+    }
+
+    fn envelope(&mut self, ty: &str, fields: Value) -> Value {
+        let mut obj = Map::new();
+        obj.insert("type".into(), Value::String(ty.into()));
+        obj.insert(
+            "event_id".into(),
+            Value::String(format!("{}.{}", self.run_id, self.seq)),
+        );
+        self.seq += 1;
+        if let Value::Object(fields) = fields {
+            obj.extend(fields);
+        }
+        Value::Object(obj)
+    }
+
+    fn open_items(&self) -> usize {
+        usize::from(self.text.is_some())
+            + usize::from(self.reasoning.is_some())
+            + self.tools.len()
+            + self.steps.len()
+    }
+
+    fn reserve_bytes(&self) -> usize {
+        (self.open_items() + 1) * CLOSE_RESERVE + FINAL_RESERVE
+    }
+
+    fn frame_budget(&self, empty: &Value) -> usize {
+        self.limits
+            .max_frame_bytes
+            .saturating_sub(sse::data_frame(empty).len() + SPLIT_SLACK)
+    }
+
+    /// Emits `delta` as one or more `ty` frames keyed by `key: id`, each within the frame
+    /// limit. Returns false if the turn ended on a limit instead.
+    fn emit_split(&mut self, ty: &str, key: &str, id: &str, delta: &str) -> bool {
+        let mut probe = Map::new();
+        probe.insert("type".into(), Value::String(ty.into()));
+        probe.insert(
+            "event_id".into(),
+            Value::String(format!("{}.{}", self.run_id, self.seq)),
+        );
+        probe.insert(key.into(), Value::String(id.into()));
+        probe.insert("delta".into(), Value::String(String::new()));
+        let budget = self.frame_budget(&Value::Object(probe));
+        for piece in sse::split_escaped(delta, budget) {
+            let f = self.envelope(ty, json!({key: id, "delta": piece}));
+            if !self.emit(f) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Emits one frame if it fits, keeping the closing reserve; otherwise ends the turn with
+    /// `RUN_ERROR` and returns false.
+    fn emit(&mut self, frame: Value) -> bool {
+        if self.is_finished() {
+            return false;
+        }
+        let encoded = sse::data_frame(&frame);
+        if encoded.len() > self.limits.max_frame_bytes {
+            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = encoded.len(), "frame over the frame limit refused");
+            self.finish(Ending::error(
+                TurnErrorCode::LimitExceeded,
+                "The answer contained a part too large to send.",
+            ));
+            return false;
+        }
+        let fits_bytes = self.stream_bytes + encoded.len() + self.reserve_bytes()
+            <= self.limits.max_stream_bytes;
+        let fits_frames = self.frames + 1 + self.open_items() + 2 <= self.limits.max_frames;
+        if !fits_bytes || !fits_frames {
+            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = self.stream_bytes, frames = self.frames, "stream limit reached");
+            self.finish(Ending::error(
+                TurnErrorCode::LimitExceeded,
+                "The answer was too long and has been cut short.",
+            ));
+            return false;
+        }
+        self.push_encoded(encoded);
+        true
+    }
+
+    fn push_raw(&mut self, frame: &Value) {
+        self.push_encoded(sse::data_frame(frame));
+    }
+
+    fn push_encoded(&mut self, encoded: String) {
+        self.stream_bytes += encoded.len();
+        self.frames += 1;
+        if self.recording {
+            self.record.push_str(&encoded);
+        }
+        self.out.push_str(&encoded);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ChoiceOption, ReviewItem};
+
+    fn frames(s: &str) -> Vec<Value> {
+        s.split("\n\n")
+            .filter(|l| l.starts_with("data: "))
+            .map(|l| serde_json::from_str(&l[6..]).unwrap())
+            .collect()
+    }
+
+    fn types(s: &str) -> Vec<String> {
+        frames(s)
+            .iter()
+            .map(|f| f["type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn run(f: impl FnOnce(&mut FrameWriter)) -> (String, FrameWriter) {
+        let mut w = FrameWriter::new("r1", Limits::default());
+        w.start();
+        f(&mut w);
+        let mut all = w.take_output();
+        if let Some(fin) = w.take_final() {
+            all.push_str(&fin);
+        }
+        (all, w)
+    }
+
+    #[test]
+    fn minimal_answer() {
+        let (out, w) = run(|w| {
+            w.text("Gold fell ");
+            w.text("0.5% yesterday.");
+            w.finish(Ending::Success);
+        });
+        assert_eq!(
+            types(&out),
+            [
+                "STEP_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "STEP_FINISHED",
+                "RUN_FINISHED"
+            ]
+        );
+        let f = frames(&out);
+        assert_eq!(f[6]["outcome"], json!({"type": "success"}));
+        assert_eq!(w.answer(), "Gold fell 0.5% yesterday.");
+        // The recording is everything after the first frame.
+        assert_eq!(out.split_once("\n\n").unwrap().1, w.recording());
+    }
+
+    #[test]
+    fn text_stretches_around_tool_calls_are_separate_messages() {
+        let (out, w) = run(|w| {
+            w.text("Let me check.");
+            w.tool_call_start("t1", "lookup");
+            w.tool_call_args("t1", "{\"q\":1}");
+            w.tool_call_result("t1", "found");
+            w.text("It is there.");
+            w.finish(Ending::Success);
+        });
+        assert_eq!(
+            types(&out),
+            [
+                "STEP_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_END",
+                "TOOL_CALL_RESULT",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "STEP_FINISHED",
+                "RUN_FINISHED"
+            ]
+        );
+        let f = frames(&out);
+        assert_ne!(f[1]["messageId"], f[8]["messageId"]);
+        assert_eq!(f[5]["delta"], "{\"q\":1}");
+        assert_eq!(w.answer(), "Let me check.\n\nIt is there.");
+    }
+
+    #[test]
+    fn everything_open_is_closed_before_the_final_frame() {
+        let (out, _) = run(|w| {
+            w.step_started("search");
+            w.reasoning("thinking");
+            w.tool_call_start("t1", "x");
+            w.text("partial");
+            w.finish(Ending::error(TurnErrorCode::AgentError, "failed"));
+        });
+        let t = types(&out);
+        assert_eq!(t.last().unwrap(), "RUN_ERROR");
+        let mut open = HashSet::new();
+        for f in frames(&out) {
+            let ty = f["type"].as_str().unwrap();
+            let key = ["messageId", "toolCallId", "stepName"]
+                .iter()
+                .find_map(|k| f.get(*k).and_then(Value::as_str))
+                .unwrap_or("")
+                .to_owned();
+            if ty.ends_with("_START") || ty == "STEP_STARTED" {
+                assert!(open.insert(key), "opened twice");
+            } else if ty.ends_with("_END") || ty == "STEP_FINISHED" {
+                assert!(open.remove(&key), "closed {key} never opened");
+            }
+        }
+        assert!(open.is_empty(), "left open: {open:?}");
+    }
+
+    #[test]
+    fn exactly_one_final_and_nothing_after() {
+        let (out, _) = run(|w| {
+            w.text("a");
+            w.finish(Ending::Success);
+            w.text("late");
+            w.tool_call_start("t", "late");
+            w.finish(Ending::error(TurnErrorCode::AgentError, "twice"));
+        });
+        let t = types(&out);
+        assert_eq!(t.iter().filter(|t| t.starts_with("RUN_")).count(), 1);
+        assert_eq!(t.last().unwrap(), "RUN_FINISHED");
+        assert!(!out.contains("late"));
+    }
+
+    #[test]
+    fn no_answer_is_an_error_not_an_empty_bubble() {
+        let (out, w) = run(|w| {
+            w.text("");
+            w.tool_call_start("t1", "x");
+            w.finish(Ending::Success);
+        });
+        let t = types(&out);
+        assert!(!t.contains(&"TEXT_MESSAGE_START".to_owned()));
+        assert_eq!(t.last().unwrap(), "RUN_ERROR");
+        assert_eq!(frames(&out).last().unwrap()["code"], "EMPTY_ANSWER");
+        assert!(matches!(
+            w.finished().unwrap().ending,
+            Ending::Error {
+                code: TurnErrorCode::EmptyAnswer,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn never_run_started_or_reasoning_end() {
+        let (out, _) = run(|w| {
+            w.reasoning("hmm");
+            w.end_reasoning();
+            w.text("ok");
+            w.finish(Ending::Success);
+        });
+        for t in types(&out) {
+            assert!(t != "RUN_STARTED" && t != "REASONING_END", "{t}");
+        }
+    }
+
+    #[test]
+    fn large_text_is_split_under_the_frame_limit() {
+        let big = "é\"".repeat(300_000);
+        let (out, w) = run(|w| {
+            w.text(&big);
+            w.finish(Ending::Success);
+        });
+        let mut rebuilt = String::new();
+        for chunk in out.split("\n\n").filter(|c| !c.is_empty()) {
+            assert!(
+                chunk.len() + 2 <= 256 * 1024,
+                "frame of {} bytes",
+                chunk.len()
+            );
+            let f: Value = serde_json::from_str(&chunk[6..]).unwrap();
+            if f["type"] == "TEXT_MESSAGE_CONTENT" {
+                rebuilt.push_str(f["delta"].as_str().unwrap());
+            }
+        }
+        assert_eq!(rebuilt, big);
+        assert_eq!(w.answer(), big);
+        assert_eq!(types(&out).last().unwrap(), "RUN_FINISHED");
+    }
+
+    #[test]
+    fn stream_limit_ends_with_run_error_before_crossing() {
+        let limits = Limits {
+            max_stream_bytes: 64 * 1024,
+            ..Limits::default()
+        };
+        let mut w = FrameWriter::new("r1", limits);
+        w.start();
+        w.step_started("deep");
+        w.tool_call_start("t", "x");
+        let mut out = w.take_output();
+        for _ in 0..1000 {
+            w.text(&"x".repeat(1000));
+            out.push_str(&w.take_output());
+            if w.is_finished() {
+                break;
+            }
+        }
+        out.push_str(&w.take_final().unwrap());
+        assert!(out.len() <= 64 * 1024, "{} bytes", out.len());
+        let f = frames(&out);
+        assert_eq!(f.last().unwrap()["type"], "RUN_ERROR");
+        assert_eq!(f.last().unwrap()["code"], "LIMIT_EXCEEDED");
+        let t = types(&out);
+        assert!(t.contains(&"TEXT_MESSAGE_END".to_owned()));
+        assert_eq!(t.iter().filter(|t| *t == "STEP_FINISHED").count(), 2);
+    }
+
+    #[test]
+    fn frame_count_limit_ends_with_run_error_before_crossing() {
+        let limits = Limits {
+            max_frames: 50,
+            ..Limits::default()
+        };
+        let mut w = FrameWriter::new("r1", limits);
+        w.start();
+        let mut out = w.take_output();
+        for i in 0..100 {
+            w.tool_call_start(&format!("t{i}"), "x");
+            out.push_str(&w.take_output());
+        }
+        w.finish(Ending::Success);
+        out.push_str(&w.take_final().unwrap());
+        let f = frames(&out);
+        assert!(f.len() <= 50, "{} frames", f.len());
+        assert_eq!(f.last().unwrap()["code"], "LIMIT_EXCEEDED");
+    }
+
+    #[test]
+    fn oversized_tool_result_is_truncated() {
+        let (out, _) = run(|w| {
+            w.tool_call_start("t1", "x");
+            w.tool_call_result("t1", &"y".repeat(400_000));
+            w.text("done");
+            w.finish(Ending::Success);
+        });
+        let f = frames(&out);
+        let result = f.iter().find(|f| f["type"] == "TOOL_CALL_RESULT").unwrap();
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("…[truncated]")
+        );
+        assert_eq!(f.last().unwrap()["type"], "RUN_FINISHED");
+    }
+
+    #[test]
+    fn oversized_unsplittable_frame_fails_the_turn() {
+        let (out, _) = run(|w| {
+            w.text("a");
+            w.custom("blob", json!("z".repeat(300_000)));
+            w.finish(Ending::Success);
+        });
+        assert_eq!(frames(&out).last().unwrap()["code"], "LIMIT_EXCEEDED");
+    }
+
+    #[test]
+    fn state_keys_are_limited() {
+        let (out, _) = run(|w| {
+            w.state_snapshot(json!({"todos": [1], "secret": 2, "files": []}));
+            w.state_snapshot(json!({"other": 1}));
+            w.state_delta(json!([
+                {"op": "add", "path": "/artifacts/0", "value": 1},
+                {"op": "add", "path": "/mood", "value": 2}
+            ]));
+            w.text("a");
+            w.finish(Ending::Success);
+        });
+        let f = frames(&out);
+        let snaps: Vec<_> = f.iter().filter(|f| f["type"] == "STATE_SNAPSHOT").collect();
+        assert_eq!(snaps.len(), 1);
+        assert_eq!(snaps[0]["snapshot"], json!({"todos": [1], "files": []}));
+        let delta = f.iter().find(|f| f["type"] == "STATE_DELTA").unwrap();
+        assert_eq!(delta["delta"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn one_file_one_channel() {
+        let (out, _) = run(|w| {
+            w.artifact(json!({"name": "a.csv", "url": "https://x.example/f/1"}));
+            w.custom(
+                "file",
+                json!({"name": "a.csv", "url": "https://x.example/f/1"}),
+            );
+            w.artifact(json!({"name": "a.csv", "url": "https://x.example/f/1"}));
+            w.custom(
+                "file",
+                json!({"name": "b.csv", "url": "https://x.example/f/2"}),
+            );
+            w.artifact(json!({"name": "b.csv", "url": "https://x.example/f/2"}));
+            w.text("files");
+            w.finish(Ending::Success);
+        });
+        let t = types(&out);
+        assert_eq!(t.iter().filter(|t| *t == "STATE_SNAPSHOT").count(), 1);
+        assert_eq!(t.iter().filter(|t| *t == "CUSTOM").count(), 1);
+    }
+
+    #[test]
+    fn interrupts_are_validated_before_leaving() {
+        let (out, _) = run(|w| {
+            w.finish(Ending::Interrupt(Interrupt::Review {
+                prompt: "ok?".into(),
+                items: vec![ReviewItem {
+                    name: String::new(),
+                    arguments: json!({}),
+                }],
+            }))
+        });
+        let last = frames(&out).pop().unwrap();
+        assert_eq!(last["type"], "RUN_ERROR");
+        assert_eq!(last["code"], "INTERRUPT_INVALID");
+
+        let (out, _) = run(|w| {
+            w.finish(Ending::Interrupt(Interrupt::Choice {
+                prompt: "Which?".into(),
+                options: vec![ChoiceOption {
+                    id: "a".into(),
+                    label: "A".into(),
+                }],
+            }))
+        });
+        let last = frames(&out).pop().unwrap();
+        assert_eq!(last["type"], "RUN_FINISHED");
+        assert_eq!(last["outcome"]["type"], "interrupt");
+        assert_eq!(last["outcome"]["interrupts"].as_array().unwrap().len(), 1);
+        assert_eq!(last["outcome"]["interrupts"][0]["kind"], "choice");
+    }
+
+    #[test]
+    fn agent_cannot_close_runways_step_early() {
+        let (out, _) = run(|w| {
+            w.step_finished(TURN_STEP);
+            w.text("a");
+            w.finish(Ending::Success);
+        });
+        let t = types(&out);
+        assert_eq!(t.iter().filter(|t| *t == "STEP_FINISHED").count(), 1);
+        assert_eq!(t[t.len() - 2], "STEP_FINISHED");
+    }
+
+    #[test]
+    fn event_ids_are_unique_and_stable() {
+        let (out, _) = run(|w| {
+            w.text("a");
+            w.finish(Ending::Success);
+        });
+        let ids: Vec<_> = frames(&out)
+            .iter()
+            .map(|f| f["event_id"].as_str().unwrap().to_owned())
+            .collect();
+        let unique: HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        assert_eq!(ids[0], "r1.0");
+    }
+
+    #[test]
+    fn replacement_error_is_a_run_error() {
+        let (_, mut w) = run(|w| {
+            w.text("a");
+            w.finish(Ending::Success);
+        });
+        let f = w.replacement_error(TurnErrorCode::StoreUnavailable, "store down");
+        let v: Value = serde_json::from_str(f.trim_start_matches("data: ").trim()).unwrap();
+        assert_eq!(v["type"], "RUN_ERROR");
+        assert_eq!(v["code"], "STORE_UNAVAILABLE");
+    }
+}

@@ -1,0 +1,339 @@
+//! The HTTP surface, sans I/O: an `http::Request` with its body in, a [`Reply`] out.
+//!
+//! Every adapter (axum, Lambda, Workers) reads the body (refusing more than
+//! [`MAX_BODY_BYTES`]), calls [`Runway::handle`], and either writes the full response or
+//! returns the streamed body and runs the turn future beside it. All routing, auth, validation
+//! and error shapes live here, so every platform answers the same way.
+//!
+//! Routes are matched on the path's end, so the agent can sit under any prefix
+//! (`https://agent.example.com/fpt/runs`, or cargo-lambda's `/lambda-url/bootstrap/runs`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tracing::Instrument;
+
+use crate::agent::{Agent, Protocol, Turn};
+use crate::config::{Config, MAX_BODY_BYTES};
+use crate::context::{ThreadContext, thread_key};
+use crate::engine::{Driver, TurnPlan};
+use crate::error::StoreError;
+use crate::frame_writer::FrameWriter;
+use crate::hosted_files;
+use crate::maybe_send::BoxFuture;
+use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION, RunRequest};
+use crate::runtime::Runtime;
+use crate::store::TurnStore;
+use crate::turn_body::{TurnBody, body_with_first_chunk};
+use crate::wire::Wire;
+
+/// What an adapter sends back.
+pub enum Reply {
+    /// A complete response.
+    Full(http::Response<Bytes>),
+    /// A streamed turn: return `response` at once and run `turn` to completion beside it
+    /// (`tokio::spawn`, `wasm_bindgen_futures::spawn_local`…). The first frame is already in
+    /// the body. Dropping the body (client gone) makes `turn` stop the agent and finish.
+    Stream {
+        /// Headers and the streamed body.
+        response: http::Response<TurnBody>,
+        /// The turn itself.
+        turn: BoxFuture<'static, ()>,
+    },
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full(r) => f.debug_tuple("Full").field(&r.status()).finish(),
+            Self::Stream { .. } => f.write_str("Stream"),
+        }
+    }
+}
+
+pub(crate) struct Shared<A, S, R> {
+    pub(crate) agent: A,
+    pub(crate) store: S,
+    pub(crate) rt: R,
+    pub(crate) config: Config,
+    last_store_error_ms: AtomicU64,
+}
+
+impl<A, S, R: Runtime> Shared<A, S, R> {
+    pub(crate) fn note_store_error(&self, _e: &StoreError) {
+        self.last_store_error_ms
+            .store(self.rt.now_ms().max(1), Ordering::Relaxed);
+    }
+}
+
+/// An agent, a store and a runtime, serving Console's and Lowkey's protocols.
+pub struct Runway<A, S, R> {
+    shared: Arc<Shared<A, S, R>>,
+}
+
+impl<A, S, R> Clone for Runway<A, S, R> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// Serves `agent`, keeping threads in `store`.
+    pub fn new(agent: A, store: S, rt: R, config: Config) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                agent,
+                store,
+                rt,
+                config,
+                last_store_error_ms: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The `/health` body: no store, no model, only what is known in memory. `degraded` for a
+    /// while after a store error.
+    pub fn health(&self) -> HealthBody {
+        let last = self.shared.last_store_error_ms.load(Ordering::Relaxed);
+        let window = self.shared.config.degraded_after_store_error.as_millis() as u64;
+        let status = if last != 0 && self.shared.rt.now_ms() < last + window {
+            HealthStatus::Degraded
+        } else {
+            HealthStatus::Ok
+        };
+        HealthBody {
+            status,
+            protocol_versions: vec![PROTOCOL_VERSION.into()],
+            name: Some(self.shared.config.name.clone()),
+            version: Some(self.shared.config.version.clone()),
+        }
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle(&self, req: http::Request<Bytes>) -> Reply {
+        let path = req.uri().path().to_owned();
+        let method = req.method().clone();
+        if let Some(rest) = file_route(&path) {
+            if method != http::Method::GET && method != http::Method::HEAD {
+                return Reply::Full(method_not_allowed("GET"));
+            }
+            return Reply::Full(self.serve_file(rest).await);
+        }
+        let route = if path.ends_with("/runs") || path == "/runs" {
+            Route::Runs
+        } else if path.ends_with("/health") {
+            Route::Health
+        } else {
+            return Reply::Full(json_error(
+                404,
+                "no such endpoint: use POST /runs or GET /health",
+            ));
+        };
+        if !self.shared.config.auth.check(req.headers()) {
+            tracing::warn!(path = %path, "request refused: missing or wrong auth headers");
+            return Reply::Full(json_error(401, "unauthorized"));
+        }
+        match route {
+            Route::Health => {
+                if method != http::Method::GET && method != http::Method::HEAD {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                Reply::Full(json_response(200, &self.health()))
+            }
+            Route::Runs => {
+                if method != http::Method::POST {
+                    return Reply::Full(method_not_allowed("POST"));
+                }
+                if req.body().len() > MAX_BODY_BYTES {
+                    return Reply::Full(json_error(413, "body larger than 1 MiB"));
+                }
+                let run = match RunRequest::from_json(req.body()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "bad POST /runs body");
+                        return Reply::Full(json_error(400, e.message()));
+                    }
+                };
+                let base = self.public_base_url(&req, "/runs");
+                self.console_turn(run, base)
+            }
+        }
+    }
+
+    /// Starts a Console turn: the reply streams at once, its first frame already written.
+    pub fn console_turn(&self, run: RunRequest, public_base_url: String) -> Reply {
+        let fingerprint = fingerprint(&run);
+        let span = tracing::info_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
+        let mut user_message = run.input.clone();
+        if let Some(resume) = &run.resume {
+            let mut note = format!("[{}]", resume.decision.as_str());
+            if let Some(m) = &resume.message {
+                note = format!("{note} {m}");
+            }
+            user_message = if user_message.is_empty() {
+                note
+            } else {
+                format!("{note} {user_message}")
+            };
+        }
+        for a in &run.attachments {
+            user_message.push_str(&format!("\n[attached: {}]", a.name));
+        }
+        let plan = TurnPlan {
+            run_key: format!("console/{}", run.run_id),
+            thread_key: thread_key(&run.agent_id, &run.thread_id),
+            fingerprint,
+            seed: run.history.clone(),
+            user_message,
+            turn: Turn {
+                protocol: Protocol::Console,
+                run_id: run.run_id,
+                thread_id: run.thread_id,
+                agent_id: run.agent_id,
+                workspace_id: run.workspace_id,
+                user_id: run.user_id,
+                input: run.input,
+                attachments: run.attachments,
+                resume: run.resume,
+                context: ThreadContext::default(),
+                public_base_url,
+            },
+        };
+        let writer = FrameWriter::new(plan.turn.run_id.clone(), self.shared.config.limits);
+        self.stream(writer, plan, span)
+    }
+
+    /// Streams a turn with `wire`: writes its first bytes into the body, then hands back the
+    /// body and the engine's future.
+    pub(crate) fn stream<W: Wire>(
+        &self,
+        mut wire: W,
+        plan: TurnPlan,
+        span: tracing::Span,
+    ) -> Reply {
+        wire.start();
+        let (sender, body) = body_with_first_chunk(wire.take_output());
+        let shared = Arc::clone(&self.shared);
+        let turn = async move {
+            Driver::new(&shared, wire, sender).drive(plan).await;
+        }
+        .instrument(span);
+        let mut response = http::Response::new(body);
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static(W::CONTENT_TYPE),
+        );
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-cache"),
+        );
+        headers.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+        Reply::Stream {
+            response,
+            turn: Box::pin(turn),
+        }
+    }
+
+    async fn serve_file(&self, rest: &str) -> http::Response<Bytes> {
+        let token = rest.split('/').next().unwrap_or("");
+        if !hosted_files::is_token(token) {
+            return json_error(404, "no such file");
+        }
+        let now = self.shared.rt.now_ms();
+        match self.shared.store.get_file(token, now).await {
+            Ok(Some(file)) => hosted_files::file_response(file),
+            Ok(None) => json_error(404, "no such file, or the link has expired"),
+            Err(e) => {
+                self.shared.note_store_error(&e);
+                tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not read a hosted file");
+                json_error(503, "storage unavailable")
+            }
+        }
+    }
+
+    /// The absolute base URL the caller reached this agent at: `config.public_url` if set,
+    /// else scheme from `X-Forwarded-Proto` (or the URI), host from `Host` (or the URI), and
+    /// the path before `route_suffix`.
+    pub fn public_base_url<B>(&self, req: &http::Request<B>, route_suffix: &str) -> String {
+        if let Some(u) = &self.shared.config.public_url {
+            return u.clone();
+        }
+        let headers = req.headers();
+        let scheme = headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(str::trim)
+            .filter(|s| *s == "https" || *s == "http")
+            .or(req.uri().scheme_str())
+            .unwrap_or("http");
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .or(req.uri().authority().map(|a| a.as_str()))
+            .filter(|h| {
+                !h.is_empty()
+                    && h.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+            })
+            .unwrap_or("localhost");
+        let path = req.uri().path();
+        let prefix = path.strip_suffix(route_suffix).unwrap_or("");
+        format!("{scheme}://{host}{prefix}")
+    }
+}
+
+enum Route {
+    Runs,
+    Health,
+}
+
+fn file_route(path: &str) -> Option<&str> {
+    path.find("/files/").map(|i| &path[i + "/files/".len()..])
+}
+
+/// A digest of the request: the same `runId` with another body is a different turn.
+fn fingerprint<T: serde::Serialize>(req: &T) -> String {
+    let bytes = serde_json::to_vec(req).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `{"error": message}` with `status`.
+pub fn json_error(status: u16, message: &str) -> http::Response<Bytes> {
+    json_response(status, &json!({ "error": message }))
+}
+
+fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<Bytes> {
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .body(Bytes::from(serde_json::to_vec(body).unwrap_or_default()))
+        .unwrap_or_default()
+}
+
+fn method_not_allowed(allow: &'static str) -> http::Response<Bytes> {
+    let mut r = json_error(405, &format!("method not allowed: use {allow}"));
+    r.headers_mut()
+        .insert(http::header::ALLOW, http::HeaderValue::from_static(allow));
+    r
+}

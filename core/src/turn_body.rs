@@ -1,0 +1,56 @@
+//! The response body of a streamed turn, and the disconnect signal it carries.
+//!
+//! The engine writes into a bounded channel (a slow reader slows the agent down instead of
+//! growing memory). The body holds the sending half of a oneshot; when the platform drops the
+//! body because the client went away (Console's only cancel signal), the engine sees the
+//! oneshot close and drops the agent's future.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::Stream;
+use futures::channel::{mpsc, oneshot};
+
+/// Chunks buffered between the engine and the body before the engine waits.
+const BUFFERED_CHUNKS: usize = 16;
+
+/// The streamed response body of one turn.
+#[derive(Debug)]
+pub struct TurnBody {
+    rx: mpsc::Receiver<Bytes>,
+    _disconnect: oneshot::Sender<()>,
+}
+
+impl Stream for TurnBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.rx).poll_next(cx).map(|c| c.map(Ok))
+    }
+}
+
+/// The engine's end: chunks go in, the disconnect signal comes out.
+pub(crate) struct BodySender {
+    pub(crate) tx: mpsc::Sender<Bytes>,
+    pub(crate) disconnected: oneshot::Receiver<()>,
+}
+
+/// A body whose first chunk is already in it, so the first frame is on its way before the
+/// engine has been polled once.
+pub(crate) fn body_with_first_chunk(first: String) -> (BodySender, TurnBody) {
+    let (mut tx, rx) = mpsc::channel(BUFFERED_CHUNKS);
+    let (guard, disconnected) = oneshot::channel();
+    if !first.is_empty() {
+        // A fresh channel has room: this cannot fail.
+        let _ = tx.try_send(Bytes::from(first));
+    }
+    (
+        BodySender { tx, disconnected },
+        TurnBody {
+            rx,
+            _disconnect: guard,
+        },
+    )
+}

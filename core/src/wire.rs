@@ -1,0 +1,111 @@
+//! A wire protocol's writer, as the engine drives it.
+//!
+//! The engine is written once; each protocol supplies a sans-I/O writer that turns
+//! [`AgentEvent`]s into its own bytes: Console's SSE frames ([`crate::FrameWriter`]) or
+//! Lowkey's NDJSON events.
+
+use crate::error::TurnErrorCode;
+use crate::frame_writer::{Ending, FrameWriter};
+use crate::maybe_send::MaybeSend;
+use crate::output::AgentEvent;
+
+/// A protocol writer for one turn.
+pub trait Wire: MaybeSend + 'static {
+    /// Content type of the response body.
+    const CONTENT_TYPE: &'static str;
+
+    /// Writes the first bytes, before any store or agent work.
+    fn start(&mut self);
+    /// Writes a keep-alive after a silence.
+    fn heartbeat(&mut self);
+    /// Renders one agent event. [`AgentEvent::File`] never reaches a wire: the engine hosts
+    /// the file and passes an [`AgentEvent::Artifact`] instead.
+    fn apply(&mut self, event: AgentEvent);
+    /// Ends the turn; the final bytes are held back in [`Wire::take_final`].
+    fn finish(&mut self, ending: Ending);
+    /// Bytes ready to send.
+    fn take_output(&mut self) -> String;
+    /// The held-back final bytes, once finished.
+    fn take_final(&mut self) -> Option<String>;
+    /// How the turn ended, once it has (a limit can end it early).
+    fn ending(&self) -> Option<&Ending>;
+    /// What a replay of this turn sends after the first bytes.
+    fn recording(&self) -> &str;
+    /// The text the user saw.
+    fn answer(&self) -> &str;
+    /// Final bytes reporting an error, sent instead of the held-back final ones when the turn
+    /// could not be committed.
+    fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String;
+}
+
+impl Wire for FrameWriter {
+    const CONTENT_TYPE: &'static str = "text/event-stream";
+
+    fn start(&mut self) {
+        FrameWriter::start(self);
+    }
+
+    fn heartbeat(&mut self) {
+        FrameWriter::heartbeat(self);
+    }
+
+    fn apply(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Text(t) => self.text(&t),
+            AgentEvent::EndMessage => self.end_text(),
+            AgentEvent::Reasoning(t) => self.reasoning(&t),
+            AgentEvent::EndReasoning => self.end_reasoning(),
+            AgentEvent::StepStarted(n) => self.step_started(&n),
+            AgentEvent::StepFinished(n) => self.step_finished(&n),
+            AgentEvent::ToolCallStart { id, name } => self.tool_call_start(&id, &name),
+            AgentEvent::ToolCallArgs { id, delta } => self.tool_call_args(&id, &delta),
+            AgentEvent::ToolCallEnd { id } => self.tool_call_end(&id),
+            AgentEvent::ToolCallResult { id, content } => self.tool_call_result(&id, &content),
+            AgentEvent::ActivitySnapshot {
+                message_id,
+                activity_type,
+                content,
+            } => self.activity_snapshot(&message_id, &activity_type, content),
+            AgentEvent::ActivityDelta { message_id, patch } => {
+                self.activity_delta(&message_id, patch);
+            }
+            AgentEvent::StateSnapshot(v) => self.state_snapshot(v),
+            AgentEvent::StateDelta(v) => self.state_delta(v),
+            AgentEvent::Artifact(a) => {
+                self.artifact(serde_json::to_value(a).unwrap_or_default());
+            }
+            AgentEvent::File(_) => {
+                tracing::error!("unhosted file reached the frame writer; dropped");
+            }
+            AgentEvent::Custom { name, value } => self.custom(&name, value),
+        }
+    }
+
+    fn finish(&mut self, ending: Ending) {
+        FrameWriter::finish(self, ending);
+    }
+
+    fn take_output(&mut self) -> String {
+        FrameWriter::take_output(self)
+    }
+
+    fn take_final(&mut self) -> Option<String> {
+        FrameWriter::take_final(self)
+    }
+
+    fn ending(&self) -> Option<&Ending> {
+        self.finished().map(|f| &f.ending)
+    }
+
+    fn recording(&self) -> &str {
+        FrameWriter::recording(self)
+    }
+
+    fn answer(&self) -> &str {
+        FrameWriter::answer(self)
+    }
+
+    fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
+        FrameWriter::replacement_error(self, code, message)
+    }
+}
