@@ -123,12 +123,7 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
     // NAT64 well-known prefix 64:ff9b::/96 embeds an IPv4 address.
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let v4 = Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        );
+        let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
         return forbidden_v4(v4);
     }
     let class = match s[0] {
@@ -176,9 +171,8 @@ impl reqwest::dns::Resolve for FilteringResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let allowed = filter_resolved(&host, resolved)?;
             tracing::debug!(%host, ?allowed, "egress: resolved");
             let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
@@ -197,7 +191,10 @@ mod tests {
 
     #[test]
     fn https_public_domain_is_fine() {
-        assert_eq!(check_base_url(&url("https://agent.example.com/fpt")), Ok(()));
+        assert_eq!(
+            check_base_url(&url("https://agent.example.com/fpt")),
+            Ok(())
+        );
         assert_eq!(check_base_url(&url("https://93.184.216.34/")), Ok(()));
     }
 

@@ -218,7 +218,10 @@ impl FrameRules {
             if *count > MAX_PER_CODE {
                 found.push(Finding::new(
                     *code,
-                    format!("... and {} more {code} finding(s) in this turn", count - MAX_PER_CODE),
+                    format!(
+                        "... and {} more {code} finding(s) in this turn",
+                        count - MAX_PER_CODE
+                    ),
                 ));
             }
         }
@@ -312,14 +315,18 @@ impl FrameRules {
             }
         };
         let at = format!("frame #{index} {frame_type}");
-        for (field, expected) in [("run_id", &self.ids.run_id), ("threadId", &self.ids.thread_id)]
-        {
+        for (field, expected) in [
+            ("run_id", &self.ids.run_id),
+            ("threadId", &self.ids.thread_id),
+        ] {
             if let Some(v) = frame.get(field)
                 && v.as_str() != Some(expected.as_str())
             {
                 out.push(
                     Code::EnvelopeMismatch,
-                    format!("{at}: {field} {v} does not match the request's {expected:?}: discarded"),
+                    format!(
+                        "{at}: {field} {v} does not match the request's {expected:?}: discarded"
+                    ),
                 );
                 return Disposition::Dropped;
             }
@@ -328,7 +335,9 @@ impl FrameRules {
             "RUN_STARTED" => {
                 out.push(
                     Code::RunStartedSent,
-                    format!("{at}: do not send RUN_STARTED, Console emits it when it opens the turn"),
+                    format!(
+                        "{at}: do not send RUN_STARTED, Console emits it when it opens the turn"
+                    ),
                 );
                 return Disposition::Dropped;
             }
@@ -379,12 +388,21 @@ impl FrameRules {
         frame: &Map<String, Value>,
         out: &mut Out,
     ) -> Disposition {
-        let s = |k: &str| frame.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let s = |k: &str| {
+            frame
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         match frame_type {
             "TEXT_MESSAGE_START" => {
                 let id = s("messageId");
                 if self.open_messages.contains(&id) {
-                    out.push(Code::Ordering, format!("{at}: message {id:?} is already open"));
+                    out.push(
+                        Code::Ordering,
+                        format!("{at}: message {id:?} is already open"),
+                    );
                 } else if self.seen_messages.contains(&id) {
                     out.push(
                         Code::Ordering,
@@ -394,7 +412,10 @@ impl FrameRules {
                 if !self.open_tools.is_empty() {
                     out.push(
                         Code::Ordering,
-                        format!("{at}: text starts while tool call(s) {} are still open", self.open_tools.join(", ")),
+                        format!(
+                            "{at}: text starts while tool call(s) {} are still open",
+                            self.open_tools.join(", ")
+                        ),
                     );
                 }
                 self.open_messages.push(id.clone());
@@ -454,7 +475,10 @@ impl FrameRules {
                     );
                 }
                 if self.seen_tools.contains(&id) {
-                    out.push(Code::Ordering, format!("{at}: toolCallId {id:?} reused within the turn"));
+                    out.push(
+                        Code::Ordering,
+                        format!("{at}: toolCallId {id:?} reused within the turn"),
+                    );
                 }
                 self.open_tools.push(id.clone());
                 self.seen_tools.insert(id);
@@ -464,7 +488,10 @@ impl FrameRules {
             "TOOL_CALL_ARGS" => {
                 let id = s("toolCallId");
                 if !self.open_tools.contains(&id) {
-                    out.push(Code::Ordering, format!("{at}: tool call {id:?} is not open"));
+                    out.push(
+                        Code::Ordering,
+                        format!("{at}: tool call {id:?} is not open"),
+                    );
                 }
             }
             "TOOL_CALL_END" => {
@@ -473,7 +500,10 @@ impl FrameRules {
                     Some(pos) => {
                         self.open_tools.remove(pos);
                     }
-                    None => out.push(Code::Ordering, format!("{at}: tool call {id:?} is not open")),
+                    None => out.push(
+                        Code::Ordering,
+                        format!("{at}: tool call {id:?} is not open"),
+                    ),
                 }
             }
             "TOOL_CALL_RESULT" => {
@@ -497,14 +527,20 @@ impl FrameRules {
                     Some(pos) => {
                         self.open_steps.remove(pos);
                     }
-                    None => out.push(Code::Ordering, format!("{at}: step {name:?} was not started")),
+                    None => out.push(
+                        Code::Ordering,
+                        format!("{at}: step {name:?} was not started"),
+                    ),
                 }
             }
             "REASONING_MESSAGE_START" => self.open_reasoning.push(s("messageId")),
             "REASONING_MESSAGE_CONTENT" => {
                 let id = s("messageId");
                 if !self.open_reasoning.contains(&id) {
-                    out.push(Code::Ordering, format!("{at}: reasoning message {id:?} is not open"));
+                    out.push(
+                        Code::Ordering,
+                        format!("{at}: reasoning message {id:?} is not open"),
+                    );
                 }
             }
             "REASONING_MESSAGE_END" => {
@@ -513,7 +549,10 @@ impl FrameRules {
                     Some(pos) => {
                         self.open_reasoning.remove(pos);
                     }
-                    None => out.push(Code::Ordering, format!("{at}: reasoning message {id:?} is not open")),
+                    None => out.push(
+                        Code::Ordering,
+                        format!("{at}: reasoning message {id:?} is not open"),
+                    ),
                 }
             }
             "ACTIVITY_SNAPSHOT" | "ACTIVITY_DELTA" => self.visible = true,
@@ -584,7 +623,9 @@ impl FrameRules {
                     Code::MalformedFrame,
                     format!(
                         "{at}: outcome.type must be \"success\" or \"interrupt\", got {}: dropped",
-                        other.map(|t| format!("{t:?}")).unwrap_or_else(|| "nothing".into())
+                        other
+                            .map(|t| format!("{t:?}"))
+                            .unwrap_or_else(|| "nothing".into())
                     ),
                 );
                 Disposition::Dropped
@@ -808,7 +849,8 @@ mod tests {
     #[test]
     fn envelope_mismatch_discards() {
         let mut e = engine();
-        let step = e.on_frame(br#"{"type":"RUN_FINISHED","outcome":{"type":"success"},"run_id":"99"}"#);
+        let step =
+            e.on_frame(br#"{"type":"RUN_FINISHED","outcome":{"type":"success"},"run_id":"99"}"#);
         assert_eq!(step.disposition, Disposition::Dropped);
         assert_eq!(step.findings[0].code, Code::EnvelopeMismatch);
         let step = e.on_frame(br#"{"type":"STEP_STARTED","stepName":"s","threadId":22}"#);
@@ -843,7 +885,10 @@ mod tests {
         ];
         for (frames, expected) in cases {
             let got = codes(&frames);
-            assert!(!got.is_empty() && got.iter().all(|c| *c == expected), "expected only {expected}, got {got:?} for {frames:?}");
+            assert!(
+                !got.is_empty() && got.iter().all(|c| *c == expected),
+                "expected only {expected}, got {got:?} for {frames:?}"
+            );
         }
     }
 
@@ -873,7 +918,10 @@ mod tests {
         let mut e = engine();
         let bad = json!({"type":"RUN_FINISHED","outcome":{"type":"interrupt","interrupts":[{"kind":"poll"}]}});
         let step = e.on_frame(bad.to_string().as_bytes());
-        assert_eq!(step.disposition, Disposition::Fatal(Code::InterruptRejected));
+        assert_eq!(
+            step.disposition,
+            Disposition::Fatal(Code::InterruptRejected)
+        );
         assert!(e.finish(StreamEnd::Failed).is_empty());
     }
 

@@ -113,7 +113,11 @@ mod tests {
         let v = validate_thread_id();
         assert!(v.starts_with("validate-"));
         assert_eq!(v.len(), "validate-".len() + 16);
-        assert!(v["validate-".len()..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(
+            v["validate-".len()..]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+        );
     }
 
     #[test]

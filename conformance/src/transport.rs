@@ -112,7 +112,9 @@ impl TransportFailure {
     pub fn describe(&self) -> String {
         match self {
             TransportFailure::Egress(r) => format!("refused before connecting: {r}"),
-            TransportFailure::ConnectTimeout => "no TCP/TLS handshake within the connect deadline".into(),
+            TransportFailure::ConnectTimeout => {
+                "no TCP/TLS handshake within the connect deadline".into()
+            }
             TransportFailure::ConnectFailed(e) => format!("connection failed: {e}"),
             TransportFailure::Other(e) => format!("request failed: {e}"),
         }
@@ -269,8 +271,14 @@ mod tests {
             Settings::default(),
         )
         .unwrap();
-        assert_eq!(t.url(Endpoint::Runs).as_str(), "https://agent.example.com/fpt/runs");
-        assert_eq!(t.url(Endpoint::Health).as_str(), "https://agent.example.com/fpt/health");
+        assert_eq!(
+            t.url(Endpoint::Runs).as_str(),
+            "https://agent.example.com/fpt/runs"
+        );
+        assert_eq!(
+            t.url(Endpoint::Health).as_str(),
+            "https://agent.example.com/fpt/health"
+        );
         let t = Transport::new(
             Url::parse("http://127.0.0.1:9/").unwrap(),
             Settings::default(),
@@ -295,8 +303,14 @@ mod tests {
         let refused = TransportFailure::Egress(EgressRefusal::EmbeddedCredentials);
         assert_eq!(refused.code(Endpoint::Health), Code::EgressRefused);
         assert_eq!(refused.code(Endpoint::Runs), Code::EgressRefused);
-        assert_eq!(TransportFailure::ConnectTimeout.code(Endpoint::Runs), Code::ConnectTimeout);
-        assert_eq!(TransportFailure::ConnectTimeout.code(Endpoint::Health), Code::ConnectTimeout);
+        assert_eq!(
+            TransportFailure::ConnectTimeout.code(Endpoint::Runs),
+            Code::ConnectTimeout
+        );
+        assert_eq!(
+            TransportFailure::ConnectTimeout.code(Endpoint::Health),
+            Code::ConnectTimeout
+        );
         let failed = TransportFailure::ConnectFailed("refused".into());
         assert_eq!(failed.code(Endpoint::Health), Code::EndpointUnavailable);
         assert_eq!(failed.code(Endpoint::Runs), Code::UpstreamUnavailable);

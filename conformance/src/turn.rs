@@ -203,7 +203,10 @@ async fn drive(
         Err(_) if whole <= headers_deadline => {
             run.fail(
                 Code::LimitExceeded,
-                format!("the whole-turn deadline ({} ms) passed before the response headers", ms(d.turn)),
+                format!(
+                    "the whole-turn deadline ({} ms) passed before the response headers",
+                    ms(d.turn)
+                ),
             );
             return StreamEnd::Failed;
         }
@@ -236,16 +239,24 @@ async fn drive(
             .unwrap_or("(none)");
         run.fail(
             Code::UpstreamRejected,
-            format!("HTTP {status} to {location}: redirects are not followed, change base_url instead"),
+            format!(
+                "HTTP {status} to {location}: redirects are not followed, change base_url instead"
+            ),
         );
         return StreamEnd::Failed;
     }
     if status.is_client_error() {
-        run.fail(Code::UpstreamRejected, format!("POST /runs answered HTTP {status}"));
+        run.fail(
+            Code::UpstreamRejected,
+            format!("POST /runs answered HTTP {status}"),
+        );
         return StreamEnd::Failed;
     }
     if status.is_server_error() {
-        run.fail(Code::UpstreamUnavailable, format!("POST /runs answered HTTP {status}"));
+        run.fail(
+            Code::UpstreamUnavailable,
+            format!("POST /runs answered HTTP {status}"),
+        );
         return StreamEnd::Failed;
     }
     let h = response.headers();
@@ -281,7 +292,10 @@ async fn drive(
     if !missing.is_empty() {
         run.findings.push(Finding::new(
             Code::MissingStreamHeaders,
-            format!("the stream response lacks {}: a proxy may buffer the stream", missing.join(" and ")),
+            format!(
+                "the stream response lacks {}: a proxy may buffer the stream",
+                missing.join(" and ")
+            ),
         ));
     }
     read_stream(run, response, mode, start, response_at, limits).await
@@ -373,7 +387,10 @@ async fn read_stream(
         let lines = match reader.feed(&chunk) {
             Ok(lines) => lines,
             Err(e) => {
-                run.fail(Code::LimitExceeded, format!("one frame exceeded the per-frame limit: {e}"));
+                run.fail(
+                    Code::LimitExceeded,
+                    format!("one frame exceeded the per-frame limit: {e}"),
+                );
                 break StreamEnd::Failed;
             }
         };
@@ -398,13 +415,17 @@ async fn read_stream(
                     run.findings.extend(step.findings);
                     match step.disposition {
                         Disposition::Accepted | Disposition::Final => {
-                            run.report.first_valid_frame_ms.get_or_insert(ms(now - start));
+                            run.report
+                                .first_valid_frame_ms
+                                .get_or_insert(ms(now - start));
                             if step.disposition == Disposition::Final && final_at.is_none() {
                                 final_at = Some(now);
                                 run.report.outcome = match run.rules.final_frame() {
                                     Some(FinalFrame::Success) => TurnOutcome::Finished,
                                     Some(FinalFrame::Interrupt(_)) => TurnOutcome::Interrupted,
-                                    Some(FinalFrame::Error(m)) => TurnOutcome::RunError { message: m.clone() },
+                                    Some(FinalFrame::Error(m)) => {
+                                        TurnOutcome::RunError { message: m.clone() }
+                                    }
                                     None => TurnOutcome::ClosedWithoutFinal,
                                 };
                             }
