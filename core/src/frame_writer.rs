@@ -290,10 +290,8 @@ impl FrameWriter {
         }
         self.tool_call_end(id);
         let message_id = format!("{id}-result");
-        let empty = self.envelope(
-            "TOOL_CALL_RESULT",
-            json!({"toolCallId": id, "messageId": message_id, "role": "tool", "content": ""}),
-        );
+        let empty = json!({"type": "TOOL_CALL_RESULT", "event_id": format!("{}.{}", self.run_id, self.seq),
+            "toolCallId": id, "messageId": message_id, "role": "tool", "content": ""});
         let budget = self.frame_budget(&empty);
         let pieces = sse::split_escaped(content, budget.saturating_sub(16));
         let content = match pieces.as_slice() {
@@ -1018,6 +1016,17 @@ mod tests {
         let unique: HashSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len());
         assert_eq!(ids[0], "r1.0");
+        let (out, _) = run(|w| {
+            w.tool_call_start("t", "x");
+            w.tool_call_result("t", "r");
+            w.text("a");
+            w.finish(Ending::Success);
+        });
+        let seqs: Vec<u64> = frames(&out)
+            .iter()
+            .map(|f| f["event_id"].as_str().unwrap()[3..].parse().unwrap())
+            .collect();
+        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "no gaps");
     }
 
     #[test]

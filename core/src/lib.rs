@@ -32,6 +32,8 @@ mod runtime;
 mod service;
 pub mod sse;
 mod store;
+#[cfg(feature = "tokio")]
+mod tokio_runtime;
 mod turn_body;
 mod wire;
 
@@ -48,5 +50,7 @@ pub use protocol::Interrupt;
 pub use runtime::Runtime;
 pub use service::{Reply, Runway, json_error};
 pub use store::{HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+#[cfg(feature = "tokio")]
+pub use tokio_runtime::TokioRuntime;
 pub use turn_body::TurnBody;
 pub use wire::Wire;

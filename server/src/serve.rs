@@ -1,0 +1,185 @@
+//! `runway serve`: the core on axum + tokio with the SQLite store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use runway_core::agents::BuiltinAgent;
+use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
+
+use crate::sqlite_store::SqliteStore;
+
+type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
+
+/// `runway serve` options. Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
+/// (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
+/// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_NAME`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "RUNWAY_LISTEN", default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// Where the SQLite database lives.
+    #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
+    data_dir: PathBuf,
+    /// Which agent to serve: demo or echo.
+    #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
+    agent: String,
+}
+
+pub async fn run(args: ServeArgs) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUNWAY_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match serve(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("runway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("cannot open the data directory {0}: {1}")]
+    DataDir(PathBuf, String),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    #[error("server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+    let config = Config::from_lookup(|k| std::env::var(k).ok())
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    let rt = TokioRuntime;
+    let agent = BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
+        ServeError::Config(format!(
+            "unknown agent {:?}: choose one of {:?}",
+            args.agent,
+            BuiltinAgent::<TokioRuntime>::NAMES
+        ))
+    })?;
+    std::fs::create_dir_all(&args.data_dir)
+        .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
+    let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))
+        .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
+    spawn_purger(store.clone());
+
+    let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
+    let runway = Runway::new(agent, store, rt, config);
+    let app = Router::new().fallback(handle).with_state(runway);
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| ServeError::Listen(args.listen, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServeError::Listen(args.listen, e))?;
+    print_banner(addr, &args.agent, &auth_names);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(ServeError::Serve)
+}
+
+/// Reads the body (at most 1 MiB), lets the core answer, and spawns the turn if it streams.
+async fn handle(State(runway): State<App>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let too_long = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|n| n > MAX_BODY_BYTES);
+    if too_long {
+        return json_error(413, "body larger than 1 MiB")
+            .map(Body::from)
+            .into_response();
+    }
+    let bytes = match to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return json_error(413, "body larger than 1 MiB or unreadable")
+                .map(Body::from)
+                .into_response();
+        }
+    };
+    match runway.handle(http::Request::from_parts(parts, bytes)).await {
+        Reply::Full(r) => r.map(Body::from).into_response(),
+        Reply::Stream { response, turn } => {
+            tokio::spawn(turn);
+            response.map(Body::from_stream).into_response()
+        }
+    }
+}
+
+fn spawn_purger(store: SqliteStore) {
+    tokio::spawn(async move {
+        loop {
+            match store.purge_expired(TokioRuntime.now_ms()).await {
+                Ok(n) if n > 0 => {
+                    tracing::info!(rows = n, "expired threads, runs and files purged")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "purge of expired rows failed"),
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+}
+
+fn print_banner(addr: SocketAddr, agent: &str, auth_names: &[String]) {
+    let base = format!("http://{addr}");
+    let headers: String = auth_names
+        .iter()
+        .map(|n| format!(" -H '{n}: <value>'"))
+        .collect();
+    println!("runway serving the {agent} agent");
+    println!("base_url: {base}");
+    println!("try it:");
+    println!(
+        "  curl -N {base}/runs{headers} -H 'Content-Type: application/json' \\\n    -d '{{\"protocolVersion\":\"1\",\"runId\":\"run-1\",\"threadId\":\"thread-1\",\"agentId\":\"agent-1\",\"workspaceId\":\"ws-1\",\"input\":\"Hello\"}}'"
+    );
+    println!(
+        "  runway check {base}{}",
+        auth_names
+            .iter()
+            .map(|n| format!(" --header '{n}: <value>'"))
+            .collect::<String>()
+    );
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
