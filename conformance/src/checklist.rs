@@ -10,7 +10,7 @@
 //! | Frames follow the contract | every other frame rule and the stream headers, on every turn |
 //! | Heartbeat during a slow turn | with `--slow-prompt`: no silence longer than the heartbeat interval |
 //! | Idempotency on runId | turn 1 replayed byte for byte after turn 2: same text expected (an agent that ran it again would now see turn 2 in its context) |
-//! | Branch isolation | the second prompt on `T:<branch>`: its text must not contain turn 1's token |
+//! | Branch isolation | a fresh thread `U` gets a token (first prompt), then the second prompt goes to `U:<branch>`: its text must not contain that token |
 //! | runId reused with a different body | turn 1's runId with another input: answering turn 1's text again is a warning |
 //!
 //! Every error found in a turn fails the line the turn serves; every warning
@@ -367,17 +367,28 @@ async fn turn_checks(transport: &Transport, config: &CheckConfig, c: &mut Checkl
         c.items[IDEMPOTENCY].skip("not run: context turn 1 did not finish");
     }
 
-    // 9. Branch isolation: the second prompt on T:<branch>.
-    let branch_thread = format!("{thread}:{}", fresh_id());
+    // 9. Branch isolation: a fresh thread U gets a token, then the second
+    // prompt goes to U:<branch>. It is a thread of its own so that an agent
+    // naming only the previous input still reveals a leak, and so that a
+    // leaking agent's writes cannot disturb the other checks.
+    let base_thread = fresh_id();
+    let branch_token = fresh_token("branch");
+    let seed_body = caller.turn(
+        &base_thread,
+        &with_token(&config.context_prompts.0, &branch_token),
+    );
+    let seed = run_turn(transport, headers, &seed_body, ReadMode::WholeTurn).await;
+    c.file_turn(BRANCH, "branch base turn", &seed, &[]);
+    let branch_thread = format!("{base_thread}:{}", fresh_id());
     let branch_body = caller.turn(&branch_thread, &config.context_prompts.1);
     let branch = run_turn(transport, headers, &branch_body, ReadMode::WholeTurn).await;
     c.file_turn(BRANCH, "branch turn", &branch, &[]);
     let item = &mut c.items[BRANCH];
-    if branch.all_text.contains(&token) {
+    if branch.all_text.contains(&branch_token) {
         let f = Finding::new(
             Code::BranchLeak,
             format!(
-                "threadId {branch_thread} answered with the token {token} from threadId {thread}: one branch must not see another's context"
+                "threadId {branch_thread} answered with the token {branch_token} given on threadId {base_thread}: one branch must not see another's context"
             ),
         );
         item.add(reported(
@@ -386,11 +397,14 @@ async fn turn_checks(transport: &Transport, config: &CheckConfig, c: &mut Checkl
             Some(&branch),
             branch.started_at,
         ));
+    } else if !seed.finished() {
+        item.raise(Status::Fail);
+        item.detail = format!("the turn on {base_thread} {}", describe(&seed));
     } else if branch.error_code().is_some() || branch.outcome == TurnOutcome::ClosedWithoutFinal {
         item.raise(Status::Fail);
         item.detail = format!("the branch turn {}", describe(&branch));
     } else {
-        item.detail = format!("{branch_thread} did not see {thread}'s context");
+        item.detail = format!("{branch_thread} did not see {base_thread}'s context");
     }
 
     // 10. runId reused with a different body.
