@@ -122,9 +122,12 @@ impl CheckItem {
         }
     }
 
-    /// Marks the line skipped with a reason.
+    /// Marks the line skipped with a reason. A line that already carries
+    /// a warning or a failure keeps that status (only the reason is set).
     pub fn skip(&mut self, why: impl Into<String>) {
-        self.status = Status::Skip;
+        if self.status == Status::Pass {
+            self.status = Status::Skip;
+        }
         self.detail = why.into();
     }
 }
