@@ -90,6 +90,9 @@ pub enum Code {
     /// A data line that is not a JSON object, has no `type`, or lacks a
     /// required field: dropped.
     MalformedFrame,
+    /// Two data lines without a blank line between them: Console reads each
+    /// line as a frame, a standard SSE reader would merge them.
+    MissingFrameSeparator,
     /// A `STATE_SNAPSHOT`/`STATE_DELTA` key other than todos/artifacts/files:
     /// dropped.
     StateKeyDropped,
@@ -118,7 +121,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order of the documentation table.
-    pub const ALL: [Code; 32] = [
+    pub const ALL: [Code; 33] = [
         Code::EndpointUnavailable,
         Code::ProtocolMismatch,
         Code::EgressRefused,
@@ -142,6 +145,7 @@ impl Code {
         Code::EnvelopeMismatch,
         Code::UnknownFrameType,
         Code::MalformedFrame,
+        Code::MissingFrameSeparator,
         Code::StateKeyDropped,
         Code::Ordering,
         Code::HealthDegraded,
@@ -179,6 +183,7 @@ impl Code {
             Code::EnvelopeMismatch => "ENVELOPE_MISMATCH",
             Code::UnknownFrameType => "UNKNOWN_FRAME_TYPE",
             Code::MalformedFrame => "MALFORMED_FRAME",
+            Code::MissingFrameSeparator => "MISSING_FRAME_SEPARATOR",
             Code::StateKeyDropped => "STATE_KEY_DROPPED",
             Code::Ordering => "ORDERING",
             Code::HealthDegraded => "HEALTH_DEGRADED",
@@ -263,5 +268,45 @@ impl Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_console_errors_are_the_eleven() {
+        let names: BTreeSet<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), Code::ALL.len());
+        let console: Vec<&str> = Code::ALL
+            .iter()
+            .filter(|c| c.is_console_error())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            console,
+            [
+                "ENDPOINT_UNAVAILABLE",
+                "PROTOCOL_MISMATCH",
+                "EGRESS_REFUSED",
+                "CONNECT_TIMEOUT",
+                "UPSTREAM_REJECTED",
+                "UPSTREAM_UNAVAILABLE",
+                "TTFB_TIMEOUT",
+                "IDLE_TIMEOUT",
+                "STREAM_TRUNCATED",
+                "LIMIT_EXCEEDED",
+                "INTERRUPT_REJECTED"
+            ]
+        );
+        for c in Code::ALL {
+            assert_eq!(
+                c.severity() == Severity::Error,
+                Finding::new(c, "").is_error()
+            );
+        }
     }
 }

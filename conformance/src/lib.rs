@@ -59,6 +59,7 @@
 //! | `ENVELOPE_MISMATCH` | warning | `run_id`/`threadId` present and different from the request | the frame is discarded |
 //! | `UNKNOWN_FRAME_TYPE` | warning | a type Console does not handle | dropped without breaking the turn |
 //! | `MALFORMED_FRAME` | warning | not a JSON object, no string `type`, a required field missing or of the wrong type, `outcome.type` neither success nor interrupt | dropped without breaking the turn |
+//! | `MISSING_FRAME_SEPARATOR` | warning | two `data:` lines with no blank line between them | Console reads one frame per line, but the contract asks for a blank line and standard SSE readers (proxies, debugging tools) merge such lines |
 //! | `STATE_KEY_DROPPED` | warning | a state key other than `todos`, `artifacts`, `files` | that key is dropped |
 //! | `ORDERING` | warning | text open across a tool call, content for a message not open, a reused messageId/toolCallId, a tool call after the answer, a result for an unknown call, a step/reasoning end without start | the user sees text and tools out of order |
 //! | `HEALTH_DEGRADED` | warning | `/health` says `degraded` | turns still go through |

@@ -111,6 +111,8 @@ struct Run<'a> {
     rules: FrameRules,
     findings: Vec<Finding>,
     report: TurnReport,
+    /// Bytes of an unterminated last line at a clean close.
+    unterminated: usize,
 }
 
 impl Run<'_> {
@@ -149,6 +151,7 @@ pub async fn run_turn_bytes(
         transport,
         rules: FrameRules::new(ids),
         findings: Vec::new(),
+        unterminated: 0,
         report: TurnReport {
             run_id: body.run_id.clone(),
             thread_id: body.thread_id.clone(),
@@ -170,7 +173,15 @@ pub async fn run_turn_bytes(
     let start = Instant::now();
     let end = drive(&mut run, headers, bytes, mode, start).await;
     let mut findings = std::mem::take(&mut run.findings);
-    findings.extend(run.rules.finish(end));
+    for mut f in run.rules.finish(end) {
+        if f.code == Code::NoFinalFrame && run.unterminated > 0 {
+            f.message.push_str(&format!(
+                "; the stream ended inside a line ({} bytes without a line end), which Console drops",
+                run.unterminated
+            ));
+        }
+        findings.push(f);
+    }
     let mut report = run.report;
     report.answer = run.rules.answer().to_owned();
     report.all_text = run.rules.all_text();
@@ -318,6 +329,9 @@ async fn read_stream(
     let mut final_at: Option<Instant> = None;
     let mut longest = Duration::ZERO;
     let mut frames = 0usize;
+    // A data line was read since the last blank line.
+    let mut in_block = false;
+    let mut separator_reported = false;
     let end = loop {
         let (deadline, clock) = match (final_at, first_frame) {
             (Some(f), _) => (to_t(f + d.after_final), Clock::AfterFinal),
@@ -403,6 +417,14 @@ async fn read_stream(
                 SseLine::Data(data) => {
                     first_frame.get_or_insert(now);
                     frames += 1;
+                    if in_block && !separator_reported && final_at.is_none() {
+                        separator_reported = true;
+                        run.findings.push(Finding::new(
+                            Code::MissingFrameSeparator,
+                            format!("frame #{frames} follows the previous data line without a blank line: frames are separated by a blank line"),
+                        ));
+                    }
+                    in_block = true;
                     if frames > limits.max_frames {
                         run.fail(
                             Code::LimitExceeded,
@@ -445,7 +467,8 @@ async fn read_stream(
                         }
                     }
                 }
-                SseLine::Blank | SseLine::Ignored(_) => {}
+                SseLine::Blank => in_block = false,
+                SseLine::Ignored(_) => {}
             }
         }
         if let Some(end) = stop {
@@ -467,7 +490,7 @@ async fn read_stream(
         ));
     }
     if reader.pending() > 0 && end == StreamEnd::Closed && final_at.is_none() {
-        tracing::debug!(pending = reader.pending(), "unterminated last line dropped");
+        run.unterminated = reader.pending();
     }
     end
 }

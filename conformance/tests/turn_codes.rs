@@ -600,3 +600,36 @@ fn stream_end_is_exported() {
     // The rule engine's end-of-stream kinds are part of the public API.
     assert_ne!(StreamEnd::Closed, StreamEnd::Failed);
 }
+
+#[tokio::test]
+async fn missing_frame_separator() {
+    let spec = AgentSpec::scripted(|_| {
+        vec![
+            Step::Raw("data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"a1\"}\n".into()),
+            Step::Raw("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"a1\",\"delta\":\"x\"}\n\n".into()),
+            Step::Frame(json!({"type":"TEXT_MESSAGE_END","messageId":"a1"})),
+            finished(),
+        ]
+    });
+    let report = turn(spec, fast_settings()).await;
+    only(&report, Code::MissingFrameSeparator);
+    assert_eq!(report.answer, "x");
+}
+
+#[tokio::test]
+async fn a_final_frame_without_line_end_is_dropped_and_said_so() {
+    let spec = AgentSpec::scripted(|_| {
+        let mut s = answer("x");
+        s.push(Step::Raw(
+            "data: {\"type\":\"RUN_FINISHED\",\"outcome\":{\"type\":\"success\"}}".into(),
+        ));
+        s
+    });
+    let report = turn(spec, fast_settings()).await;
+    only(&report, Code::NoFinalFrame);
+    assert!(
+        report.findings[0].message.contains("ended inside a line"),
+        "{:?}",
+        report.findings
+    );
+}
