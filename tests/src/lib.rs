@@ -1,0 +1,55 @@
+//! The end-to-end suite every runway adapter must pass, over real HTTP on loopback.
+//!
+//! An adapter's test implements [`Target`] (start the real binary under its local runtime,
+//! restart it keeping its storage) and calls [`run_suite`]. Targets are started with
+//! [`TARGET_ENV`]: two auth headers, a 1-second heartbeat and an 8-second turn deadline, so
+//! the slow checks stay short.
+
+mod checks;
+mod client;
+mod process;
+
+pub use client::{Client, TurnStream};
+pub use process::{AgentProcess, free_data_dir};
+
+use std::future::Future;
+
+/// Environment every target is started with.
+pub const TARGET_ENV: [(&str, &str); 4] = [
+    ("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme"),
+    ("RUNWAY_HEARTBEAT_SECS", "1"),
+    ("RUNWAY_TURN_DEADLINE_SECS", "8"),
+    ("RUNWAY_AGENT", "demo"),
+];
+
+/// The auth header set of [`TARGET_ENV`].
+pub fn target_auth() -> Vec<(String, String)> {
+    vec![
+        ("X-API-Key".into(), "test-key".into()),
+        ("X-Tenant".into(), "acme".into()),
+    ]
+}
+
+/// A running agent under test.
+pub trait Target {
+    /// Base URL without a trailing slash (`http://127.0.0.1:PORT[/prefix]`).
+    fn base_url(&self) -> String;
+    /// The auth headers the target requires.
+    fn auth_headers(&self) -> Vec<(String, String)>;
+    /// Whether the platform tells the agent when the client disconnects.
+    fn supports_disconnect(&self) -> bool;
+    /// Stops the agent and starts it again with the same storage.
+    fn restart(&mut self) -> impl Future<Output = ()>;
+}
+
+/// Runs every check against `target`; panics listing each failed check.
+pub async fn run_suite<T: Target>(target: &mut T) {
+    let failures = checks::run_all(target).await;
+    assert!(
+        failures.is_empty(),
+        "{} end-to-end check(s) failed against {}:\n{}",
+        failures.len(),
+        target.base_url(),
+        failures.join("\n")
+    );
+}
