@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what the Rust side of the tests needs on a fresh machine. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# rust-toolchain.toml pins the toolchain; rustup installs it on first use but not its extra
+# target, so add that explicitly.
+rustup component add rustfmt clippy >/dev/null
+rustup target add wasm32-unknown-unknown >/dev/null
