@@ -282,7 +282,7 @@ pub async fn run_checklist(config: &CheckConfig) -> CheckReport {
     } else {
         turn_checks(&transport, config, &mut c).await;
     }
-    summarize_turn_lines(config, &mut c);
+    summarize_turn_lines(&mut c);
     finish(config, c, notes)
 }
 
@@ -455,7 +455,7 @@ async fn turn_checks(transport: &Transport, config: &CheckConfig, c: &mut Checkl
 }
 
 /// Figures and details of the lines fed by every turn.
-fn summarize_turn_lines(config: &CheckConfig, c: &mut Checklist) {
+fn summarize_turn_lines(c: &mut Checklist) {
     let ttfbs: Vec<u64> = c.turns.iter().filter_map(|(_, t)| t.ttfb_ms).collect();
     let item = &mut c.items[FIRST_FRAME];
     if let Some(max) = ttfbs.iter().max() {
@@ -495,7 +495,6 @@ fn summarize_turn_lines(config: &CheckConfig, c: &mut Checklist) {
     {
         item.figure = Some(format!("longest silence {l} ms"));
     }
-    let _ = config;
 }
 
 fn finish(config: &CheckConfig, c: Checklist, notes: Vec<String>) -> CheckReport {

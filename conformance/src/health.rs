@@ -29,6 +29,16 @@ pub enum Availability {
     Degraded,
 }
 
+impl Availability {
+    /// `"ok"` or `"degraded"`, as the agent wrote it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Availability::Ok => "ok",
+            Availability::Degraded => "degraded",
+        }
+    }
+}
+
 /// Console's fold of one `/health` answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "lowercase")]

@@ -79,6 +79,31 @@
 //! context that re-runs deterministically is indistinguishable from a
 //! replay (its context line fails anyway).
 //!
+//! ## How each code is tested
+//!
+//! The emulator's own tests (`conformance/tests/`) start small agents on
+//! `127.0.0.1:0` (axum, in the test code): one correct agent, which triggers
+//! no finding at all, and one broken agent per code, each asserted to
+//! trigger that code and nothing else. All traffic stays on loopback and is
+//! bounded by short deadlines (first frame 400 ms, idle 600 ms).
+//!
+//! * `EGRESS_REFUSED`: unit tests of the pure [`egress::check_base_url`] and
+//!   [`egress::filter_resolved`], plus live strict-mode runs against the
+//!   loopback agent (an `http://127.0.0.1` URL, refused by the pre-check,
+//!   and `https://localhost`, refused by the resolver) asserting the agent
+//!   received zero requests.
+//! * `CONNECT_TIMEOUT`: a loopback listener with backlog 0 that never
+//!   accepts, filled with a few connections until the kernel drops SYNs;
+//!   the emulator's connect then times out. Also a unit test of the
+//!   classification.
+//! * `STREAM_TRUNCATED`: the agent's body stream returns an error, so the
+//!   server aborts the chunked response without its last chunk.
+//! * `UPSTREAM_UNAVAILABLE` / `ENDPOINT_UNAVAILABLE` on a refused
+//!   connection: a port that was bound and released.
+//! * The checklist codes (`AUTH_*`, `CONTEXT_LOST`, `NOT_IDEMPOTENT`,
+//!   `BRANCH_LEAK`, `RUN_ID_REUSE_REPLAYED`) run the full checklist against
+//!   the correct agent with one behaviour switched off.
+//!
 //! ## Entry point
 //!
 //! The `runway` binary calls [`cli_main`] with the arguments after `check`.

@@ -368,3 +368,11 @@ async fn cli_main_usage_errors_exit_2() {
         2
     );
 }
+
+/// `cli_main` can be spawned on a multi-thread runtime.
+#[test]
+fn cli_main_is_send() {
+    fn assert_send<T: Send + 'static>(_: &T) {}
+    let fut = cli_main(vec!["--help".into()]);
+    assert_send(&fut);
+}
