@@ -1,0 +1,273 @@
+//! The engine driven through `Runway::handle` on a virtual clock (tokio's paused time), with
+//! a store that fails on demand.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use runway_core::{
+    Agent, AgentResult, Config, HostedFile, MemoryStore, Outcome, Output, Reply, Runtime, Runway,
+    StoreError, Turn, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy)]
+struct VirtualClock;
+
+impl Runtime for VirtualClock {
+    type Sleep = tokio::time::Sleep;
+    fn sleep(&self, d: Duration) -> Self::Sleep {
+        tokio::time::sleep(d)
+    }
+    fn now_ms(&self) -> u64 {
+        // Paused tokio time starts at an arbitrary instant; anchor it.
+        static START: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+        let start = *START.get_or_init(tokio::time::Instant::now);
+        1_700_000_000_000
+            + tokio::time::Instant::now()
+                .duration_since(start)
+                .as_millis() as u64
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        buf.fill(7);
+    }
+}
+
+#[derive(Default)]
+struct FlakyStore {
+    inner: MemoryStore,
+    fail_start: AtomicBool,
+    fail_finish: AtomicBool,
+}
+
+impl TurnStore for FlakyStore {
+    async fn start_turn(&self, c: &TurnClaim) -> Result<TurnStart, StoreError> {
+        if self.fail_start.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("injected".into()));
+        }
+        self.inner.start_turn(c).await
+    }
+    async fn finish_turn(&self, c: &TurnCommit) -> Result<(), StoreError> {
+        if self.fail_finish.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("injected".into()));
+        }
+        self.inner.finish_turn(c).await
+    }
+    async fn put_file(&self, f: &HostedFile) -> Result<(), StoreError> {
+        self.inner.put_file(f).await
+    }
+    async fn get_file(&self, t: &str, now: u64) -> Result<Option<HostedFile>, StoreError> {
+        self.inner.get_file(t, now).await
+    }
+}
+
+/// Sleeps `secs` (from the input) then answers; counts runs and notices being dropped.
+#[derive(Default, Clone)]
+struct Sleeper {
+    runs: Arc<AtomicUsize>,
+    dropped: Arc<AtomicBool>,
+}
+
+struct DropFlag(Arc<AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Agent for Sleeper {
+    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let _flag = DropFlag(Arc::clone(&self.dropped));
+        if turn.input == "panic" {
+            panic!("boom");
+        }
+        let secs: u64 = turn.input.parse().unwrap_or(0);
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        out.text(format!("slept {secs}"));
+        // Reached only when not dropped.
+        std::mem::forget(_flag);
+        Ok(Outcome::Done)
+    }
+}
+
+fn request(run: &str, input: &str) -> http::Request<Bytes> {
+    let body = json!({"protocolVersion": "1", "runId": run, "threadId": "t1", "agentId": "a",
+                      "workspaceId": "w", "input": input});
+    http::Request::post("/runs")
+        .header("host", "agent.test")
+        .body(Bytes::from(body.to_string()))
+        .unwrap()
+}
+
+type App = Runway<Sleeper, FlakyStore, VirtualClock>;
+
+fn app(agent: Sleeper) -> App {
+    Runway::new(
+        agent,
+        FlakyStore::default(),
+        VirtualClock,
+        Config::default(),
+    )
+}
+
+/// Starts the turn and collects (arrival ms since start, chunk) until the body ends.
+async fn run(app: &App, run: &str, input: &str) -> Vec<(u64, String)> {
+    let Reply::Stream { response, turn } = app.handle(request(run, input)).await else {
+        panic!("not a stream")
+    };
+    tokio::spawn(turn);
+    let start = tokio::time::Instant::now();
+    let mut body = response.into_body();
+    let mut chunks = Vec::new();
+    while let Some(Ok(c)) = body.next().await {
+        chunks.push((
+            start.elapsed().as_millis() as u64,
+            String::from_utf8(c.to_vec()).unwrap(),
+        ));
+    }
+    chunks
+}
+
+fn frames(chunks: &[(u64, String)]) -> Vec<Value> {
+    chunks
+        .iter()
+        .flat_map(|(_, c)| c.split("\n\n"))
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_frame_is_in_the_body_before_the_engine_runs() {
+    let app = app(Sleeper::default());
+    let Reply::Stream { response, turn } = app.handle(request("r", "0")).await else {
+        panic!("not a stream")
+    };
+    // The turn future has not been polled at all.
+    let mut body = response.into_body();
+    let first = futures::poll!(body.next());
+    let std::task::Poll::Ready(Some(Ok(chunk))) = first else {
+        panic!("first frame not ready: {first:?}")
+    };
+    assert!(String::from_utf8_lossy(&chunk).contains("STEP_STARTED"));
+    drop(turn);
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeats_flow_while_the_agent_is_silent() {
+    let app = app(Sleeper::default());
+    let chunks = run(&app, "r", "35").await;
+    let beats: Vec<u64> = chunks
+        .iter()
+        .filter(|(_, c)| c.starts_with(':'))
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(beats, vec![10_000, 20_000, 30_000], "{chunks:?}");
+    assert_eq!(frames(&chunks).last().unwrap()["type"], "RUN_FINISHED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_ends_the_turn_with_run_error() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    let chunks = run(&app, "r", "400").await;
+    let last = frames(&chunks).pop().unwrap();
+    assert_eq!(last["code"], "TURN_DEADLINE");
+    assert_eq!(chunks.last().unwrap().0, 290_000);
+    assert!(
+        agent.dropped.load(Ordering::SeqCst),
+        "agent future not dropped"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disconnect_drops_the_agent_and_records_the_cancellation() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    let Reply::Stream { response, turn } = app.handle(request("r", "100")).await else {
+        panic!("not a stream")
+    };
+    let handle = tokio::spawn(turn);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(response);
+    tokio::time::timeout(Duration::from_secs(1), handle)
+        .await
+        .expect("engine finishes promptly after a disconnect")
+        .unwrap();
+    assert!(
+        agent.dropped.load(Ordering::SeqCst),
+        "agent future not dropped"
+    );
+    // The replay of that run is the cancelled recording, and the agent does not run again.
+    let replay = frames(&run(&app, "r", "100").await);
+    assert_eq!(replay.last().unwrap()["code"], "CANCELLED");
+    assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn store_failure_before_the_turn_is_a_run_error_and_degrades_health() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    assert_eq!(app.health().status, runway_core::protocol::HealthStatus::Ok);
+    app.store().fail_start.store(true, Ordering::SeqCst);
+    let f = frames(&run(&app, "r", "0").await);
+    assert_eq!(f.last().unwrap()["code"], "STORE_UNAVAILABLE");
+    assert_eq!(
+        agent.runs.load(Ordering::SeqCst),
+        0,
+        "agent ran without its context"
+    );
+    assert_eq!(
+        app.health().status,
+        runway_core::protocol::HealthStatus::Degraded
+    );
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(app.health().status, runway_core::protocol::HealthStatus::Ok);
+}
+
+#[tokio::test(start_paused = true)]
+async fn store_failure_after_the_turn_is_never_a_silent_success() {
+    let app = app(Sleeper::default());
+    app.store().fail_finish.store(true, Ordering::SeqCst);
+    let f = frames(&run(&app, "r", "0").await);
+    let types: Vec<_> = f.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert!(!types.contains(&"RUN_FINISHED"), "{types:?}");
+    assert_eq!(f.last().unwrap()["code"], "STORE_UNAVAILABLE");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_is_a_run_error_and_the_service_goes_on() {
+    let app = app(Sleeper::default());
+    let f = frames(&run(&app, "r1", "panic").await);
+    assert_eq!(f.last().unwrap()["code"], "AGENT_PANIC");
+    let f = frames(&run(&app, "r2", "0").await);
+    assert_eq!(f.last().unwrap()["type"], "RUN_FINISHED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_duplicates_run_the_agent_once() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    let (a, b) = tokio::join!(run(&app, "dup", "5"), run(&app, "dup", "5"));
+    assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
+    let (fa, fb) = (frames(&a), frames(&b));
+    assert_eq!(fa, fb);
+    assert_eq!(fa.last().unwrap()["type"], "RUN_FINISHED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_duplicate_sends_heartbeats() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    let (_, b) = tokio::join!(run(&app, "dup", "25"), async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        run(&app, "dup", "25").await
+    });
+    assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
+    let beats = b.iter().filter(|(_, c)| c.starts_with(':')).count();
+    assert_eq!(beats, 2, "{b:?}");
+    assert_eq!(frames(&b).last().unwrap()["type"], "RUN_FINISHED");
+}
