@@ -85,7 +85,7 @@
 //! `127.0.0.1:0` (axum, in the test code): one correct agent, which triggers
 //! no finding at all, and one broken agent per code, each asserted to
 //! trigger that code and nothing else. All traffic stays on loopback and is
-//! bounded by short deadlines (first frame 400 ms, idle 600 ms).
+//! bounded by short deadlines (first frame and connect 800 ms, idle 1.2 s).
 //!
 //! * `EGRESS_REFUSED`: unit tests of the pure [`egress::check_base_url`] and
 //!   [`egress::filter_resolved`], plus live strict-mode runs against the

@@ -171,7 +171,7 @@ async fn heartbeat_gap_fails_the_heartbeat_line() {
             ..AgentSpec::correct()
         },
         false,
-        Some("/slow 450ms"),
+        Some("/slow 800ms"),
     )
     .await;
     only(&report, Code::HeartbeatGap);
@@ -213,15 +213,15 @@ fn args(base: &str, extra: &[&str]) -> Vec<OsString> {
     let mut v: Vec<OsString> = vec![base.into()];
     for a in [
         "--connect-timeout",
-        "400ms",
+        "800ms",
         "--first-frame-timeout",
-        "400ms",
+        "800ms",
         "--idle-timeout",
-        "600ms",
+        "1200ms",
         "--turn-timeout",
-        "4s",
+        "5s",
         "--heartbeat-interval",
-        "300ms",
+        "500ms",
         "--after-final",
         "150ms",
     ]
@@ -259,7 +259,7 @@ async fn cli_passes_a_correct_agent_with_headers_and_slow_prompt() {
     for title in [
         "Both endpoints work",
         "Authentication is complete",
-        "First frame within 400 ms",
+        "First frame within 800 ms",
         "Context stored by threadId",
         "Every turn ends properly",
         "Heartbeat during a slow turn",

@@ -265,7 +265,7 @@ async fn connect_timeout_against_a_listener_whose_backlog_is_full() {
 #[tokio::test]
 async fn ttfb_timeout_when_the_first_frame_is_late() {
     let spec = AgentSpec::scripted(|_| {
-        let mut s = vec![Step::Sleep(1500)];
+        let mut s = vec![Step::Sleep(2000)];
         s.extend(correct_turn("late"));
         s
     });
@@ -277,7 +277,7 @@ async fn ttfb_timeout_when_the_first_frame_is_late() {
 async fn idle_timeout_on_mid_stream_silence() {
     let spec = AgentSpec::scripted(|_| {
         let mut s = answer("x");
-        s.push(Step::Sleep(2000));
+        s.push(Step::Sleep(2500));
         s.push(finished());
         s
     });
@@ -289,14 +289,14 @@ async fn idle_timeout_on_mid_stream_silence() {
 async fn a_comment_resets_the_idle_clock() {
     let spec = AgentSpec::scripted(|_| {
         let mut s = answer("x");
-        for _ in 0..4 {
-            s.push(Step::Sleep(250));
+        for _ in 0..10 {
+            s.push(Step::Sleep(150));
             s.push(Step::Comment);
         }
         s.push(finished());
         s
     });
-    // 1 s of work in total, idle 600 ms, heartbeat 300 ms: no finding.
+    // 1.5 s of work in total, idle 1200 ms, heartbeat 500 ms: no finding.
     let report = turn(spec, fast_settings()).await;
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
 }

@@ -345,11 +345,11 @@ fn stream_response(spec: &AgentSpec, steps: Vec<Step>) -> Response<Body> {
 pub fn fast_settings() -> Settings {
     Settings {
         deadlines: Deadlines {
-            connect: Duration::from_millis(400),
-            first_frame: Duration::from_millis(400),
-            idle: Duration::from_millis(600),
-            turn: Duration::from_secs(4),
-            heartbeat: Duration::from_millis(300),
+            connect: Duration::from_millis(800),
+            first_frame: Duration::from_millis(800),
+            idle: Duration::from_millis(1200),
+            turn: Duration::from_secs(5),
+            heartbeat: Duration::from_millis(500),
             after_final: Duration::from_millis(150),
         },
         limits: Limits::default(),
