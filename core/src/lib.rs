@@ -54,3 +54,8 @@ pub use store::{HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 pub use tokio_runtime::TokioRuntime;
 pub use turn_body::TurnBody;
 pub use wire::Wire;
+
+/// The README's example compiles.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
