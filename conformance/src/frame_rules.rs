@@ -7,7 +7,7 @@
 //! 1. after the final frame, every data frame is lost (`FRAME_AFTER_FINAL`);
 //! 2. the line must hold a JSON object with a string `type`
 //!    (`MALFORMED_FRAME`, dropped);
-//! 3. envelope: `run_id` / `threadId`, when present, must equal the
+//! 3. envelope: `run_id` / `threadId`, when present (not null), must equal the
 //!    request's (`ENVELOPE_MISMATCH`, discarded);
 //! 4. `RUN_STARTED` and `REASONING_END` must not be sent (`RUN_STARTED_SENT`,
 //!    `REASONING_END_SENT`); other types Console does not handle are dropped
@@ -320,6 +320,7 @@ impl FrameRules {
             ("threadId", &self.ids.thread_id),
         ] {
             if let Some(v) = frame.get(field)
+                && !v.is_null()
                 && v.as_str() != Some(expected.as_str())
             {
                 out.push(
@@ -855,6 +856,9 @@ mod tests {
         assert_eq!(step.findings[0].code, Code::EnvelopeMismatch);
         let step = e.on_frame(br#"{"type":"STEP_STARTED","stepName":"s","threadId":22}"#);
         assert_eq!(step.findings[0].code, Code::EnvelopeMismatch);
+        // null counts as absent.
+        let step = e.on_frame(br#"{"type":"STEP_STARTED","stepName":"s","run_id":null}"#);
+        assert_eq!(step.disposition, Disposition::Accepted);
     }
 
     #[test]
