@@ -320,10 +320,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 _ = &mut self.disconnected => break Stop::Cut(Cut::Disconnected),
                 _ = &mut self.deadline => break Stop::Cut(Cut::Deadline),
                 ev = events.next() => {
-                    if let Some(ev) = ev {
-                        if let Some(stop) = self.apply(ev).await {
-                            break stop;
-                        }
+                    if let Some(ev) = ev
+                        && let Some(stop) = self.apply(ev).await
+                    {
+                        break stop;
                     }
                 }
                 res = fut => break Stop::Agent(res.map_err(panic_message)),

@@ -405,13 +405,12 @@ impl FrameWriter {
         if self.is_finished() {
             return;
         }
-        if name == "file" {
-            if let Some(url) = value.get("url").and_then(Value::as_str) {
-                if self.state_file_urls.contains(url) || !self.custom_file_urls.insert(url.into()) {
-                    tracing::warn!(run_id = %self.run_id, "file already announced: CUSTOM file dropped");
-                    return;
-                }
-            }
+        if name == "file"
+            && let Some(url) = value.get("url").and_then(Value::as_str)
+            && (self.state_file_urls.contains(url) || !self.custom_file_urls.insert(url.into()))
+        {
+            tracing::warn!(run_id = %self.run_id, "file already announced: CUSTOM file dropped");
+            return;
         }
         let f = self.envelope("CUSTOM", json!({"name": name, "value": value}));
         self.emit(f);
