@@ -24,6 +24,7 @@ mod engine;
 mod error;
 mod frame_writer;
 pub mod hosted_files;
+pub mod lowkey;
 mod maybe_send;
 mod memory_store;
 mod output;

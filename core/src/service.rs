@@ -138,10 +138,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::Runs
         } else if path.ends_with("/health") {
             Route::Health
+        } else if path.ends_with(crate::lowkey::LOWKEY_TURN_PATH) {
+            Route::LowkeyTurn
         } else {
             return Reply::Full(json_error(
                 404,
-                "no such endpoint: use POST /runs or GET /health",
+                "no such endpoint: use POST /runs, POST /lowkey/turn or GET /health",
             ));
         };
         if !self.shared.config.auth.check(req.headers()) {
@@ -172,6 +174,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 let base = self.public_base_url(&req, "/runs");
                 self.console_turn(run, base)
             }
+            Route::LowkeyTurn => self.lowkey_route(&req),
         }
     }
 
@@ -302,6 +305,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 enum Route {
     Runs,
     Health,
+    LowkeyTurn,
 }
 
 fn file_route(path: &str) -> Option<&str> {
