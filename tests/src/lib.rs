@@ -6,7 +6,7 @@
 //! the slow checks stay short.
 
 mod checks;
-mod client;
+pub mod client;
 mod process;
 
 pub use client::{Client, TurnStream};

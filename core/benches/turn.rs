@@ -1,0 +1,91 @@
+//! Cost of the core's own work per turn: encoding frames and driving a whole turn in process.
+//!
+//! `cargo bench -p runway-core --bench turn`
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::StreamExt;
+use runway_core::agents::EchoAgent;
+use runway_core::protocol::Limits;
+use runway_core::{Config, Ending, FrameWriter, MemoryStore, Reply, Runtime, Runway};
+
+#[derive(Clone, Copy)]
+struct BenchRuntime;
+
+impl Runtime for BenchRuntime {
+    type Sleep = tokio::time::Sleep;
+    fn sleep(&self, d: Duration) -> Self::Sleep {
+        tokio::time::sleep(d)
+    }
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+    fn fill_random(&self, buf: &mut [u8]) {
+        buf.fill(1);
+    }
+}
+
+fn writer(c: &mut Criterion) {
+    c.bench_function("writer: plain answer, 20 deltas", |b| {
+        b.iter(|| {
+            let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", Limits::default());
+            w.start();
+            for _ in 0..20 {
+                w.text("Gold fell 0.5% yesterday. ");
+            }
+            w.finish(Ending::Success);
+            let out = w.take_output();
+            (out.len(), w.take_final().map(|f| f.len()))
+        });
+    });
+    let big = "runway streams long answers in pieces. ".repeat(27_000); // ~1 MiB
+    c.bench_function("writer: 1 MiB answer split under 256 KiB frames", |b| {
+        b.iter(|| {
+            let mut w = FrameWriter::new("r", Limits::default());
+            w.start();
+            w.text(&big);
+            w.finish(Ending::Success);
+            w.take_output().len()
+        });
+    });
+}
+
+fn whole_turn(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let app = Runway::new(
+        EchoAgent,
+        MemoryStore::new(),
+        BenchRuntime,
+        Config::default(),
+    );
+    let mut n = 0u64;
+    c.bench_function("engine: whole echo turn in process (memory store)", |b| {
+        b.iter(|| {
+            n += 1;
+            let body = format!(
+                r#"{{"protocolVersion":"1","runId":"r{n}","threadId":"t{}","agentId":"a","workspaceId":"w","input":"hello"}}"#,
+                n % 100
+            );
+            let req = http::Request::post("/runs").body(Bytes::from(body)).expect("request");
+            rt.block_on(async {
+                let Reply::Stream { response, turn } = app.handle(req).await else {
+                    panic!("not a stream")
+                };
+                let (_, bytes) = futures::join!(turn, response.into_body().fold(0, |n, c| async move {
+                    n + c.map_or(0, |c| c.len())
+                }));
+                bytes
+            })
+        });
+    });
+}
+
+criterion_group!(benches, writer, whole_turn);
+criterion_main!(benches);
