@@ -80,3 +80,70 @@ async fn local_server_passes_the_suite() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Runs the real `runway check` binary against a real `runway serve`.
+async fn runway_check(env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
+    let dir = free_data_dir("check");
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .envs(env.iter().copied())
+        .env("RUNWAY_LOG", "warn");
+    let server = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let out = Command::new(runway_binary())
+        .arg("check")
+        .arg(server.base_url())
+        .args(extra)
+        .output()
+        .await
+        .expect("runway check runs");
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runway_check_passes_with_a_two_header_auth_set() {
+    let (ok, report) = runway_check(
+        &[
+            ("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme"),
+            ("RUNWAY_HEARTBEAT_SECS", "1"),
+        ],
+        &[
+            "--header",
+            "X-API-Key: test-key",
+            "--header",
+            "X-Tenant: acme",
+            "--slow-prompt",
+            "/slow 3",
+            "--strict",
+        ],
+    )
+    .await;
+    println!("{report}");
+    assert!(ok, "runway check failed:\n{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runway_check_passes_without_auth() {
+    let (ok, report) = runway_check(&[("RUNWAY_HEARTBEAT_SECS", "1")], &["--strict"]).await;
+    println!("{report}");
+    assert!(ok, "runway check failed:\n{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runway_check_catches_a_missing_header() {
+    // The server requires two headers; the checker is told only one of them, so the
+    // endpoints answer 401 and the check must fail.
+    let (ok, report) = runway_check(
+        &[("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme")],
+        &["--header", "X-API-Key: test-key"],
+    )
+    .await;
+    assert!(
+        !ok,
+        "runway check passed with one header missing:\n{report}"
+    );
+}
