@@ -1,0 +1,61 @@
+//! # runway-lambda
+//!
+//! runway on AWS Lambda: the `bootstrap` binary serves `runway-core`'s routes (`POST /runs`,
+//! `GET /health`, hosted files) behind a function URL with response streaming, and keeps
+//! threads, run records and hosted files in one DynamoDB table ([`DynamoStore`]).
+//!
+//! The adapter is deliberately thin: [`handle`] turns the Lambda request into an
+//! `http::Request<Bytes>`, lets [`runway_core::Runway::handle`] answer, and for a streamed turn
+//! returns the body at once and spawns the turn beside it. Everything about turns lives in the
+//! core.
+//!
+//! Lambda does **not** stop a streaming invocation when the client disconnects: the turn runs
+//! on (and is billed) until the agent finishes or `RUNWAY_TURN_DEADLINE_SECS` cuts it; see
+//! `lambda/README.md`.
+#![warn(missing_docs)]
+
+mod body;
+mod settings;
+pub mod store;
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use runway_core::agents::BuiltinAgent;
+use runway_core::{MAX_BODY_BYTES, Reply, Runway, TokioRuntime, json_error};
+
+pub use body::LambdaBody;
+pub use settings::{InitError, Settings, init, sdk_config};
+pub use store::DynamoStore;
+
+/// The served application: a built-in agent, the DynamoDB store, tokio.
+pub type App = Runway<BuiltinAgent<TokioRuntime>, DynamoStore, TokioRuntime>;
+
+/// Answers one function-URL request: the core decides, this only converts.
+///
+/// A streamed turn's body is returned immediately (its first frame is already in it) and the
+/// turn runs on a spawned task; the invocation ends when the body does.
+pub async fn handle(
+    app: &App,
+    req: lambda_http::Request,
+) -> Result<http::Response<LambdaBody>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let bytes = match body {
+        lambda_http::Body::Empty => Bytes::new(),
+        lambda_http::Body::Text(t) => Bytes::from(t),
+        lambda_http::Body::Binary(b) => Bytes::from(b),
+        _ => return Ok(json_error(400, "unsupported request body").map(LambdaBody::full)),
+    };
+    if bytes.len() > MAX_BODY_BYTES {
+        return Ok(json_error(413, "body larger than 1 MiB").map(LambdaBody::full));
+    }
+    Ok(
+        match app.handle(http::Request::from_parts(parts, bytes)).await {
+            Reply::Full(r) => r.map(LambdaBody::full),
+            Reply::Stream { response, turn } => {
+                tokio::spawn(turn);
+                response.map(LambdaBody::stream)
+            }
+        },
+    )
+}

@@ -1,0 +1,756 @@
+//! [`TurnStore`] in one DynamoDB table (single-table design, on-demand capacity).
+//!
+//! # Items
+//!
+//! Every item has a string partition key `pk`, a string sort key `sk`, `exp_ms` (exact expiry,
+//! ms since the epoch) and `expires_at` (the same instant in seconds, the table's TTL attribute).
+//!
+//! | item | `pk` | `sk` | other attributes |
+//! |---|---|---|---|
+//! | run record | `run#{run key}` | `run` | `fp` fingerprint, `st` `running`/`done`, recording as `data` or `tag`+`parts` |
+//! | recording part | `run#{run key}` | `part#{tag}#{i}` | `data` |
+//! | thread context | `thread#{thread key}` | `ctx` | context JSON as `data` or `tag`+`parts` |
+//! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
+//! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
+//! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
+//!
+//! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
+//! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
+//! split into parts. Hosted files are stored as they are, in parts when large.
+//!
+//! # Requests per turn
+//!
+//! - [`TurnStore::start_turn`]: a conditional `PutItem` claiming the run
+//!   (`attribute_not_exists(pk) OR exp_ms <= :now`, with `ReturnValuesOnConditionCheckFailure`
+//!   so a refused claim brings the existing record back) and a consistent `Query` of the
+//!   thread's items, sent **concurrently**: two requests, one round trip.
+//! - [`TurnStore::finish_turn`]: one `TransactWriteItems` saving the context and the finished
+//!   run record (and the recording's parts, when they fit the 4 MB transaction).
+//!
+//! So an ordinary turn costs three requests whatever the thread's length. Only exceptional
+//! turns cost more: a recording too large for one transaction (its parts are written first
+//! with `BatchWriteItem`), a replay of a recording kept in parts (one `Query`), a thread larger
+//! than a 1 MB query page.
+//!
+//! # Expiry
+//!
+//! DynamoDB's TTL deletes expired items eventually (and local emulators never), so every read
+//! compares `exp_ms` with the caller's clock: an expired item is absent, exactly.
+//!
+//! # Failures
+//!
+//! The SDK retries throttling and transient errors with exponential backoff and full jitter
+//! (see [`crate::sdk_config`]); a transaction cancelled because of throttling or a conflicting
+//! transaction is retried here the same way. What still fails is a [`StoreError`], which the
+//! engine turns into `RUN_ERROR` and a `degraded` `/health`.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, PutRequest, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    WriteRequest,
+};
+use runway_core::{
+    HostedFile, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Payload bytes one item carries: DynamoDB items are limited to 400 KB including attribute
+/// names and the other attributes, so this leaves about 50 KB for those.
+pub const ITEM_PAYLOAD_BYTES: usize = 350_000;
+
+/// Payload of one `TransactWriteItems` (its limit is 4 MB for the whole request).
+const TX_PAYLOAD_BYTES: usize = 3_500_000;
+/// Actions in one `TransactWriteItems` (DynamoDB's limit is 100).
+const TX_MAX_ITEMS: usize = 100;
+/// Items in one `BatchWriteItem` (DynamoDB's limit).
+const BATCH_ITEMS: usize = 25;
+/// Parts a thread context may take. With the default context policy a context needs at most
+/// two; a policy that grows it past this fails the turn with [`StoreError::TooLarge`].
+const MAX_CONTEXT_PARTS: usize = 8;
+/// Largest hosted file: 64 parts (about 22 MB), far above runway's default 5 MiB cap.
+pub const MAX_FILE_BYTES: usize = 64 * ITEM_PAYLOAD_BYTES;
+/// Largest decompressed payload accepted when reading (the stream cap is 8 MiB).
+const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
+/// Attempts for a transaction cancelled by throttling or a conflicting transaction.
+const TX_ATTEMPTS: u32 = 4;
+/// Attempts for the unprocessed remainder of a `BatchWriteItem`.
+const BATCH_ATTEMPTS: u32 = 6;
+
+/// The DynamoDB store. Cheap to clone (the SDK client is shared).
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    /// A store on `table` through `client`. Makes no request.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    async fn query_all(&self, pk: &str, sk_prefix: Option<&str>) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut q = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .expression_attribute_values(":pk", s(pk))
+                .set_exclusive_start_key(start.take());
+            q = match sk_prefix {
+                Some(p) => q
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                    .expression_attribute_values(":p", s(p)),
+                None => q.key_condition_expression("pk = :pk"),
+            };
+            let out = q.send().await.map_err(|e| sdk_error("Query", e))?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// Runs `items` as one transaction, retrying cancellations caused by throttling or a
+    /// conflicting transaction with backoff and jitter.
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let r = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await;
+            let e = match r {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            let retryable = match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
+                    c.cancellation_reasons().iter().any(|r| {
+                        matches!(
+                            r.code(),
+                            Some(
+                                "ThrottlingError"
+                                    | "ProvisionedThroughputExceeded"
+                                    | "TransactionConflict"
+                                    | "RequestLimitExceeded"
+                            )
+                        )
+                    })
+                }
+                Some(TransactWriteItemsError::TransactionInProgressException(_)) => true,
+                _ => false,
+            };
+            if !retryable || attempt >= TX_ATTEMPTS {
+                return Err(match e.as_service_error() {
+                    Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
+                        let codes: Vec<&str> = c
+                            .cancellation_reasons()
+                            .iter()
+                            .filter_map(|r| r.code())
+                            .filter(|c| *c != "None")
+                            .collect();
+                        if retryable {
+                            StoreError::Throttled(format!(
+                                "TransactWriteItems cancelled: {codes:?}"
+                            ))
+                        } else {
+                            StoreError::Unavailable(format!(
+                                "TransactWriteItems cancelled: {codes:?}"
+                            ))
+                        }
+                    }
+                    _ => sdk_error("TransactWriteItems", e),
+                });
+            }
+            tracing::warn!(attempt, "transaction cancelled by contention: retrying");
+            tokio::time::sleep(backoff(attempt)).await;
+        }
+    }
+
+    /// Writes `items` with `BatchWriteItem`, 25 at a time, retrying unprocessed items with
+    /// backoff and jitter. Not atomic: used for parts that nothing references yet.
+    async fn batch_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        let mut pending: Vec<WriteRequest> = items
+            .into_iter()
+            .map(|item| {
+                PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .map(|p| WriteRequest::builder().put_request(p).build())
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut attempt = 0;
+        while !pending.is_empty() {
+            let rest = pending.split_off(pending.len().min(BATCH_ITEMS));
+            let batch = std::mem::replace(&mut pending, rest);
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(&self.table, batch)
+                .send()
+                .await
+                .map_err(|e| sdk_error("BatchWriteItem", e))?;
+            let unprocessed = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(&self.table))
+                .unwrap_or_default();
+            if !unprocessed.is_empty() {
+                attempt += 1;
+                if attempt >= BATCH_ATTEMPTS {
+                    return Err(StoreError::Throttled(format!(
+                        "BatchWriteItem left {} items unprocessed",
+                        unprocessed.len()
+                    )));
+                }
+                tokio::time::sleep(backoff(attempt)).await;
+                pending.extend(unprocessed);
+            }
+        }
+        Ok(())
+    }
+
+    async fn replay_of(&self, run_pk: &str, record: &Item) -> Result<TurnStart, StoreError> {
+        let recording = match payload_ref(record)? {
+            PayloadRef::Inline(data) => inflate(data)?,
+            PayloadRef::Parts { tag, parts } => {
+                let prefix = format!("part#{tag}#");
+                let items = self.query_all(run_pk, Some(&prefix)).await?;
+                inflate(&assemble(&items, &prefix, parts, None)?)?
+            }
+        };
+        let recording = String::from_utf8(recording)
+            .map_err(|_| StoreError::Corrupt("recording is not UTF-8".into()))?;
+        Ok(TurnStart::Finished { recording })
+    }
+
+    /// A claim refused by the condition: the record is live (not expired).
+    async fn refused(
+        &self,
+        claim: &TurnClaim,
+        run_pk: &str,
+        record: Option<Item>,
+    ) -> Result<TurnStart, StoreError> {
+        let record = match record {
+            Some(r) if !r.is_empty() => r,
+            // An emulator that ignores ReturnValuesOnConditionCheckFailure: read it.
+            _ => {
+                let out = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .consistent_read(true)
+                    .key("pk", s(run_pk))
+                    .key("sk", s("run"))
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error("GetItem", e))?;
+                match out.item {
+                    Some(r) => r,
+                    None => return Ok(TurnStart::Running),
+                }
+            }
+        };
+        if get_s(&record, "fp") != Some(claim.fingerprint.as_str()) {
+            return Ok(TurnStart::Conflict);
+        }
+        if get_s(&record, "st") == Some("done") {
+            return self.replay_of(run_pk, &record).await;
+        }
+        Ok(TurnStart::Running)
+    }
+
+    /// Best-effort release of a claim whose turn cannot start (the thread read failed), so a
+    /// later delivery need not wait for the lease.
+    async fn release(&self, run_pk: &str, claim: &TurnClaim) {
+        let r = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(run_pk))
+            .key("sk", s("run"))
+            .condition_expression("st = :running AND fp = :fp AND exp_ms = :lease")
+            .expression_attribute_values(":running", s("running"))
+            .expression_attribute_values(":fp", s(&claim.fingerprint))
+            .expression_attribute_values(":lease", n(claim.lease_until_ms))
+            .send()
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %DisplayErrorContext(&e), "could not release a run claim");
+        }
+    }
+}
+
+impl TurnStore for DynamoStore {
+    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
+        let run_pk = format!("run#{}", claim.run_key);
+        let thread_pk = format!("thread#{}", claim.thread_key);
+        let mut item = Item::new();
+        item.insert("pk".into(), s(&run_pk));
+        item.insert("sk".into(), s("run"));
+        item.insert("fp".into(), s(&claim.fingerprint));
+        item.insert("st".into(), s("running"));
+        expiry(&mut item, claim.lease_until_ms);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR exp_ms <= :now")
+            .expression_attribute_values(":now", n(claim.now_ms))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send();
+        let thread = self.query_all(&thread_pk, None);
+        let (put, thread) = futures::join!(put, thread);
+        match put {
+            Ok(_) => {}
+            Err(e) => {
+                return match e.as_service_error() {
+                    Some(PutItemError::ConditionalCheckFailedException(c)) => {
+                        let record = c.item().cloned();
+                        self.refused(claim, &run_pk, record).await
+                    }
+                    _ => Err(sdk_error("PutItem", e)),
+                };
+            }
+        }
+        let thread = match thread {
+            Ok(items) => items,
+            Err(e) => {
+                self.release(&run_pk, claim).await;
+                return Err(e);
+            }
+        };
+        let context = decode_thread(&thread, claim.now_ms)?;
+        Ok(TurnStart::Claimed { context })
+    }
+
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
+        let run_pk = format!("run#{}", commit.run_key);
+        let thread_pk = format!("thread#{}", commit.thread_key);
+        let context =
+            serde_json::to_vec(&commit.context).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let context = deflate(&context);
+        let recording = deflate(commit.recording.as_bytes());
+
+        let mut tx: Vec<Item> = Vec::new();
+        let mut tx_bytes = 0;
+
+        // The thread: head item, and fixed-index parts when it does not fit one item.
+        let tag = new_tag();
+        let mut head = Item::new();
+        head.insert("pk".into(), s(&thread_pk));
+        head.insert("sk".into(), s("ctx"));
+        expiry(&mut head, commit.context_expires_at_ms);
+        if context.len() <= ITEM_PAYLOAD_BYTES {
+            head.insert("data".into(), b(context.clone()));
+        } else {
+            let parts: Vec<&[u8]> = context.chunks(ITEM_PAYLOAD_BYTES).collect();
+            if parts.len() > MAX_CONTEXT_PARTS {
+                return Err(StoreError::TooLarge(format!(
+                    "thread context of {} compressed bytes",
+                    context.len()
+                )));
+            }
+            head.insert("tag".into(), s(&tag));
+            head.insert("parts".into(), n(parts.len() as u64));
+            for (i, part) in parts.into_iter().enumerate() {
+                let mut p = Item::new();
+                p.insert("pk".into(), s(&thread_pk));
+                p.insert("sk".into(), s(format!("part#{i:04}")));
+                p.insert("tag".into(), s(&tag));
+                p.insert("data".into(), b(part.to_vec()));
+                expiry(&mut p, commit.context_expires_at_ms);
+                tx.push(p);
+            }
+        }
+        tx_bytes += context.len();
+        tx.push(head);
+
+        // The run record, with the recording inline or in parts.
+        let mut run = Item::new();
+        run.insert("pk".into(), s(&run_pk));
+        run.insert("sk".into(), s("run"));
+        run.insert("fp".into(), s(&commit.fingerprint));
+        run.insert("st".into(), s("done"));
+        expiry(&mut run, commit.recording_expires_at_ms);
+        let mut early: Vec<Item> = Vec::new();
+        if recording.len() <= ITEM_PAYLOAD_BYTES {
+            run.insert("data".into(), b(recording.clone()));
+        } else {
+            let parts: Vec<Item> = recording
+                .chunks(ITEM_PAYLOAD_BYTES)
+                .enumerate()
+                .map(|(i, part)| {
+                    let mut p = Item::new();
+                    p.insert("pk".into(), s(&run_pk));
+                    p.insert("sk".into(), s(format!("part#{tag}#{i:04}")));
+                    p.insert("data".into(), b(part.to_vec()));
+                    expiry(&mut p, commit.recording_expires_at_ms);
+                    p
+                })
+                .collect();
+            run.insert("tag".into(), s(&tag));
+            run.insert("parts".into(), n(parts.len() as u64));
+            if tx_bytes + recording.len() <= TX_PAYLOAD_BYTES
+                && tx.len() + parts.len() < TX_MAX_ITEMS
+            {
+                tx.extend(parts);
+            } else {
+                // Too big for one transaction: parts first (nothing points at them yet, and
+                // their keys carry this commit's generation), then the transaction that
+                // makes them reachable.
+                early = parts;
+            }
+        }
+        tx_bytes += recording.len();
+        tx.push(run);
+        if !early.is_empty() {
+            tracing::info!(
+                parts = early.len(),
+                bytes = tx_bytes,
+                "recording larger than one transaction: writing its parts first"
+            );
+            self.batch_put(early).await?;
+        }
+        let actions = tx
+            .into_iter()
+            .map(|item| {
+                Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .build()
+                    .map(|p| TransactWriteItem::builder().put(p).build())
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.transact(actions).await
+    }
+
+    async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
+        if file.bytes.len() > MAX_FILE_BYTES {
+            return Err(StoreError::TooLarge(format!(
+                "file of {} bytes (at most {MAX_FILE_BYTES})",
+                file.bytes.len()
+            )));
+        }
+        let pk = format!("file#{}", file.token);
+        let mut head = Item::new();
+        head.insert("pk".into(), s(&pk));
+        head.insert("sk".into(), s("file"));
+        head.insert("name".into(), s(&file.name));
+        head.insert("mime".into(), s(&file.mime));
+        head.insert("size".into(), n(file.bytes.len() as u64));
+        expiry(&mut head, file.expires_at_ms);
+        if file.bytes.len() <= ITEM_PAYLOAD_BYTES {
+            head.insert("data".into(), b(file.bytes.clone()));
+        } else {
+            let tag = new_tag();
+            let parts: Vec<Item> = file
+                .bytes
+                .chunks(ITEM_PAYLOAD_BYTES)
+                .enumerate()
+                .map(|(i, part)| {
+                    let mut p = Item::new();
+                    p.insert("pk".into(), s(&pk));
+                    p.insert("sk".into(), s(format!("part#{tag}#{i:04}")));
+                    p.insert("data".into(), b(part.to_vec()));
+                    expiry(&mut p, file.expires_at_ms);
+                    p
+                })
+                .collect();
+            head.insert("tag".into(), s(&tag));
+            head.insert("parts".into(), n(parts.len() as u64));
+            self.batch_put(parts).await?;
+        }
+        // The head last: the file is visible only once every part is stored.
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(head))
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
+        let pk = format!("file#{token}");
+        let items = self.query_all(&pk, None).await?;
+        let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some("file")) else {
+            return Ok(None);
+        };
+        let expires_at_ms = get_n(head, "exp_ms").unwrap_or(0);
+        if expires_at_ms <= now_ms {
+            return Ok(None);
+        }
+        let bytes = match payload_ref(head)? {
+            PayloadRef::Inline(d) => d.to_vec(),
+            PayloadRef::Parts { tag, parts } => {
+                assemble(&items, &format!("part#{tag}#"), parts, None)?
+            }
+        };
+        Ok(Some(HostedFile {
+            token: token.to_owned(),
+            name: get_s(head, "name").unwrap_or("file").to_owned(),
+            mime: get_s(head, "mime")
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
+            bytes,
+            expires_at_ms,
+        }))
+    }
+}
+
+/// The stored context among a thread's items, `None` if absent or expired at `now_ms`.
+fn decode_thread(items: &[Item], now_ms: u64) -> Result<Option<ThreadContext>, StoreError> {
+    let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some("ctx")) else {
+        return Ok(None);
+    };
+    if get_n(head, "exp_ms").unwrap_or(0) <= now_ms {
+        return Ok(None);
+    }
+    let compressed = match payload_ref(head)? {
+        PayloadRef::Inline(d) => d.to_vec(),
+        PayloadRef::Parts { tag, parts } => assemble(items, "part#", parts, Some(tag))?,
+    };
+    let json = inflate(&compressed)?;
+    serde_json::from_slice(&json)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))
+}
+
+enum PayloadRef<'a> {
+    Inline(&'a [u8]),
+    Parts { tag: &'a str, parts: usize },
+}
+
+fn payload_ref(item: &Item) -> Result<PayloadRef<'_>, StoreError> {
+    if let Some(AttributeValue::B(d)) = item.get("data") {
+        return Ok(PayloadRef::Inline(d.as_ref()));
+    }
+    match (get_s(item, "tag"), get_n(item, "parts")) {
+        (Some(tag), Some(parts)) if parts > 0 => Ok(PayloadRef::Parts {
+            tag,
+            parts: parts as usize,
+        }),
+        _ => Err(StoreError::Corrupt(
+            "item has neither data nor parts".into(),
+        )),
+    }
+}
+
+/// Concatenates parts `{prefix}0000`… in order; with `tag`, each part must carry that `tag`
+/// attribute (fixed-index parts left over from a larger, older value are ignored).
+fn assemble(
+    items: &[Item],
+    prefix: &str,
+    parts: usize,
+    tag: Option<&str>,
+) -> Result<Vec<u8>, StoreError> {
+    let mut by_sk: HashMap<&str, &Item> = HashMap::new();
+    for i in items {
+        if let Some(sk) = get_s(i, "sk") {
+            by_sk.insert(sk, i);
+        }
+    }
+    let mut out = Vec::new();
+    for i in 0..parts {
+        let sk = format!("{prefix}{i:04}");
+        let part = by_sk
+            .get(sk.as_str())
+            .filter(|p| tag.is_none() || get_s(p, "tag") == tag)
+            .ok_or_else(|| StoreError::Corrupt(format!("part {i} of {parts} missing")))?;
+        match part.get("data") {
+            Some(AttributeValue::B(d)) => out.extend_from_slice(d.as_ref()),
+            _ => return Err(StoreError::Corrupt(format!("part {i} has no data"))),
+        }
+    }
+    Ok(out)
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn b(v: Vec<u8>) -> AttributeValue {
+    AttributeValue::B(Blob::new(v))
+}
+
+fn get_s<'a>(item: &'a Item, k: &str) -> Option<&'a str> {
+    match item.get(k) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn get_n(item: &Item, k: &str) -> Option<u64> {
+    match item.get(k) {
+        Some(AttributeValue::N(v)) => v.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Sets the exact expiry and the TTL attribute (seconds, rounded up).
+fn expiry(item: &mut Item, at_ms: u64) {
+    item.insert("exp_ms".into(), n(at_ms));
+    item.insert("expires_at".into(), n(at_ms.div_ceil(1000)));
+}
+
+/// A short random generation tag, so parts of different writes never share a key.
+fn new_tag() -> String {
+    format!("{:016x}", fastrand::u64(..))
+}
+
+fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::DeflateEncoder::new(
+        Vec::with_capacity(data.len() / 4 + 64),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = e.write_all(data);
+    e.finish().unwrap_or_default()
+}
+
+fn inflate(data: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::new();
+    flate2::read::DeflateDecoder::new(data)
+        .take(MAX_INFLATED_BYTES)
+        .read_to_end(&mut out)
+        .map_err(|e| StoreError::Corrupt(format!("cannot decompress: {e}")))?;
+    Ok(out)
+}
+
+/// Exponential backoff with full jitter: a random wait in `[0, min(2 s, 50 ms × 2^attempt))`.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    let cap = 50u64.saturating_mul(1 << attempt.min(10)).min(2000);
+    Duration::from_millis(fastrand::u64(cap / 4..=cap))
+}
+
+/// A [`StoreError`] for a failed SDK call: throttling after the SDK's own retries is
+/// [`StoreError::Throttled`], an item over the size limit [`StoreError::TooLarge`], anything
+/// else [`StoreError::Unavailable`].
+fn sdk_error<E, R>(op: &str, e: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let code = e.code().map(str::to_owned);
+    let message = e.message().unwrap_or_default().to_owned();
+    match code.as_deref() {
+        Some(
+            "ProvisionedThroughputExceededException"
+            | "ThrottlingException"
+            | "RequestLimitExceeded",
+        ) => StoreError::Throttled(format!("{op}: {}", code.unwrap_or_default())),
+        Some("ItemCollectionSizeLimitExceededException") => {
+            StoreError::TooLarge(format!("{op}: {message}"))
+        }
+        Some("ValidationException") if message.contains("size") => {
+            StoreError::TooLarge(format!("{op}: {message}"))
+        }
+        Some(c) => StoreError::Unavailable(format!("{op}: {c}: {message}")),
+        None => StoreError::Unavailable(format!("{op}: {}", DisplayErrorContext(&e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deflate_round_trips_and_shrinks_sse() {
+        let sse = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"a1\",\"delta\":\"runway streams long answers in pieces. \"}\n\n".repeat(10_000);
+        let packed = deflate(sse.as_bytes());
+        assert!(
+            packed.len() * 20 < sse.len(),
+            "{} -> {}",
+            sse.len(),
+            packed.len()
+        );
+        assert_eq!(inflate(&packed).unwrap(), sse.as_bytes());
+    }
+
+    #[test]
+    fn corrupt_payload_is_an_error() {
+        assert!(matches!(
+            inflate(b"not deflate"),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn parts_assemble_in_order_and_check_generation() {
+        let mk = |sk: &str, tag: &str, data: &[u8]| {
+            let mut i = Item::new();
+            i.insert("sk".into(), s(sk));
+            i.insert("tag".into(), s(tag));
+            i.insert("data".into(), b(data.to_vec()));
+            i
+        };
+        let items = vec![
+            mk("part#0001", "g", b"world"),
+            mk("part#0000", "g", b"hello "),
+            mk("part#0002", "old", b"stale"),
+        ];
+        assert_eq!(
+            assemble(&items, "part#", 2, Some("g")).unwrap(),
+            b"hello world"
+        );
+        assert!(assemble(&items, "part#", 3, Some("g")).is_err());
+    }
+
+    #[test]
+    fn expired_context_is_absent() {
+        let mut head = Item::new();
+        head.insert("sk".into(), s("ctx"));
+        head.insert(
+            "data".into(),
+            b(deflate(
+                &serde_json::to_vec(&ThreadContext::default()).unwrap(),
+            )),
+        );
+        expiry(&mut head, 1_000);
+        let items = vec![head];
+        assert!(decode_thread(&items, 999).unwrap().is_some());
+        assert!(decode_thread(&items, 1_000).unwrap().is_none());
+    }
+
+    #[test]
+    fn backoff_grows_and_is_bounded() {
+        for attempt in 1..20 {
+            let d = backoff(attempt);
+            assert!(d <= Duration::from_secs(2));
+        }
+        assert!(backoff(1) <= Duration::from_millis(100));
+    }
+}
