@@ -70,15 +70,18 @@ impl Settings {
     }
 }
 
-/// The shared SDK configuration: region from the environment (Lambda sets `AWS_REGION`),
+/// The shared SDK configuration: region from `AWS_REGION` (Lambda sets it) or
+/// `AWS_DEFAULT_REGION`, else `us-east-1` (never the instance metadata service),
 /// standard retries (exponential backoff with full jitter, throttling and transient errors
 /// retried, 4 attempts) and timeouts that fit inside the engine's 8-second bound on a store
 /// call. Loading it makes no network request; credentials resolve on first use.
-pub async fn sdk_config() -> SdkConfig {
-    let region = aws_config::meta::region::RegionProviderChain::default_provider()
-        .or_else(Region::new("us-east-1"));
+pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
+    let region = get("AWS_REGION")
+        .or_else(|| get("AWS_DEFAULT_REGION"))
+        .filter(|r| !r.trim().is_empty())
+        .unwrap_or_else(|| "us-east-1".into());
     aws_config::defaults(BehaviorVersion::latest())
-        .region(region)
+        .region(Region::new(region))
         .retry_config(
             RetryConfig::standard()
                 .with_max_attempts(4)
@@ -104,7 +107,7 @@ pub async fn sdk_config() -> SdkConfig {
 /// Invalid settings, an unknown agent, or an unreadable auth parameter.
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
     let settings = Settings::from_lookup(&get)?;
-    let sdk = sdk_config().await;
+    let sdk = sdk_config(&get).await;
     let auth_from_ssm = match &settings.auth_parameter {
         Some(name) => Some(read_secure_parameter(&sdk, name).await?),
         None => None,
