@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod client;
+mod lowkey;
 mod process;
 
 pub use client::{Client, TurnStream};
@@ -44,7 +45,8 @@ pub trait Target {
 
 /// Runs every check against `target`; panics listing each failed check.
 pub async fn run_suite<T: Target>(target: &mut T) {
-    let failures = checks::run_all(target).await;
+    let mut failures = checks::run_all(target).await;
+    failures.extend(lowkey::run_all(target).await);
     assert!(
         failures.is_empty(),
         "{} end-to-end check(s) failed against {}:\n{}",
