@@ -66,7 +66,7 @@ pub use request::{
     ExternalAgentTurnRequest, SessionHandle, TranscriptMessage, TranscriptRole, TurnInput,
     TurnLimits, storage_id,
 };
-pub use writer::NdjsonWriter;
+pub use writer::{NdjsonWriter, error_event, has_terminal_event};
 
 /// The external turn protocol version this crate speaks on `POST /lowkey/turn`.
 pub const LOWKEY_PROTOCOL_VERSION: u64 = 1;

@@ -849,3 +849,17 @@ async fn the_agent_sees_the_turn_as_documented() {
         "Lowkey|t2|sess-X|runway-demo|runway|None|hi|3"
     );
 }
+
+#[test]
+fn terminal_events_are_spotted_and_never_inside_text() {
+    let mut w = NdjsonWriter::new(Limits::default());
+    w.start();
+    w.text("{\"protocolVersion\":1,\"type\":\"error\" is only text here");
+    let body = w.take_output();
+    assert!(!has_terminal_event(body.as_bytes()));
+    w.finish(Ending::Success);
+    assert!(has_terminal_event(w.take_final().unwrap().as_bytes()));
+    let e = error_event("Sorry.");
+    assert!(has_terminal_event(e.as_bytes()));
+    assert_eq!(events(&e)[0]["content"], "Sorry.");
+}

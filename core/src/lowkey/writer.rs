@@ -385,6 +385,25 @@ impl NdjsonWriter {
     }
 }
 
+/// A terminal `error` event line, for an adapter that must end a live Lowkey stream by itself
+/// (the Workers adapter's panic hook does this for Console's streams with `RUN_ERROR`).
+pub fn error_event(message: &str) -> String {
+    error_line(message)
+}
+
+/// True if `chunk` carries a terminal event (`status: complete` or `error`). Every line starts
+/// with `{"protocolVersion":1,"type":` and quotes inside strings are escaped, so the pattern
+/// cannot appear inside a `text` event's content.
+pub fn has_terminal_event(chunk: &[u8]) -> bool {
+    const PATTERNS: [&[u8]; 2] = [
+        b"{\"protocolVersion\":1,\"type\":\"status\",\"status\":\"complete\"",
+        b"{\"protocolVersion\":1,\"type\":\"error\"",
+    ];
+    PATTERNS
+        .iter()
+        .any(|p| chunk.windows(p.len()).any(|w| w == *p))
+}
+
 /// `(name, url)` of an artifact-shaped object.
 fn artifact_link(v: &Value) -> Option<(String, String)> {
     let url = v.get("url").and_then(Value::as_str)?;
