@@ -1,0 +1,102 @@
+//! The end-to-end suite against runway's Cloudflare Worker under `wrangler dev` (local workerd
+//! with local Durable Objects and KV), started by `infra/cloudflare/local`.
+//!
+//! Ignored by a plain `cargo test`: it needs Node 22, wrangler and the worker-build toolchain.
+//! `scripts/test-cloudflare.sh` builds the Worker and runs it with `--ignored`
+//! (`RUNWAY_CF_PREBUILT=1` then makes every start reuse that build). Without that variable the
+//! first start builds the Worker itself, installing the tools on first use.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runway_e2e::{AgentProcess, TARGET_ENV, Target, free_data_dir, run_suite, target_auth};
+use tokio::process::Command;
+
+struct Wrangler {
+    persist: PathBuf,
+    port: u16,
+    built: bool,
+    process: Option<AgentProcess>,
+    base_url: String,
+}
+
+fn local_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+impl Wrangler {
+    async fn start(persist: PathBuf) -> Self {
+        let mut w = Self {
+            persist,
+            port: free_port(),
+            built: std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1"),
+            process: None,
+            base_url: String::new(),
+        };
+        w.spawn().await;
+        w
+    }
+
+    /// Starts `infra/cloudflare/local` on the same port and persistence directory.
+    async fn spawn(&mut self) {
+        let mut cmd = Command::new(local_script());
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--persist-to")
+            .arg(&self.persist)
+            .envs(TARGET_ENV)
+            .env("RUNWAY_LOG", "warn")
+            .env("RUNWAY_CF_WRANGLER_LOG", "warn");
+        // The first start may have to install the tools and build the Worker.
+        let ready_within = if self.built {
+            cmd.arg("--no-build");
+            Duration::from_secs(180)
+        } else {
+            Duration::from_secs(3600)
+        };
+        let p = AgentProcess::start(cmd, ready_within).await;
+        self.built = true;
+        self.base_url = p.base_url().to_owned();
+        self.process = Some(p);
+    }
+}
+
+impl Target for Wrangler {
+    fn base_url(&self) -> String {
+        self.base_url.clone()
+    }
+
+    fn auth_headers(&self) -> Vec<(String, String)> {
+        target_auth()
+    }
+
+    fn supports_disconnect(&self) -> bool {
+        true
+    }
+
+    async fn restart(&mut self) {
+        if let Some(p) = self.process.take() {
+            p.stop().await;
+        }
+        self.spawn().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn cloudflare_worker_passes_the_suite() {
+    let dir = free_data_dir("cloudflare");
+    let mut worker = Wrangler::start(dir.clone()).await;
+    run_suite(&mut worker).await;
+    if let Some(p) = worker.process.take() {
+        p.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
