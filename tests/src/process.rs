@@ -59,8 +59,10 @@ impl AgentProcess {
     pub async fn stop(mut self) {
         #[cfg(unix)]
         if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &format!("-{pid}")])
+            // bash's builtin kill: this machine's /usr/bin/kill (procps-ng 4.0.2) turns
+            // `-TERM -12345` into kill(-1234, …), signalling some other process group.
+            let _ = std::process::Command::new("bash")
+                .args(["-c", &format!("kill -TERM -- -{pid}")])
                 .status();
         }
         if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
