@@ -125,24 +125,34 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         self.shared.rt.now_ms()
     }
 
-    /// Awaits `fut` with heartbeats, until it completes, the client leaves or the deadline
-    /// passes.
-    async fn alive<T>(&mut self, fut: impl Future<Output = T>) -> Result<T, Cut> {
+    /// Awaits `fut` with heartbeats, until it completes or the deadline passes, or, when
+    /// `stop_on_disconnect`, the client leaves.
+    async fn alive<T>(
+        &mut self,
+        fut: impl Future<Output = T>,
+        stop_on_disconnect: bool,
+    ) -> Result<T, Cut> {
         let fut = fut.fuse();
         pin_mut!(fut);
+        let mut never = Fuse::terminated();
+        let mut disconnected = if stop_on_disconnect {
+            &mut self.disconnected
+        } else {
+            &mut never
+        };
         loop {
             let wait = self
                 .link
-                .heartbeat_in(self.now(), self.shared.config.heartbeat);
+                .heartbeat_in(self.shared.rt.now_ms(), self.shared.config.heartbeat);
             let mut beat = Box::pin(self.shared.rt.sleep(wait)).fuse();
             select_biased! {
-                _ = &mut self.disconnected => return Err(Cut::Disconnected),
+                _ = disconnected => return Err(Cut::Disconnected),
                 _ = &mut self.deadline => return Err(Cut::Deadline),
                 v = fut => return Ok(v),
                 _ = beat => {
-                    let now = self.now();
+                    let now = self.shared.rt.now_ms();
                     self.link.heartbeat(now).await;
-                    if self.link.gone {
+                    if self.link.gone && stop_on_disconnect {
                         return Err(Cut::Disconnected);
                     }
                 }
@@ -150,10 +160,12 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         }
     }
 
-    /// Awaits a store call, bounded by [`STORE_TIMEOUT`], with heartbeats; a cut ends it.
+    /// Awaits a store call, bounded by [`STORE_TIMEOUT`], with heartbeats. The deadline cuts
+    /// it; a disconnect cuts it only when `stop_on_disconnect`.
     async fn store_call<T>(
         &mut self,
         fut: impl Future<Output = Result<T, StoreError>>,
+        stop_on_disconnect: bool,
     ) -> Result<Result<T, StoreError>, Cut> {
         let rt = &self.shared.rt;
         let bounded = async {
@@ -165,7 +177,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 _ = timer => Err(StoreError::Unavailable("store call timed out".into())),
             }
         };
-        let r = self.alive(bounded).await?;
+        let r = self.alive(bounded, stop_on_disconnect).await?;
         if let Err(e) = &r {
             self.shared.note_store_error(e);
         }
@@ -195,12 +207,14 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         let stored = loop {
             claim.now_ms = self.now();
             claim.lease_until_ms = claim.now_ms + lease.as_millis() as u64;
-            let started = match self.store_call(self.shared.store.start_turn(&claim)).await {
-                Err(Cut::Disconnected) => {
-                    tracing::info!(code = "CANCELLED", "client left before the turn started");
-                    return;
-                }
-                Err(Cut::Deadline) => {
+            // The claim always completes, even if the client has left: a claim abandoned
+            // mid-flight would make every re-delivery wait out the lease. A client already
+            // gone is noticed right after, and the turn is committed as cancelled.
+            let started = match self
+                .store_call(self.shared.store.start_turn(&claim), false)
+                .await
+            {
+                Err(_deadline) => {
                     return self
                         .end_uncommitted(Ending::error(
                             TurnErrorCode::TurnDeadline,
@@ -239,7 +253,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 TurnStart::Running => {
                     tracing::info!("another delivery of this run is in progress: waiting");
                     let poll = self.shared.rt.sleep(self.shared.config.duplicate_poll);
-                    if let Err(cut) = self.alive(poll).await {
+                    if let Err(cut) = self.alive(poll, true).await {
                         if cut == Cut::Deadline {
                             return self
                                 .end_uncommitted(Ending::error(
@@ -391,7 +405,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             bytes: file.bytes,
             expires_at_ms: self.now() + cfg.file_ttl.as_millis() as u64,
         };
-        match self.store_call(self.shared.store.put_file(&hosted)).await? {
+        match self
+            .store_call(self.shared.store.put_file(&hosted), true)
+            .await?
+        {
             Ok(()) => Ok(Some(Artifact {
                 id: token[..16].to_owned(),
                 url: format!("{base}/files/{token}/{name}"),

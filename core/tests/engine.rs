@@ -40,6 +40,7 @@ struct FlakyStore {
     inner: MemoryStore,
     fail_start: AtomicBool,
     fail_finish: AtomicBool,
+    start_delay_secs: std::sync::atomic::AtomicU64,
 }
 
 impl TurnStore for FlakyStore {
@@ -47,6 +48,8 @@ impl TurnStore for FlakyStore {
         if self.fail_start.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable("injected".into()));
         }
+        let delay = self.start_delay_secs.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(delay)).await;
         self.inner.start_turn(c).await
     }
     async fn finish_turn(&self, c: &TurnCommit) -> Result<(), StoreError> {
@@ -270,4 +273,32 @@ async fn a_waiting_duplicate_sends_heartbeats() {
     let beats = b.iter().filter(|(_, c)| c.starts_with(':')).count();
     assert_eq!(beats, 2, "{b:?}");
     assert_eq!(frames(&b).last().unwrap()["type"], "RUN_FINISHED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disconnect_during_the_claim_still_records_the_run_as_cancelled() {
+    let agent = Sleeper::default();
+    let app = app(agent.clone());
+    app.store().start_delay_secs.store(2, Ordering::SeqCst);
+    let Reply::Stream { response, turn } = app.handle(request("r", "1")).await else {
+        panic!("not a stream")
+    };
+    let handle = tokio::spawn(turn);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(response);
+    tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .expect("engine finishes after the claim")
+        .unwrap();
+    app.store().start_delay_secs.store(0, Ordering::SeqCst);
+    // A re-delivery does not wait out the claim's lease: the run is already recorded.
+    let started = tokio::time::Instant::now();
+    let replay = frames(&run(&app, "r", "1").await);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(replay.last().unwrap()["code"], "CANCELLED");
+    assert_eq!(
+        agent.runs.load(Ordering::SeqCst),
+        0,
+        "agent ran for a client already gone"
+    );
 }

@@ -43,7 +43,11 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         let seed = req.seed_messages();
         let session_key = storage_id(&req.session_handle.id);
         let run_key = format!("lowkey/{session_key}/{}", storage_id(&req.turn.turn_id));
-        let thread_key = thread_key(&storage_id(&req.session_handle.agent_id), &session_key);
+        // Namespaced so a Lowkey session can never share a thread with a Console one.
+        let thread_key = format!(
+            "lowkey:{}",
+            thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
+        );
         // Ids are logged in their storage form: free of control characters, bounded.
         let span = tracing::info_span!(
             "lowkey_turn",
