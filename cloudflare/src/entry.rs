@@ -13,6 +13,7 @@ use runway_core::{BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, j
 use worker::{Context, Env, Request, event};
 
 use crate::console_log::ConsoleLog;
+use crate::final_frame::StreamKind;
 use crate::live::{Pump, install_panic_hook};
 use crate::runtime::WorkersRuntime;
 use crate::store::CloudflareStore;
@@ -161,7 +162,14 @@ fn streamed(
     let init = init_with(&parts)?;
     let pipe = web_sys::TransformStream::new()?;
     let writer = pipe.writable().get_writer()?;
-    let pump = Pump::start(body, writer);
+    let kind = StreamKind::of(
+        parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+    );
+    let pump = Pump::start(body, writer, kind);
     let resp =
         web_sys::Response::new_with_opt_readable_stream_and_init(Some(&pipe.readable()), &init)?;
     Ok((resp, pump))

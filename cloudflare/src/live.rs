@@ -1,5 +1,5 @@
-//! Streaming a turn's body to the client, and ending every live stream with `RUN_ERROR` when
-//! the isolate panics.
+//! Streaming a turn's body to the client, and ending every live stream with a final error
+//! frame (`RUN_ERROR` for Console, an `error` line for Lowkey) when the isolate panics.
 //!
 //! The body is written into a `TransformStream` whose readable side is the response body.
 //! Chunks are written as the engine produces them (each chunk is whole frames), awaiting each
@@ -8,7 +8,7 @@
 //! A Rust panic on `wasm32-unknown-unknown` aborts: the WebAssembly instance traps and
 //! everything running in it stops, including every other turn the isolate is streaming.
 //! `worker`'s panic hook marks the instance for re-initialisation, so the next request gets a
-//! fresh instance. Before that, the hook installed here writes a final `RUN_ERROR` frame into
+//! fresh instance. Before that, the hook installed here writes a final error frame into
 //! every stream that has not sent its final frame yet and closes it: those are JavaScript
 //! objects, and they outlive the trapped instance. Console then records a failed turn instead
 //! of a truncated one.
@@ -19,15 +19,16 @@ use std::sync::Once;
 
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt, pin_mut, select_biased};
-use runway_core::{TurnBody, TurnErrorCode};
+use runway_core::TurnBody;
 
-use crate::final_frame::has_final_frame;
+use crate::final_frame::StreamKind;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::WritableStreamDefaultWriter;
 
 struct Live {
     id: u64,
     writer: WritableStreamDefaultWriter,
+    kind: StreamKind,
     /// The final frame went out: nothing may follow it.
     ended: Rc<Cell<bool>>,
 }
@@ -35,15 +36,6 @@ struct Live {
 thread_local! {
     static LIVE: RefCell<Vec<Live>> = const { RefCell::new(Vec::new()) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
-}
-
-/// The frame a panic ends a live stream with.
-fn panic_frame() -> String {
-    runway_core::sse::data_frame(&serde_json::json!({
-        "type": "RUN_ERROR",
-        "message": "Sorry, something went wrong while answering. Please try again.",
-        "code": TurnErrorCode::AgentPanic.as_str(),
-    }))
 }
 
 /// Chains a hook in front of the current panic hook (the `worker` crate's, which schedules
@@ -60,7 +52,6 @@ pub fn install_panic_hook() {
 }
 
 fn end_live_streams() {
-    let frame = panic_frame();
     let _ = LIVE.try_with(|live| {
         let Ok(mut live) = live.try_borrow_mut() else {
             return;
@@ -69,7 +60,7 @@ fn end_live_streams() {
             if l.ended.get() {
                 continue;
             }
-            let bytes = js_sys::Uint8Array::from(frame.as_bytes());
+            let bytes = js_sys::Uint8Array::from(l.kind.panic_chunk().as_bytes());
             // Promises the trapped instance will never await: errors are ignored.
             let _ = l.writer.write_with_chunk(&bytes);
             let _ = l.writer.close();
@@ -91,7 +82,11 @@ impl Drop for Registration {
     }
 }
 
-fn register(writer: &WritableStreamDefaultWriter, ended: Rc<Cell<bool>>) -> Registration {
+fn register(
+    writer: &WritableStreamDefaultWriter,
+    kind: StreamKind,
+    ended: Rc<Cell<bool>>,
+) -> Registration {
     let id = NEXT_ID.with(|n| {
         let id = n.get();
         n.set(id + 1);
@@ -101,6 +96,7 @@ fn register(writer: &WritableStreamDefaultWriter, ended: Rc<Cell<bool>>) -> Regi
         live.borrow_mut().push(Live {
             id,
             writer: writer.clone(),
+            kind,
             ended,
         });
     });
@@ -112,6 +108,7 @@ pub struct Pump {
     first: Option<js_sys::Promise>,
     body: TurnBody,
     writer: WritableStreamDefaultWriter,
+    kind: StreamKind,
     ended: Rc<Cell<bool>>,
     registration: Registration,
 }
@@ -119,17 +116,22 @@ pub struct Pump {
 impl Pump {
     /// Starts streaming `body` into `writer`: the first chunk (the first frame, already in the
     /// body) is written before this returns, so it leaves with the response headers.
-    pub fn start(mut body: TurnBody, writer: WritableStreamDefaultWriter) -> Self {
+    pub fn start(
+        mut body: TurnBody,
+        writer: WritableStreamDefaultWriter,
+        kind: StreamKind,
+    ) -> Self {
         let ended = Rc::new(Cell::new(false));
-        let registration = register(&writer, Rc::clone(&ended));
+        let registration = register(&writer, kind, Rc::clone(&ended));
         let first = match body.next().now_or_never() {
-            Some(Some(Ok(chunk))) => Some(write(&writer, &chunk, &ended)),
+            Some(Some(Ok(chunk))) => Some(write(&writer, kind, &chunk, &ended)),
             _ => None,
         };
         Self {
             first,
             body,
             writer,
+            kind,
             ended,
             registration,
         }
@@ -142,6 +144,7 @@ impl Pump {
             first,
             mut body,
             writer,
+            kind,
             ended,
             registration,
         } = self;
@@ -163,7 +166,7 @@ impl Pump {
             let Some(Ok(chunk)) = next else {
                 break;
             };
-            let written = JsFuture::from(write(&writer, &chunk, &ended)).fuse();
+            let written = JsFuture::from(write(&writer, kind, &chunk, &ended)).fuse();
             pin_mut!(written);
             gone = select_biased! {
                 r = written => r.is_err(),
@@ -182,10 +185,11 @@ impl Pump {
 
 fn write(
     writer: &WritableStreamDefaultWriter,
+    kind: StreamKind,
     chunk: &Bytes,
     ended: &Cell<bool>,
 ) -> js_sys::Promise {
-    if has_final_frame(chunk) {
+    if kind.is_final(chunk) {
         ended.set(true);
     }
     writer.write_with_chunk(&js_sys::Uint8Array::from(chunk.as_ref()))
