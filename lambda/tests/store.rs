@@ -10,7 +10,7 @@ use runway_core::{
     HostedFile, Message, Role, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart,
     TurnStore,
 };
-use support::{moto, sequential_depth, store};
+use support::{moto, store};
 
 fn claim(run: &str, thread: &str, fp: &str, now: u64) -> TurnClaim {
     TurnClaim {
@@ -39,6 +39,7 @@ fn random_text(n: usize) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn semantics_match_the_reference_stores() {
     let db = moto("semantics").await;
     let (s, _) = store(&db.endpoint, "semantics").await;
@@ -106,6 +107,7 @@ async fn semantics_match_the_reference_stores() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn concurrent_claims_elect_one() {
     let db = moto("race").await;
     let (s, _) = store(&db.endpoint, "race").await;
@@ -122,7 +124,8 @@ async fn concurrent_claims_elect_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ordinary_turn_costs_three_requests_and_one_round_trip_to_start() {
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn an_ordinary_turn_costs_three_requests_whatever_the_thread_length() {
     let db = moto("budget").await;
     let (s, rec) = store(&db.endpoint, "budget").await;
     let thread = "a/long-thread";
@@ -160,11 +163,8 @@ async fn an_ordinary_turn_costs_three_requests_and_one_round_trip_to_start() {
             ["PutItem", "Query"],
             "turn {i}: requests before the agent"
         );
-        assert_eq!(
-            sequential_depth(&before_agent),
-            1,
-            "turn {i}: claim and thread read are sent together"
-        );
+        // (That the two are sent together, one round trip, is measured end to end with a
+        // delaying proxy in tests/tests/lambda.rs.)
         let ops: Vec<&str> = after_agent.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(
             ops,
@@ -175,6 +175,7 @@ async fn an_ordinary_turn_costs_three_requests_and_one_round_trip_to_start() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn large_recordings_contexts_and_files_are_split_into_parts() {
     let db = moto("parts").await;
     let (s, rec) = store(&db.endpoint, "parts").await;
@@ -299,6 +300,7 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn an_unreachable_dynamodb_is_a_store_error_in_bounded_time() {
     // A port nothing listens on.
     let port = {

@@ -23,10 +23,21 @@ pub struct Moto {
 }
 
 impl Drop for Moto {
+    /// Stops the script's process group with SIGTERM and waits (up to 10 s) for the script,
+    /// which stops its own children first.
     fn drop(&mut self) {
         if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &format!("-{pid}")])
+            let _ = std::process::Command::new("bash")
+                .args(["-c", &format!("kill -TERM -- -{pid}")])
+                .status();
+            for _ in 0..100 {
+                if !matches!(self.child.try_wait(), Ok(None)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = std::process::Command::new("bash")
+                .args(["-c", &format!("kill -KILL -- -{pid}")])
                 .status();
         }
     }
@@ -43,7 +54,6 @@ pub async fn moto(table: &str) -> Moto {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .stdin(Stdio::null())
-        .kill_on_drop(true)
         .process_group(0);
     let mut child = cmd.spawn().expect("infra/aws/local starts");
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
@@ -135,19 +145,4 @@ pub async fn store(endpoint: &str, table: &str) -> (DynamoStore, Recorder) {
         DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(conf), table),
         rec,
     )
-}
-
-/// Length of the longest chain of requests each sent after the previous one answered.
-pub fn sequential_depth(sent: &[Sent]) -> usize {
-    let mut depth = vec![1usize; sent.len()];
-    let mut order: Vec<usize> = (0..sent.len()).collect();
-    order.sort_by_key(|&i| sent[i].start);
-    for (k, &i) in order.iter().enumerate() {
-        for &j in &order[..k] {
-            if sent[j].end.is_some_and(|e| e <= sent[i].start) {
-                depth[i] = depth[i].max(depth[j] + 1);
-            }
-        }
-    }
-    depth.into_iter().max().unwrap_or(0)
 }

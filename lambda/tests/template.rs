@@ -1,0 +1,84 @@
+//! Checks of `infra/aws/template.yaml` that neither cfn-lint nor `sam validate --lint` makes:
+//! a function URL that buffers (`InvokeMode: BUFFERED`, the default) would hold every frame
+//! until the turn ends and miss Console's 10-second first-frame deadline.
+
+use std::path::PathBuf;
+
+fn template() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/template.yaml");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The lines of the YAML block opened by the line `key:` (more indented than it).
+fn blocks<'a>(text: &'a str, key: &str) -> Vec<Vec<&'a str>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() != format!("{key}:") {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let body: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        out.push(body);
+    }
+    out
+}
+
+fn value<'a>(block: &[&'a str], key: &str) -> Option<&'a str> {
+    block
+        .iter()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")).map(str::trim))
+}
+
+#[test]
+fn function_url_streams() {
+    let t = template();
+    let urls = blocks(&t, "FunctionUrlConfig");
+    assert_eq!(urls.len(), 1, "one function URL");
+    for url in urls {
+        assert_eq!(value(&url, "InvokeMode"), Some("RESPONSE_STREAM"), "{url:?}");
+        assert_eq!(value(&url, "AuthType"), Some("NONE"), "Console cannot sign requests: {url:?}");
+    }
+}
+
+#[test]
+fn function_is_built_and_sized_as_the_issue_says() {
+    let t = template();
+    let props = blocks(&t, "Properties")
+        .into_iter()
+        .find(|b| value(b, "Handler") == Some("bootstrap"))
+        .expect("the function's properties");
+    assert_eq!(value(&props, "Runtime"), Some("provided.al2023"));
+    assert!(props.contains(&"- arm64"), "arm64: {props:?}");
+    let memory: u32 = value(&props, "MemorySize").unwrap().parse().unwrap();
+    assert!((128..=256).contains(&memory), "memory {memory}");
+    let timeout: u32 = value(&props, "Timeout").unwrap().parse().unwrap();
+    let deadline = blocks(&t, "TurnDeadlineSeconds")
+        .into_iter()
+        .find_map(|b| value(&b, "MaxValue").map(|v| v.parse::<u32>().unwrap()))
+        .expect("TurnDeadlineSeconds has a MaxValue");
+    assert!(
+        timeout > deadline + 10,
+        "the function timeout ({timeout} s) must leave room after the longest turn deadline ({deadline} s) for the final store write"
+    );
+    let meta = blocks(&t, "Metadata")
+        .into_iter()
+        .find(|b| value(b, "BuildMethod").is_some())
+        .expect("build metadata");
+    assert_eq!(value(&meta, "BuildMethod"), Some("rust-cargolambda"));
+    assert_eq!(value(&meta, "Binary"), Some("bootstrap"));
+}
+
+#[test]
+fn table_is_on_demand_with_ttl_on_the_attribute_the_store_writes() {
+    let t = template();
+    assert!(t.contains("BillingMode: PAY_PER_REQUEST"));
+    let ttl = blocks(&t, "TimeToLiveSpecification").remove(0);
+    assert_eq!(value(&ttl, "AttributeName"), Some("expires_at"));
+    assert_eq!(value(&ttl, "Enabled"), Some("true"));
+}

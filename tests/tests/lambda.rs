@@ -1,0 +1,604 @@
+//! The end-to-end suite against runway's AWS Lambda adapter: the real `bootstrap` under
+//! cargo-lambda's emulator (`cargo lambda watch`), with moto's DynamoDB server behind a small
+//! proxy in this test that counts every DynamoDB request and injects faults. Everything is
+//! started by `infra/aws/local`; "restart" restarts only the function (moto keeps the data).
+//!
+//! Ignored by a plain `cargo test`: it needs Python, moto and cargo-lambda (installed on first
+//! use by `infra/aws/local`). `scripts/test-aws.sh` runs it with `--ignored`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::{AgentProcess, Client, TARGET_ENV, Target, run_suite, target_auth};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+fn local_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/local")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+// ---------------------------------------------------------------------------------------------
+// moto, started by `infra/aws/local --dynamodb-only`
+
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Moto {
+    async fn start(table: &str) -> Self {
+        let mut cmd = Command::new(local_script());
+        cmd.args(["--dynamodb-only", "--table", table])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .stdin(Stdio::null())
+            .process_group(0);
+        let mut child = cmd.spawn().expect("infra/aws/local starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let endpoint = tokio::time::timeout(Duration::from_secs(600), async {
+            while let Some(line) = lines.next_line().await.expect("stdout") {
+                if let Some(e) = line.strip_prefix("dynamodb_endpoint:") {
+                    return e.trim().to_owned();
+                }
+            }
+            panic!("infra/aws/local --dynamodb-only exited without its endpoint");
+        })
+        .await
+        .expect("moto ready in time");
+        Self { child, endpoint }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else { return };
+        let _ = std::process::Command::new("bash")
+            .args(["-c", &format!("kill -TERM -- -{pid}")])
+            .status();
+        for _ in 0..100 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = std::process::Command::new("bash")
+            .args(["-c", &format!("kill -KILL -- -{pid}")])
+            .status();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A counting, fault-injecting HTTP/1.1 proxy in front of moto
+
+/// What the proxy does to DynamoDB requests.
+#[derive(Debug, Clone, PartialEq)]
+enum Fault {
+    /// Forward everything.
+    None,
+    /// Close every connection without answering: DynamoDB is unreachable.
+    Down,
+    /// Answer `ThrottlingException` to the next `times` requests for `op`.
+    Throttle { op: &'static str, times: u32 },
+}
+
+/// One request the function sent.
+#[derive(Debug, Clone)]
+struct Seen {
+    op: String,
+    start: Instant,
+    end: Instant,
+    faulted: bool,
+}
+
+struct ProxyState {
+    upstream: String,
+    fault: Mutex<Fault>,
+    delay: Mutex<Duration>,
+    log: Mutex<Vec<Seen>>,
+}
+
+#[derive(Clone)]
+struct Proxy {
+    addr: SocketAddr,
+    state: Arc<ProxyState>,
+}
+
+impl Proxy {
+    async fn start(upstream: &str) -> Self {
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy addr");
+        let state = Arc::new(ProxyState {
+            upstream,
+            fault: Mutex::new(Fault::None),
+            delay: Mutex::new(Duration::ZERO),
+            log: Mutex::new(Vec::new()),
+        });
+        let s = Arc::clone(&state);
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                let s = Arc::clone(&s);
+                tokio::spawn(async move {
+                    let _ = serve(s, conn).await;
+                });
+            }
+        });
+        Self { addr, state }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn set_fault(&self, f: Fault) {
+        *self.state.fault.lock().unwrap() = f;
+    }
+
+    fn set_delay(&self, d: Duration) {
+        *self.state.delay.lock().unwrap() = d;
+    }
+
+    fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.state.log.lock().unwrap())
+    }
+}
+
+fn find(h: &[u8], needle: &[u8]) -> Option<usize> {
+    h.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The head with hop-by-hop connection headers replaced by `Connection: close`.
+fn close_head(head: &str) -> String {
+    let mut out = String::new();
+    for line in head.trim_end_matches("\r\n").split("\r\n") {
+        let lower = line.to_ascii_lowercase();
+        if lower.starts_with("connection:") || lower.starts_with("keep-alive:") {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    out
+}
+
+/// Serves one client connection: one request, one answer, then close (every answer says
+/// `Connection: close`, so the client never reuses a connection the proxy closed).
+async fn serve(state: Arc<ProxyState>, mut client: TcpStream) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(i) = find(&buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        if state.fault.lock().unwrap().clone() == Fault::Down {
+            return Ok(());
+        }
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let header = |name: &str| {
+        head.split("\r\n").find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    };
+    let len: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let op = header("x-amz-target")
+        .map(|t| t.rsplit('.').next().unwrap_or(&t).to_owned())
+        .unwrap_or_default();
+    let start = Instant::now();
+    let fault = {
+        let mut f = state.fault.lock().unwrap();
+        match &mut *f {
+            Fault::Down => Fault::Down,
+            Fault::Throttle { op: o, times } if *o == op && *times > 0 => {
+                *times -= 1;
+                Fault::Throttle { op: o, times: 1 }
+            }
+            _ => Fault::None,
+        }
+    };
+    let record = |faulted: bool| {
+        state.log.lock().unwrap().push(Seen {
+            op: op.clone(),
+            start,
+            end: Instant::now(),
+            faulted,
+        });
+    };
+    match fault {
+        Fault::Down => {
+            record(true);
+            Ok(())
+        }
+        Fault::Throttle { .. } => {
+            let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
+            let resp = format!(
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: proxy\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            client.write_all(resp.as_bytes()).await?;
+            record(true);
+            Ok(())
+        }
+        Fault::None => {
+            let delay = *state.delay.lock().unwrap();
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let mut up = TcpStream::connect(&state.upstream).await?;
+            up.write_all(close_head(&head).as_bytes()).await?;
+            up.write_all(&buf[head_end..head_end + len]).await?;
+            let mut resp = Vec::new();
+            up.read_to_end(&mut resp).await?;
+            let Some(i) = find(&resp, b"\r\n\r\n") else {
+                return Ok(());
+            };
+            let resp_head = close_head(&String::from_utf8_lossy(&resp[..i + 4]));
+            client.write_all(resp_head.as_bytes()).await?;
+            client.write_all(&resp[i + 4..]).await?;
+            client.flush().await?;
+            record(false);
+            Ok(())
+        }
+    }
+}
+
+/// Length of the longest chain of requests each sent after the previous one was answered.
+fn sequential_depth(seen: &[&Seen]) -> usize {
+    let mut depth = vec![1usize; seen.len()];
+    for i in 0..seen.len() {
+        for j in 0..i {
+            if seen[j].end <= seen[i].start {
+                depth[i] = depth[i].max(depth[j] + 1);
+            }
+        }
+    }
+    depth.into_iter().max().unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The function under cargo-lambda, against the proxy
+
+struct LambdaStack {
+    // Field order is drop order: the function first, then the proxy's DynamoDB.
+    function: Option<AgentProcess>,
+    proxy: Proxy,
+    _moto: Moto,
+    table: String,
+    port: u16,
+    concurrency: u32,
+    base_url: String,
+}
+
+impl LambdaStack {
+    async fn start(table: &str, concurrency: u32) -> Self {
+        let moto = Moto::start(table).await;
+        let proxy = Proxy::start(&moto.endpoint).await;
+        let mut s = Self {
+            function: None,
+            proxy,
+            _moto: moto,
+            table: table.to_owned(),
+            port: free_port(),
+            concurrency,
+            base_url: String::new(),
+        };
+        s.spawn().await;
+        s
+    }
+
+    async fn spawn(&mut self) {
+        let mut cmd = Command::new(local_script());
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--dynamodb-endpoint")
+            .arg(self.proxy.endpoint())
+            .arg("--table")
+            .arg(&self.table)
+            .arg("--concurrency")
+            .arg(self.concurrency.to_string())
+            .envs(TARGET_ENV)
+            .env("RUNWAY_LOG", "warn");
+        // The first start may install the tools and compile the function.
+        let p = AgentProcess::start(cmd, Duration::from_secs(900)).await;
+        self.base_url = p.base_url().to_owned();
+        self.function = Some(p);
+    }
+
+    async fn stop(&mut self) {
+        if let Some(p) = self.function.take() {
+            p.stop().await;
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(&self.base_url, target_auth())
+    }
+}
+
+impl Target for LambdaStack {
+    fn base_url(&self) -> String {
+        self.base_url.clone()
+    }
+
+    fn auth_headers(&self) -> Vec<(String, String)> {
+        target_auth()
+    }
+
+    /// Lambda keeps running a streaming invocation after the client leaves.
+    fn supports_disconnect(&self) -> bool {
+        false
+    }
+
+    /// Restarts only the function: moto (and so every thread) keeps running.
+    async fn restart(&mut self) {
+        self.stop().await;
+        self.spawn().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_passes_the_suite() {
+    // Two function instances, like Lambda scaling out: concurrent duplicates meet in DynamoDB.
+    let mut stack = LambdaStack::start("suite", 2).await;
+    run_suite(&mut stack).await;
+    stack.stop().await;
+}
+
+fn ops(seen: &[Seen]) -> Vec<&str> {
+    let mut v: Vec<&str> = seen.iter().map(|s| s.op.as_str()).collect();
+    v.sort_unstable();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_store_budget_and_faults() {
+    // One instance, so /health is answered by the instance that saw the store errors.
+    let mut stack = LambdaStack::start("faults", 1).await;
+    let c = stack.client();
+    let proxy = stack.proxy.clone();
+    let mut failures: Vec<String> = Vec::new();
+    let mut check = |name: &str, r: Result<(), String>| match r {
+        Ok(()) => eprintln!("[lambda] pass  {name}"),
+        Err(e) => {
+            eprintln!("[lambda] FAIL  {name}: {e}");
+            failures.push(format!("- {name}: {e}"));
+        }
+    };
+
+    // Budget: every ordinary turn of a growing thread costs at most 3 requests, the two
+    // before the agent in one round trip (each request delayed so overlap is unambiguous).
+    let thread = fresh_id();
+    let mut r = Ok(());
+    proxy.set_delay(Duration::from_millis(150));
+    for i in 0..8 {
+        proxy.take();
+        let t = c
+            .turn(&run_body(
+                &fresh_id(),
+                &thread,
+                &format!("message {i} {}", "x".repeat(2000)),
+            ))
+            .await;
+        let seen = proxy.take();
+        if t.last()["type"] != "RUN_FINISHED" {
+            r = Err(format!("turn {i} ended with {}", t.last()));
+            break;
+        }
+        if seen.len() > 3 || ops(&seen) != ["PutItem", "Query", "TransactWriteItems"] {
+            r = Err(format!(
+                "turn {i}: {} requests {:?}",
+                seen.len(),
+                ops(&seen)
+            ));
+            break;
+        }
+        let before: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| s.op != "TransactWriteItems")
+            .collect();
+        let depth = sequential_depth(&before);
+        if depth > 2 {
+            r = Err(format!(
+                "turn {i}: {depth} sequential round trips before the agent"
+            ));
+            break;
+        }
+        eprintln!(
+            "[lambda]       turn {i}: {:?}, {depth} round trip(s) before the agent",
+            ops(&seen)
+        );
+    }
+    check("≤ 3 requests per turn, ≤ 2 round trips before the agent", r);
+
+    // The first frame leaves before any DynamoDB answer.
+    proxy.set_delay(Duration::from_millis(1500));
+    let t = c.turn(&run_body(&fresh_id(), &fresh_id(), "Hello")).await;
+    let ttfb = t.first_frame.unwrap_or_default();
+    check(
+        "first frame before the store answers",
+        if t.frames
+            .first()
+            .is_some_and(|f| f["type"] == "STEP_STARTED")
+            && ttfb < Duration::from_millis(1500)
+            && t.last()["type"] == "RUN_FINISHED"
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "first frame after {ttfb:?}, frames {:?}",
+                t.types()
+            ))
+        },
+    );
+    proxy.set_delay(Duration::ZERO);
+
+    // /health is healthy and never calls DynamoDB.
+    proxy.take();
+    let (s, h) = c.health().await;
+    check(
+        "health is ok and touches no store",
+        if s == 200 && h["status"] == "ok" && proxy.take().is_empty() {
+            Ok(())
+        } else {
+            Err(format!("HTTP {s} {h}"))
+        },
+    );
+
+    // Throttled twice on commit: the SDK backs off and retries, the turn succeeds.
+    proxy.set_fault(Fault::Throttle {
+        op: "TransactWriteItems",
+        times: 2,
+    });
+    let t = c.turn(&run_body(&fresh_id(), &fresh_id(), "Hello")).await;
+    let seen = proxy.take();
+    let tx: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.op == "TransactWriteItems")
+        .collect();
+    check(
+        "transient throttling is retried with backoff",
+        if t.last()["type"] == "RUN_FINISHED"
+            && tx.len() == 3
+            && tx[0].faulted
+            && tx[1].faulted
+            && !tx[2].faulted
+            && tx[2].start > tx[1].end
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "last {} after {} commit attempts",
+                t.last(),
+                tx.len()
+            ))
+        },
+    );
+
+    // Throttled mid-turn for good: the answer streamed, the commit cannot be saved, the turn
+    // ends with RUN_ERROR (never a silent success) and /health says degraded.
+    proxy.set_fault(Fault::Throttle {
+        op: "TransactWriteItems",
+        times: u32::MAX,
+    });
+    let started = Instant::now();
+    let t = c.turn(&run_body(&fresh_id(), &fresh_id(), "Hello")).await;
+    let took = started.elapsed();
+    let seen = proxy.take();
+    proxy.set_fault(Fault::None);
+    let attempts = seen.iter().filter(|s| s.op == "TransactWriteItems").count();
+    check(
+        "throttled mid-turn ends with RUN_ERROR",
+        if t.last()["type"] == "RUN_ERROR"
+            && t.last()["code"] == "STORE_UNAVAILABLE"
+            && t.text().contains("Hello")
+            && attempts >= 2
+            && !t.types().contains(&"RUN_FINISHED")
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "last {} after {attempts} attempts in {took:?}; frames {:?}",
+                t.last(),
+                t.types()
+            ))
+        },
+    );
+    let (s, h) = c.health().await;
+    check(
+        "health degraded after store errors",
+        if s == 200 && h["status"] == "degraded" {
+            Ok(())
+        } else {
+            Err(format!("HTTP {s} {h}"))
+        },
+    );
+
+    // DynamoDB unreachable: first frame, then RUN_ERROR, in bounded time.
+    proxy.set_fault(Fault::Down);
+    let started = Instant::now();
+    let t = c.turn(&run_body(&fresh_id(), &fresh_id(), "Hello")).await;
+    let took = started.elapsed();
+    proxy.set_fault(Fault::None);
+    proxy.take();
+    check(
+        "DynamoDB unreachable ends with RUN_ERROR",
+        if t.frames
+            .first()
+            .is_some_and(|f| f["type"] == "STEP_STARTED")
+            && t.last()["type"] == "RUN_ERROR"
+            && t.last()["code"] == "STORE_UNAVAILABLE"
+            && took < Duration::from_secs(15)
+        {
+            Ok(())
+        } else {
+            Err(format!("last {} after {took:?}", t.last()))
+        },
+    );
+    let (s, h) = c.health().await;
+    check(
+        "health degraded while DynamoDB is unreachable",
+        if s == 200 && h["status"] == "degraded" {
+            Ok(())
+        } else {
+            Err(format!("HTTP {s} {h}"))
+        },
+    );
+
+    // Back up: turns flow again (degraded still lets chat turns through).
+    let thread = fresh_id();
+    let a = c
+        .turn(&run_body(&fresh_id(), &thread, "first-after-outage"))
+        .await;
+    let b = c.turn(&run_body(&fresh_id(), &thread, "second")).await;
+    check(
+        "turns recover after the outage",
+        if a.last()["type"] == "RUN_FINISHED" && b.text().contains("first-after-outage") {
+            Ok(())
+        } else {
+            Err(format!("{} / {:?}", a.last(), b.text()))
+        },
+    );
+
+    stack.stop().await;
+    assert!(
+        failures.is_empty(),
+        "{} Lambda store check(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
