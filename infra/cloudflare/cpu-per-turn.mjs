@@ -7,7 +7,9 @@
 // infra/cloudflare/local starts wrangler in) before and after TURNS sequential plain turns
 // ("Hello" on a fresh thread: one Worker invocation, two Durable Object calls), and prints the
 // difference per turn. It counts everything workerd does for the turn (HTTP parsing, the Worker,
-// the Durable Object and its SQLite, the local proxy), so the Worker's own CPU time is lower.
+// the Durable Object and its SQLite, miniflare's local proxy), so the Worker's own CPU time is
+// lower. As a baseline it also measures TURNS `GET /health` requests (same HTTP path, no
+// storage, no turn): the difference is what the turn itself adds.
 // Auth headers come from RUNWAY_AUTH_HEADERS. Loopback only, bounded by TURNS.
 import { readFileSync, readdirSync } from "node:fs";
 
@@ -56,12 +58,27 @@ async function turn(n) {
   if (res.status !== 200 || !text.includes("RUN_FINISHED")) throw new Error(`turn ${n}: ${res.status} ${text.slice(-200)}`);
 }
 
+async function health() {
+  const res = await fetch(`${base}/health`, { headers });
+  await res.text();
+  if (res.status !== 200) throw new Error(`/health: ${res.status}`);
+}
+
+async function measure(f) {
+  const cpu0 = workerdCpuMs();
+  const t0 = performance.now();
+  for (let i = 0; i < turns; i++) await f(i);
+  return { cpu: (workerdCpuMs() - cpu0) / turns, wall: (performance.now() - t0) / turns };
+}
+
 for (let i = 0; i < 10; i++) await turn(`warm${i}`); // JIT and isolate warm-up
-const cpu0 = workerdCpuMs();
-const t0 = performance.now();
-for (let i = 0; i < turns; i++) await turn(i);
-const wall = performance.now() - t0;
-const cpu = workerdCpuMs() - cpu0;
+const h = await measure(health);
+const t = await measure(turn);
 console.log(JSON.stringify({
-  turns, workerdCpuMsPerTurn: +(cpu / turns).toFixed(2), wallMsPerTurn: +(wall / turns).toFixed(1),
+  turns,
+  workerdCpuMsPerTurn: +t.cpu.toFixed(2),
+  workerdCpuMsPerHealth: +h.cpu.toFixed(2),
+  turnMinusHealthCpuMs: +(t.cpu - h.cpu).toFixed(2),
+  wallMsPerTurn: +t.wall.toFixed(1),
+  wallMsPerHealth: +h.wall.toFixed(1),
 }));
