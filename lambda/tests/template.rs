@@ -41,8 +41,16 @@ fn function_url_streams() {
     let urls = blocks(&t, "FunctionUrlConfig");
     assert_eq!(urls.len(), 1, "one function URL");
     for url in urls {
-        assert_eq!(value(&url, "InvokeMode"), Some("RESPONSE_STREAM"), "{url:?}");
-        assert_eq!(value(&url, "AuthType"), Some("NONE"), "Console cannot sign requests: {url:?}");
+        assert_eq!(
+            value(&url, "InvokeMode"),
+            Some("RESPONSE_STREAM"),
+            "{url:?}"
+        );
+        assert_eq!(
+            value(&url, "AuthType"),
+            Some("NONE"),
+            "Console cannot sign requests: {url:?}"
+        );
     }
 }
 
