@@ -2,7 +2,8 @@
 # Tests runway's Cloudflare Worker: wasm32 lint, the worker-build release build, an offline
 # `wrangler deploy --dry-run` (prints the upload size), an SSE timing probe under `wrangler dev`
 # (first frame and heartbeats timestamped on arrival), and the shared end-to-end suite under
-# `wrangler dev` with local Durable Objects and KV, including a wrangler restart.
+# `wrangler dev` with local Durable Objects and KV, including a wrangler restart, then
+# `runway check --strict` against the same Worker.
 # Run scripts/setup-cloudflare.sh first (this script installs what is missing too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,8 @@ exec 3<&-
 trap - EXIT
 rm -f "$fifo"
 
-step "end-to-end suite under wrangler dev"
+step "end-to-end suite and runway check under wrangler dev"
+cargo build -p runway
 cargo test -p runway-e2e --test cloudflare -- --ignored --nocapture
 
 step "done"

@@ -5,6 +5,9 @@
 //! `scripts/test-cloudflare.sh` builds the Worker and runs it with `--ignored`
 //! (`RUNWAY_CF_PREBUILT=1` then makes every start reuse that build). Without that variable the
 //! first start builds the Worker itself, installing the tools on first use.
+//!
+//! After the suite, the real `runway check` (build it first: `cargo build -p runway`) runs
+//! against the same Worker.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,6 +25,19 @@ struct Wrangler {
 
 fn local_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local")
+}
+
+fn runway_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let bin = target.join("debug/runway");
+    assert!(
+        bin.exists(),
+        "build the CLI first: cargo build -p runway ({})",
+        bin.display()
+    );
+    bin
 }
 
 fn free_port() -> u16 {
@@ -95,8 +111,30 @@ async fn cloudflare_worker_passes_the_suite() {
     let dir = free_data_dir("cloudflare");
     let mut worker = Wrangler::start(dir.clone()).await;
     run_suite(&mut worker).await;
+    let check = Command::new(runway_binary())
+        .arg("check")
+        .arg(worker.base_url())
+        .args([
+            "--header",
+            "X-API-Key: test-key",
+            "--header",
+            "X-Tenant: acme",
+            "--slow-prompt",
+            "/slow 3",
+            "--strict",
+        ])
+        .output()
+        .await
+        .expect("runway check runs");
     if let Some(p) = worker.process.take() {
         p.stop().await;
     }
     let _ = std::fs::remove_dir_all(dir);
+    let report = String::from_utf8_lossy(&check.stdout).into_owned()
+        + &String::from_utf8_lossy(&check.stderr);
+    println!("{report}");
+    assert!(
+        check.status.success(),
+        "runway check failed against the Worker:\n{report}"
+    );
 }
