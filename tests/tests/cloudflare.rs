@@ -9,8 +9,11 @@
 //! After the suite, the real `runway check` (build it first: `cargo build -p runway`) runs
 //! against the same Worker.
 
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use runway_e2e::{AgentProcess, TARGET_ENV, Target, free_data_dir, run_suite, target_auth};
 use tokio::process::Command;
@@ -110,7 +113,17 @@ impl Target for Wrangler {
 async fn cloudflare_worker_passes_the_suite() {
     let dir = free_data_dir("cloudflare");
     let mut worker = Wrangler::start(dir.clone()).await;
-    run_suite(&mut worker).await;
+    // Stop wrangler even when a check fails, then report the failure.
+    let suite = AssertUnwindSafe(run_suite(&mut worker))
+        .catch_unwind()
+        .await;
+    if let Err(failure) = suite {
+        if let Some(p) = worker.process.take() {
+            p.stop().await;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        std::panic::resume_unwind(failure);
+    }
     let check = Command::new(runway_binary())
         .arg("check")
         .arg(worker.base_url())
