@@ -602,3 +602,60 @@ async fn lambda_store_budget_and_faults() {
         failures.join("\n")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
+    // moto serves SSM on the same endpoint; the SDK's AWS_ENDPOINT_URL_SSM points there.
+    let moto = Moto::start("ssm").await;
+    let put = reqwest::Client::new()
+        .post(format!("{}/", moto.endpoint))
+        .header("X-Amz-Target", "AmazonSSM.PutParameter")
+        .header("Content-Type", "application/x-amz-json-1.1")
+        .header(
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/ssm/aws4_request, \
+             SignedHeaders=host, Signature=0",
+        )
+        .body(r#"{"Name":"/runway/auth-headers","Type":"SecureString","Value":"X-API-Key: from-ssm\nX-Tenant: acme"}"#)
+        .send()
+        .await
+        .expect("PutParameter");
+    assert!(put.status().is_success(), "PutParameter: {}", put.status());
+    let mut cmd = Command::new(local_script());
+    cmd.args([
+        "--dynamodb-endpoint",
+        &moto.endpoint,
+        "--table",
+        "ssm",
+        "--concurrency",
+        "1",
+    ])
+    .envs(TARGET_ENV)
+    .env("AWS_ENDPOINT_URL_SSM", &moto.endpoint)
+    .env("RUNWAY_AUTH_HEADERS_SSM_PARAMETER", "/runway/auth-headers")
+    .env("RUNWAY_LOG", "warn");
+    let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
+    let base = function.base_url().to_owned();
+    let from_ssm = Client::new(
+        &base,
+        vec![
+            ("X-API-Key".into(), "from-ssm".into()),
+            ("X-Tenant".into(), "acme".into()),
+        ],
+    );
+    let (s_ssm, _) = from_ssm.health().await;
+    // TARGET_ENV's RUNWAY_AUTH_HEADERS is overridden by the parameter.
+    let (s_env, _) = Client::new(&base, target_auth()).health().await;
+    let t = from_ssm
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hello"))
+        .await;
+    function.stop().await;
+    assert_eq!(s_ssm, 200, "/health with the SSM header set");
+    assert_eq!(s_env, 401, "/health with the environment's header set");
+    assert_eq!(
+        t.last()["type"],
+        "RUN_FINISHED",
+        "a turn with the SSM header set"
+    );
+}
