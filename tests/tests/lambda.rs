@@ -375,7 +375,29 @@ async fn lambda_passes_the_suite() {
     // Two function instances, like Lambda scaling out: concurrent duplicates meet in DynamoDB.
     let mut stack = LambdaStack::start("suite", 2).await;
     run_suite(&mut stack).await;
+    // And `runway check` (Console's onboarding checklist) against the same function.
+    let args: Vec<std::ffi::OsString> = [
+        stack.base_url.as_str(),
+        "--header",
+        "X-API-Key: test-key",
+        "--header",
+        "X-Tenant: acme",
+        "--slow-prompt",
+        "/slow 3",
+        "--strict",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    let mut report = Vec::new();
+    let code = runway_conformance::cli_main_with_output(args, &mut report).await;
+    let report = String::from_utf8_lossy(&report);
+    println!("{report}");
     stack.stop().await;
+    assert_eq!(
+        code, 0,
+        "runway check failed against the Lambda adapter:\n{report}"
+    );
 }
 
 fn ops(seen: &[Seen]) -> Vec<&str> {
