@@ -339,15 +339,14 @@ impl TurnStore for DynamoStore {
                 };
             }
         }
-        let thread = match thread {
-            Ok(items) => items,
+        match thread.and_then(|items| decode_thread(&items, claim.now_ms)) {
+            Ok(context) => Ok(TurnStart::Claimed { context }),
             Err(e) => {
+                // The turn cannot start: free the run id for a later delivery.
                 self.release(&run_pk, claim).await;
-                return Err(e);
+                Err(e)
             }
-        };
-        let context = decode_thread(&thread, claim.now_ms)?;
-        Ok(TurnStart::Claimed { context })
+        }
     }
 
     async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
