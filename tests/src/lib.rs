@@ -11,7 +11,7 @@ mod lowkey;
 mod process;
 
 pub use client::{Client, TurnStream};
-pub use process::{AgentProcess, free_data_dir};
+pub use process::{AgentProcess, free_data_dir, runway_binary, runway_check};
 
 use std::future::Future;
 

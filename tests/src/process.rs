@@ -83,3 +83,34 @@ pub fn free_data_dir(label: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// The `runway` binary built by `cargo build -p runway` (in `$CARGO_TARGET_DIR` if set).
+///
+/// # Panics
+/// If it has not been built.
+pub fn runway_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let bin = target.join("debug/runway");
+    assert!(
+        bin.exists(),
+        "build the server first: cargo build -p runway ({})",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs the real `runway check BASE_URL ARGS…`: whether it passed, and its report.
+pub async fn runway_check(base_url: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(runway_binary())
+        .arg("check")
+        .arg(base_url)
+        .args(args)
+        .output()
+        .await
+        .expect("runway check runs");
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), report)
+}

@@ -30,19 +30,6 @@ fn local_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local")
 }
 
-fn runway_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let bin = target.join("debug/runway");
-    assert!(
-        bin.exists(),
-        "build the CLI first: cargo build -p runway ({})",
-        bin.display()
-    );
-    bin
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -124,10 +111,9 @@ async fn cloudflare_worker_passes_the_suite() {
         let _ = std::fs::remove_dir_all(&dir);
         std::panic::resume_unwind(failure);
     }
-    let check = Command::new(runway_binary())
-        .arg("check")
-        .arg(worker.base_url())
-        .args([
+    let (passed, report) = runway_e2e::runway_check(
+        &worker.base_url(),
+        &[
             "--header",
             "X-API-Key: test-key",
             "--header",
@@ -135,19 +121,13 @@ async fn cloudflare_worker_passes_the_suite() {
             "--slow-prompt",
             "/slow 3",
             "--strict",
-        ])
-        .output()
-        .await
-        .expect("runway check runs");
+        ],
+    )
+    .await;
     if let Some(p) = worker.process.take() {
         p.stop().await;
     }
     let _ = std::fs::remove_dir_all(dir);
-    let report = String::from_utf8_lossy(&check.stdout).into_owned()
-        + &String::from_utf8_lossy(&check.stderr);
     println!("{report}");
-    assert!(
-        check.status.success(),
-        "runway check failed against the Worker:\n{report}"
-    );
+    assert!(passed, "runway check failed against the Worker:\n{report}");
 }

@@ -3,27 +3,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use runway_e2e::{AgentProcess, TARGET_ENV, Target, free_data_dir, run_suite, target_auth};
+use runway_e2e::{
+    AgentProcess, TARGET_ENV, Target, free_data_dir, run_suite, runway_binary, target_auth,
+};
 use tokio::process::Command;
 
 struct LocalServer {
     data_dir: PathBuf,
     process: Option<AgentProcess>,
     base_url: String,
-}
-
-fn runway_binary() -> PathBuf {
-    // The e2e crate does not build the binary itself: tests run after `cargo build -p runway`.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let bin = target.join("debug/runway");
-    assert!(
-        bin.exists(),
-        "build the server first: cargo build -p runway ({})",
-        bin.display()
-    );
-    bin
 }
 
 impl LocalServer {
@@ -82,7 +70,7 @@ async fn local_server_passes_the_suite() {
 }
 
 /// Runs the real `runway check` binary against a real `runway serve`.
-async fn runway_check(env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
+async fn check_against_serve(env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
     let dir = free_data_dir("check");
     let mut cmd = Command::new(runway_binary());
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -90,23 +78,15 @@ async fn runway_check(env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
         .envs(env.iter().copied())
         .env("RUNWAY_LOG", "warn");
     let server = AgentProcess::start(cmd, Duration::from_secs(30)).await;
-    let out = Command::new(runway_binary())
-        .arg("check")
-        .arg(server.base_url())
-        .args(extra)
-        .output()
-        .await
-        .expect("runway check runs");
+    let result = runway_e2e::runway_check(server.base_url(), extra).await;
     server.stop().await;
     let _ = std::fs::remove_dir_all(dir);
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runway_check_passes_with_a_two_header_auth_set() {
-    let (ok, report) = runway_check(
+    let (ok, report) = check_against_serve(
         &[
             ("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme"),
             ("RUNWAY_HEARTBEAT_SECS", "1"),
@@ -128,7 +108,7 @@ async fn runway_check_passes_with_a_two_header_auth_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runway_check_passes_without_auth() {
-    let (ok, report) = runway_check(&[("RUNWAY_HEARTBEAT_SECS", "1")], &["--strict"]).await;
+    let (ok, report) = check_against_serve(&[("RUNWAY_HEARTBEAT_SECS", "1")], &["--strict"]).await;
     println!("{report}");
     assert!(ok, "runway check failed:\n{report}");
 }
@@ -137,7 +117,7 @@ async fn runway_check_passes_without_auth() {
 async fn runway_check_catches_a_missing_header() {
     // The server requires two headers; the checker is told only one of them, so the
     // endpoints answer 401 and the check must fail.
-    let (ok, report) = runway_check(
+    let (ok, report) = check_against_serve(
         &[("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme")],
         &["--header", "X-API-Key: test-key"],
     )
