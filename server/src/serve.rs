@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use runway_core::agents::BuiltinAgent;
 use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
 
@@ -90,6 +91,13 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
     print_banner(addr, &args.agent, &auth_names);
+    // Frames are small writes: without TCP_NODELAY, Nagle's algorithm holds each one until
+    // the previous is acknowledged (up to 40 ms with delayed ACKs).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await
