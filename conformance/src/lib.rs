@@ -19,7 +19,10 @@
 //! | [`egress`] | the `base_url` rules (strict egress mode) |
 //! | [`transport`] | the HTTP client (redirects never followed), header set, failure classification |
 //! | [`run_body`] | the `POST /runs` body and 63-bit string ids |
+//! | [`response_head`] | the `POST /runs` status and headers, judged (sans I/O) |
+//! | [`stream_judge`] | the stream body judged chunk by chunk: limits, separators, frame rules (sans I/O) |
 //! | [`turn`] | one turn played under the deadlines, judged by the rules |
+//! | [`recorded_turn`] | a turn someone else recorded (the playground's browser), judged by the same rules |
 //! | [`test_button`] | Console's Test button |
 //! | [`checklist`] | the onboarding checklist against a live agent |
 //! | [`report`] | the checklist report (text and JSON) |
@@ -117,9 +120,12 @@ pub mod findings;
 pub mod frame_rules;
 pub mod health;
 pub mod interrupt;
+pub mod recorded_turn;
 pub mod report;
+pub mod response_head;
 pub mod run_body;
 pub mod sse_reader;
+pub mod stream_judge;
 pub mod test_button;
 pub mod transport;
 pub mod turn;
@@ -130,6 +136,7 @@ pub use deadlines::{Deadlines, Limits};
 pub use findings::{Code, Finding, Severity};
 pub use frame_rules::{FrameRules, RunIds};
 pub use health::{HealthVerdict, fold_health, probe_health};
+pub use recorded_turn::{RecordedTurn, TurnVerdict, judge_recorded_turn};
 pub use report::{CheckItem, CheckReport, Status};
 pub use run_body::{Caller, RunBody};
 pub use test_button::{TestButtonReport, press_test};

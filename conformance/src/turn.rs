@@ -9,9 +9,10 @@ use serde::Serialize;
 use tokio::time::timeout_at;
 
 use crate::findings::{Code, Finding};
-use crate::frame_rules::{Disposition, FinalFrame, FrameRules, RunIds, StreamEnd};
+use crate::frame_rules::{FrameRules, RunIds, StreamEnd};
+use crate::response_head::{ResponseHead, judge_response_head};
 use crate::run_body::RunBody;
-use crate::sse_reader::{SseLine, SseReader};
+use crate::stream_judge::{Clock, StreamJudge, timeout_finding};
 use crate::transport::{Endpoint, HeaderSet, Transport, classify_send_error};
 
 /// How far to read.
@@ -115,11 +116,15 @@ struct Run<'a> {
     unterminated: usize,
 }
 
+fn fail_turn(findings: &mut Vec<Finding>, report: &mut TurnReport, code: Code, message: String) {
+    tracing::debug!(%code, %message, "turn failed");
+    findings.push(Finding::new(code, message));
+    report.outcome = TurnOutcome::Failed { code };
+}
+
 impl Run<'_> {
     fn fail(&mut self, code: Code, message: String) {
-        tracing::debug!(%code, %message, "turn failed");
-        self.findings.push(Finding::new(code, message));
-        self.report.outcome = TurnOutcome::Failed { code };
+        fail_turn(&mut self.findings, &mut self.report, code, message);
     }
 }
 
@@ -242,72 +247,28 @@ async fn drive(
     run.report.headers_ms = Some(ms(response_at - start));
     let status = response.status();
     run.report.http_status = Some(status.as_u16());
-    if status.is_redirection() {
-        let location = response
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("(none)");
-        run.fail(
-            Code::UpstreamRejected,
-            format!(
-                "HTTP {status} to {location}: redirects are not followed, change base_url instead"
-            ),
-        );
-        return StreamEnd::Failed;
-    }
-    if status.is_client_error() {
-        run.fail(
-            Code::UpstreamRejected,
-            format!("POST /runs answered HTTP {status}"),
-        );
-        return StreamEnd::Failed;
-    }
-    if status.is_server_error() {
-        run.fail(
-            Code::UpstreamUnavailable,
-            format!("POST /runs answered HTTP {status}"),
-        );
-        return StreamEnd::Failed;
-    }
     let h = response.headers();
-    let content_type = h
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let media = content_type.split(';').next().unwrap_or("").trim();
-    if !status.is_success() || !media.eq_ignore_ascii_case("text/event-stream") {
-        run.fail(
-            Code::ProtocolMismatch,
-            format!("POST /runs answered HTTP {status} with Content-Type {content_type:?}, not text/event-stream"),
-        );
-        return StreamEnd::Failed;
-    }
-    let mut missing = Vec::new();
-    let no_cache = h
-        .get_all(reqwest::header::CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|d| d.trim().eq_ignore_ascii_case("no-cache"));
-    if !no_cache {
-        missing.push("Cache-Control: no-cache");
-    }
-    let no_buffering = h
-        .get("x-accel-buffering")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("no"));
-    if !no_buffering {
-        missing.push("X-Accel-Buffering: no");
-    }
-    if !missing.is_empty() {
-        run.findings.push(Finding::new(
-            Code::MissingStreamHeaders,
-            format!(
-                "the stream response lacks {}: a proxy may buffer the stream",
-                missing.join(" and ")
-            ),
-        ));
+    let text = |v: &reqwest::header::HeaderValue| v.to_str().unwrap_or("").to_owned();
+    let head = ResponseHead {
+        status: status.as_u16(),
+        location: h.get(reqwest::header::LOCATION).map(text),
+        content_type: h
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(text)
+            .unwrap_or_default(),
+        cache_control: h
+            .get_all(reqwest::header::CACHE_CONTROL)
+            .iter()
+            .map(text)
+            .collect(),
+        x_accel_buffering: h.get("x-accel-buffering").map(text),
+    };
+    match judge_response_head(&head) {
+        Ok(warnings) => run.findings.extend(warnings),
+        Err(finding) => {
+            run.fail(finding.code, finding.message);
+            return StreamEnd::Failed;
+        }
     }
     read_stream(run, response, mode, start, response_at, limits).await
 }
@@ -323,15 +284,11 @@ async fn read_stream(
     let d = *run.transport.deadlines();
     let to_t = tokio::time::Instant::from_std;
     let whole = to_t(start) + d.turn;
-    let mut reader = SseReader::new(limits.max_frame_bytes);
+    let mut judge = StreamJudge::new(&mut run.rules, limits, mode);
     let mut last_bytes = response_at;
     let mut first_frame: Option<Instant> = None;
     let mut final_at: Option<Instant> = None;
     let mut longest = Duration::ZERO;
-    let mut frames = 0usize;
-    // A data line was read since the last blank line.
-    let mut in_block = false;
-    let mut separator_reported = false;
     let end = loop {
         let (deadline, clock) = match (final_at, first_frame) {
             (Some(f), _) => (to_t(f + d.after_final), Clock::AfterFinal),
@@ -345,38 +302,23 @@ async fn read_stream(
         };
         let chunk = match timeout_at(deadline, response.chunk()).await {
             Err(_) => {
-                match clock {
-                    Clock::AfterFinal => break StreamEnd::Closed,
-                    Clock::Turn => run.fail(
-                        Code::LimitExceeded,
-                        format!("the turn exceeded the whole-turn deadline of {} ms", ms(d.turn)),
-                    ),
-                    Clock::FirstFrame => run.fail(
-                        Code::TtfbTimeout,
-                        format!(
-                            "the stream opened but no frame or comment arrived within {} ms",
-                            ms(d.first_frame)
-                        ),
-                    ),
-                    Clock::Idle => run.fail(
-                        Code::IdleTimeout,
-                        format!(
-                            "more than {} ms of silence mid-stream (send a comment line as heartbeat)",
-                            ms(d.idle)
-                        ),
-                    ),
-                }
+                let Some((code, message)) = timeout_finding(clock, &d) else {
+                    break StreamEnd::Closed;
+                };
+                fail_turn(&mut run.findings, &mut run.report, code, message);
                 break StreamEnd::Failed;
             }
             Ok(Err(e)) => {
                 if final_at.is_some() {
                     break StreamEnd::Closed;
                 }
-                run.fail(
+                fail_turn(
+                    &mut run.findings,
+                    &mut run.report,
                     Code::StreamTruncated,
                     format!(
                         "the stream broke after {} frame(s): {}",
-                        frames,
+                        judge.frames(),
                         crate::transport::chain(&e)
                     ),
                 );
@@ -390,91 +332,34 @@ async fn read_stream(
             longest = longest.max(now - last_bytes);
         }
         last_bytes = now;
-        run.report.bytes += chunk.len();
-        if run.report.bytes > limits.max_stream_bytes {
-            run.fail(
-                Code::LimitExceeded,
-                format!("the stream exceeded {} bytes", limits.max_stream_bytes),
-            );
-            break StreamEnd::Failed;
+        let seen = judge.on_chunk(&chunk);
+        run.findings.extend(seen.findings);
+        if seen.saw_frame {
+            first_frame.get_or_insert(now);
         }
-        let lines = match reader.feed(&chunk) {
-            Ok(lines) => lines,
-            Err(e) => {
-                run.fail(
-                    Code::LimitExceeded,
-                    format!("one frame exceeded the per-frame limit: {e}"),
-                );
-                break StreamEnd::Failed;
-            }
-        };
-        let mut stop = None;
-        for line in lines {
-            match line {
-                SseLine::Comment(_) => {
-                    first_frame.get_or_insert(now);
-                }
-                SseLine::Data(data) => {
-                    first_frame.get_or_insert(now);
-                    frames += 1;
-                    if in_block && !separator_reported && final_at.is_none() {
-                        separator_reported = true;
-                        run.findings.push(Finding::new(
-                            Code::MissingFrameSeparator,
-                            format!("frame #{frames} follows the previous data line without a blank line: frames are separated by a blank line"),
-                        ));
-                    }
-                    in_block = true;
-                    if frames > limits.max_frames {
-                        run.fail(
-                            Code::LimitExceeded,
-                            format!("the stream exceeded {} frames", limits.max_frames),
-                        );
-                        stop = Some(StreamEnd::Failed);
-                        break;
-                    }
-                    let step = run.rules.on_frame(&data);
-                    run.findings.extend(step.findings);
-                    match step.disposition {
-                        Disposition::Accepted | Disposition::Final => {
-                            run.report
-                                .first_valid_frame_ms
-                                .get_or_insert(ms(now - start));
-                            if step.disposition == Disposition::Final && final_at.is_none() {
-                                final_at = Some(now);
-                                run.report.outcome = match run.rules.final_frame() {
-                                    Some(FinalFrame::Success) => TurnOutcome::Finished,
-                                    Some(FinalFrame::Interrupt(_)) => TurnOutcome::Interrupted,
-                                    Some(FinalFrame::Error(m)) => {
-                                        TurnOutcome::RunError { message: m.clone() }
-                                    }
-                                    None => TurnOutcome::ClosedWithoutFinal,
-                                };
-                            }
-                            if mode == ReadMode::FirstValidFrame {
-                                if final_at.is_none() {
-                                    run.report.outcome = TurnOutcome::StoppedAtFirstValidFrame;
-                                }
-                                stop = Some(StreamEnd::Stopped);
-                                break;
-                            }
-                        }
-                        Disposition::Dropped => {}
-                        Disposition::Fatal(code) => {
-                            run.report.outcome = TurnOutcome::Failed { code };
-                            stop = Some(StreamEnd::Failed);
-                            break;
-                        }
-                    }
-                }
-                SseLine::Blank => in_block = false,
-                SseLine::Ignored(_) => {}
-            }
+        if seen.saw_valid_frame {
+            run.report
+                .first_valid_frame_ms
+                .get_or_insert(ms(now - start));
         }
-        if let Some(end) = stop {
+        if let Some(outcome) = seen.final_outcome
+            && final_at.is_none()
+        {
+            final_at = Some(now);
+            run.report.outcome = outcome;
+        }
+        if let Some(code) = seen.failed {
+            tracing::debug!(%code, "turn failed");
+            run.report.outcome = TurnOutcome::Failed { code };
+        }
+        if let Some(end) = seen.stop {
+            if end == StreamEnd::Stopped && final_at.is_none() {
+                run.report.outcome = TurnOutcome::StoppedAtFirstValidFrame;
+            }
             break end;
         }
     };
+    run.report.bytes = judge.bytes();
     if let Some(f) = first_frame {
         run.report.ttfb_ms = Some(ms(f - start));
     }
@@ -489,16 +374,8 @@ async fn read_stream(
             ),
         ));
     }
-    if reader.pending() > 0 && end == StreamEnd::Closed && final_at.is_none() {
-        run.unterminated = reader.pending();
+    if judge.pending() > 0 && end == StreamEnd::Closed && final_at.is_none() {
+        run.unterminated = judge.pending();
     }
     end
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Clock {
-    FirstFrame,
-    Idle,
-    Turn,
-    AfterFinal,
 }

@@ -3,8 +3,10 @@
 //! ```text
 //! runway serve [--listen 127.0.0.1:8787] [--data-dir ./.runway] [--agent demo]
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
+//! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
 //! ```
 
+mod playground;
 mod serve;
 mod sqlite_store;
 
@@ -36,6 +38,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Chat with any External Agent in the browser, as Console shows it, through a local proxy
+    /// that adds the agreed headers.
+    Playground(playground::proxy::PlaygroundArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,5 +61,6 @@ fn main() -> ExitCode {
             let code = rt.block_on(runway_conformance::cli_main(args));
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
+        Command::Playground(args) => rt.block_on(playground::proxy::run(args)),
     }
 }

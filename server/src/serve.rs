@@ -13,6 +13,7 @@ use axum::serve::ListenerExt;
 use runway_core::agents::BuiltinAgent;
 use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
 
+use crate::playground::PageSettings;
 use crate::sqlite_store::SqliteStore;
 
 type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
@@ -81,8 +82,12 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     spawn_purger(store.clone());
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
+    let page = PageSettings::serve(&config.auth);
     let runway = Runway::new(agent, store, rt, config);
-    let app = Router::new().fallback(handle).with_state(runway);
+    let app = Router::new()
+        .merge(crate::playground::page_routes(page))
+        .fallback(handle)
+        .with_state(runway);
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -157,6 +162,7 @@ fn print_banner(addr: SocketAddr, agent: &str, auth_names: &[String]) {
         .collect();
     println!("runway serving the {agent} agent");
     println!("base_url: {base}");
+    println!("playground: {base}/ (open it in a browser to chat as in Console)");
     println!("try it:");
     println!(
         "  curl -N {base}/runs{headers} -H 'Content-Type: application/json' \\\n    -d '{{\"protocolVersion\":\"1\",\"runId\":\"run-1\",\"threadId\":\"thread-1\",\"agentId\":\"agent-1\",\"workspaceId\":\"ws-1\",\"input\":\"Hello\"}}'"

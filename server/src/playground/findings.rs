@@ -1,0 +1,43 @@
+//! `POST /playground/findings`: the page sends one turn as it recorded it (response head, every
+//! chunk with its arrival time, how the body ended) and gets back what `runway check` would
+//! flag, judged by runway-conformance's rules under Console's default deadlines and limits.
+
+use axum::body::{Body, to_bytes};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use runway_conformance::{Deadlines, Limits, RecordedTurn, judge_recorded_turn};
+
+use super::PageSettings;
+
+/// A recording holds at most Console's 8 MiB stream, JSON-escaped (quotes double), plus the
+/// head: anything larger is not a turn Console would have read to the end.
+pub const MAX_RECORDING_BYTES: usize = 20 * 1024 * 1024;
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// Judges one recorded turn.
+pub async fn judge(State(settings): State<Arc<PageSettings>>, req: Request<Body>) -> Response {
+    if !settings.auth.check(req.headers()) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong auth headers".to_owned(),
+        );
+    }
+    let Ok(bytes) = to_bytes(req.into_body(), MAX_RECORDING_BYTES).await else {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a recording is at most {MAX_RECORDING_BYTES} bytes"),
+        );
+    };
+    let turn: RecordedTurn = match serde_json::from_slice(&bytes) {
+        Ok(t) => t,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("not a recorded turn: {e}")),
+    };
+    let verdict = judge_recorded_turn(&turn, &Deadlines::default(), Limits::default());
+    axum::Json(verdict).into_response()
+}

@@ -1,0 +1,922 @@
+// The runway playground: plays Console's side of the External Agent contract in the browser.
+// Each turn is a POST to `runs` (relative to this page: runway serve itself, or the local proxy
+// of `runway playground`), read as a stream; every chunk is kept with its arrival time, the
+// frames are rendered as Console renders them, and the recording is sent to
+// `playground/findings`, where runway-conformance's rules judge it.
+// Agent content is only ever inserted as text (textContent), never as HTML.
+"use strict";
+
+const $ = (selector) => document.querySelector(selector);
+
+/** Creates an element: el("div", {class: "x", onclick: f}, child, "text", ...). */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+// ---- ids, as Console sends them: strings holding 63-bit integers -----------------------------
+
+function id63() {
+  const words = new Uint32Array(2);
+  crypto.getRandomValues(words);
+  const n = (BigInt(words[0] & 0x7fffffff) << 32n) | BigInt(words[1]);
+  return (n === 0n ? 1n : n).toString();
+}
+
+function hex(bytes) {
+  const b = new Uint8Array(bytes);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+const caller = { agentId: id63(), workspaceId: id63(), userId: id63() };
+
+// ---- page state --------------------------------------------------------------------------------
+
+let settings = { mode: "serve", target: null, authHeaderNames: [] };
+const authValues = new Map(); // header name -> value (memory only)
+const threads = [];
+let current = null;
+let playing = null; // { controller, turn } while a turn streams
+let selected = null; // the turn shown in the inspector
+
+const form = $("#composer");
+const input = form.elements.namedItem("input");
+
+function authHeaders() {
+  const headers = {};
+  for (const name of settings.authHeaderNames) headers[name] = authValues.get(name) || "";
+  return headers;
+}
+
+// ---- threads -----------------------------------------------------------------------------------
+
+function addThread(id, label, extra) {
+  const thread = {
+    id,
+    label,
+    turns: [],
+    history: null, // sent with the first turn of a fork, as Console does
+    list: el("ol", { class: "chat", "data-thread-id": id }),
+    ...extra,
+  };
+  threads.push(thread);
+  $("#threads").append(thread.list);
+  const option = el("option", { value: id, text: label });
+  $("#thread-select").append(option);
+  showThread(thread);
+  return thread;
+}
+
+function showThread(thread) {
+  current = thread;
+  for (const t of threads) t.list.hidden = t !== thread;
+  $("#thread-select").value = thread.id;
+  $("#thread-title").textContent = `threadId ${thread.id}`;
+  const last = thread.turns[thread.turns.length - 1];
+  if (last) select(last);
+}
+
+function newThread() {
+  const n = threads.filter((t) => !t.test).length + 1;
+  return addThread(id63(), `Thread ${n}`);
+}
+
+function fork(thread, turn) {
+  const before = thread.turns.slice(0, thread.turns.indexOf(turn));
+  const history = [];
+  for (const t of before) {
+    if (t.input) history.push({ role: "user", content: t.input });
+    const answer = t.view ? t.view.texts.join("\n") : "";
+    if (answer) history.push({ role: "assistant", content: answer });
+  }
+  const root = thread.id.split(":")[0];
+  const branch = addThread(`${root}:${hex(4)}`, `${thread.label} fork`, {});
+  branch.history = history;
+  const note = el(
+    "li",
+    { class: "fork-note" },
+    `Forked from ${thread.label} before “${turn.label}”. The next turn sends threadId `,
+    el("code", { text: branch.id }),
+    ` with ${history.length} history message(s):`,
+  );
+  const shown = el("ul", { class: "history" });
+  for (const m of history) shown.append(el("li", { class: m.role }, `${m.role}: ${m.content}`));
+  note.append(shown);
+  branch.list.append(note);
+  input.value = turn.input;
+  input.focus();
+}
+
+// ---- sending a turn ----------------------------------------------------------------------------
+
+function send(text, resume, label) {
+  if (playing) return false;
+  if (!current) newThread();
+  const thread = current;
+  const body = {
+    protocolVersion: "1",
+    runId: id63(),
+    threadId: thread.id,
+    agentId: caller.agentId,
+    workspaceId: caller.workspaceId,
+    userId: caller.userId,
+    input: text,
+  };
+  if (resume) body.resume = resume;
+  if (thread.history) {
+    body.history = thread.history;
+    thread.history = null;
+  }
+  for (const card of thread.list.querySelectorAll(".interrupt:not(.answered)")) closeCard(card);
+  const turn = newTurn(thread, body, label || text);
+  play(turn, body);
+  return true;
+}
+
+function newTurn(thread, body, label) {
+  const turn = {
+    thread,
+    runId: body.runId,
+    threadId: body.threadId,
+    input: body.input,
+    label,
+    body,
+    chunks: [],
+    lines: [],
+    status: null,
+    error: null,
+    headersMs: null,
+    endMs: 0,
+    end: "closed",
+    verdict: null,
+  };
+  const forkButton = el("button", {
+    type: "button",
+    class: "link fork",
+    title: "Fork the conversation here: edit and re-run this turn on a branch",
+    "data-action": "fork",
+    text: "Fork",
+    onclick: () => fork(thread, turn),
+  });
+  const user = el(
+    "div",
+    { class: "bubble user" + (body.resume ? " decision" : "") },
+    label || el("em", { text: "(empty input)" }),
+  );
+  const agent = el("div", { class: "agent" });
+  const badge = el("button", {
+    type: "button",
+    class: "badge pending",
+    text: "streaming…",
+    onclick: () => select(turn),
+  });
+  turn.node = el(
+    "li",
+    { class: "turn", "data-run-id": turn.runId, "data-state": "streaming", onclick: () => select(turn) },
+    el("div", { class: "user-row" }, forkButton, user),
+    agent,
+    el("div", { class: "turn-foot" }, badge),
+  );
+  turn.agent = agent;
+  turn.badge = badge;
+  turn.view = newView();
+  thread.turns.push(turn);
+  thread.list.append(turn.node);
+  turn.node.scrollIntoView({ block: "end" });
+  select(turn);
+  return turn;
+}
+
+async function play(turn, body) {
+  const controller = new AbortController();
+  playing = { controller, turn };
+  setBusy(true);
+  const t0 = performance.now();
+  const since = () => Math.round(performance.now() - t0);
+  const headers = { "content-type": "application/json", accept: "text/event-stream", ...authHeaders() };
+  let response;
+  try {
+    response = await fetch("runs", {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+      redirect: "manual",
+      cache: "no-store",
+      signal: controller.signal,
+    });
+  } catch (e) {
+    turn.error = controller.signal.aborted ? "stopped before the response" : String(e.message || e);
+    turn.end = controller.signal.aborted ? "stopped" : "broken";
+    turn.endMs = since();
+    marker(turn, "error-marker", `No answer: ${turn.error}`);
+    return finishTurn(turn);
+  }
+  turn.headersMs = since();
+  if (response.headers.get("x-playground-proxy-error")) {
+    const why = await response.json().catch(() => ({}));
+    turn.error = why.error || `the playground proxy answered HTTP ${response.status}`;
+    turn.endMs = since();
+    turn.headersMs = null;
+    marker(turn, "error-marker", `No answer: ${turn.error}`);
+    return finishTurn(turn);
+  }
+  turn.status = response.type === "opaqueredirect" ? 302 : response.status;
+  turn.contentType = response.headers.get("content-type");
+  turn.cacheControl = response.headers.get("cache-control");
+  turn.xAccelBuffering = response.headers.get("x-accel-buffering");
+  turn.location = response.headers.get("location");
+  const media = (turn.contentType || "").split(";")[0].trim().toLowerCase();
+  if (!response.ok || media !== "text/event-stream") {
+    const text = response.type === "opaqueredirect" ? "(a redirect, not followed)" : await response.text().catch(() => "");
+    turn.endMs = since();
+    marker(turn, "error-marker", `The agent refused the turn: HTTP ${turn.status} ${text.slice(0, 300)}`);
+    return finishTurn(turn);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const sse = new SseLines();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const atMs = since();
+      const text = decoder.decode(value, { stream: true });
+      turn.chunks.push({ atMs, text });
+      for (const line of sse.feed(text)) onLine(turn, line, atMs);
+    }
+    turn.end = "closed";
+  } catch (e) {
+    turn.end = controller.signal.aborted ? "stopped" : "broken";
+    turn.error = controller.signal.aborted ? "stopped by the user" : String(e.message || e);
+  }
+  turn.endMs = since();
+  if (!turn.view.final) {
+    const why =
+      turn.end === "stopped"
+        ? "Stopped: the connection was closed, which is Console's only cancel signal."
+        : turn.end === "broken"
+          ? `Truncated: the stream broke before RUN_FINISHED or RUN_ERROR (${turn.error}).`
+          : "Truncated: the stream closed without RUN_FINISHED or RUN_ERROR; Console stores this as a complete answer.";
+    marker(turn, "truncated", why);
+  }
+  return finishTurn(turn);
+}
+
+async function finishTurn(turn) {
+  playing = null;
+  setBusy(false);
+  closeOpen(turn.view);
+  turn.badge.textContent = "checking…";
+  const recording = {
+    runId: turn.runId,
+    threadId: turn.threadId,
+    status: turn.status,
+    error: turn.error,
+    headersMs: turn.headersMs,
+    location: turn.location,
+    contentType: turn.contentType,
+    cacheControl: turn.cacheControl,
+    xAccelBuffering: turn.xAccelBuffering,
+    chunks: turn.chunks,
+    end: turn.end,
+    endMs: turn.endMs,
+  };
+  try {
+    const r = await fetch("playground/findings", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...authHeaders() },
+      body: JSON.stringify(recording),
+    });
+    const verdict = await r.json();
+    if (!r.ok) throw new Error(verdict.error || `HTTP ${r.status}`);
+    turn.verdict = verdict;
+  } catch (e) {
+    turn.verdict = { error: String(e.message || e), findings: [] };
+  }
+  showVerdict(turn);
+  turn.node.setAttribute("data-state", "done");
+  if (selected === turn) renderInspector(turn);
+  if (turn.thread.test) showTestResult(turn);
+  input.focus();
+}
+
+function setBusy(busy) {
+  $("#send").disabled = busy;
+  $("#stop").hidden = !busy;
+  $("#test-button").disabled = busy;
+}
+
+function showVerdict(turn) {
+  const v = turn.verdict;
+  const badge = turn.badge;
+  if (v.error) {
+    badge.className = "badge error";
+    badge.textContent = `findings unavailable: ${v.error}`;
+    return;
+  }
+  const errors = v.findings.filter((f) => f.severity === "error").length;
+  const warnings = v.findings.length - errors;
+  badge.className = "badge " + (errors ? "error" : warnings ? "warning" : "ok");
+  badge.textContent = v.findings.length
+    ? `${errors} error(s), ${warnings} warning(s): ${[...new Set(v.findings.map((f) => f.code))].join(", ")}`
+    : `no findings · first frame ${v.ttfbMs ?? "–"} ms · ${v.totalMs} ms`;
+}
+
+// ---- Console's minimal SSE reader --------------------------------------------------------------
+
+class SseLines {
+  constructor() {
+    this.partial = "";
+    this.afterCr = false;
+  }
+  /** Returns the complete lines in `text`: {kind: data|comment|blank|ignored, text}. */
+  feed(text) {
+    const lines = [];
+    for (const ch of text) {
+      if (this.afterCr) {
+        this.afterCr = false;
+        if (ch === "\n") continue;
+      }
+      if (ch === "\n" || ch === "\r") {
+        lines.push(classify(this.partial));
+        this.partial = "";
+        this.afterCr = ch === "\r";
+      } else {
+        this.partial += ch;
+      }
+    }
+    return lines;
+  }
+}
+
+function classify(line) {
+  if (line === "") return { kind: "blank", text: line };
+  if (line.startsWith(":")) return { kind: "comment", text: line };
+  const colon = line.indexOf(":");
+  const name = colon < 0 ? line : line.slice(0, colon);
+  if (name !== "data") return { kind: "ignored", text: line };
+  let value = line.slice(colon + 1);
+  if (value.startsWith(" ")) value = value.slice(1);
+  return { kind: "data", text: line, data: value };
+}
+
+const MAX_LINES_KEPT = 3000;
+
+function onLine(turn, line, atMs) {
+  if (line.kind !== "blank") {
+    if (turn.lines.length < MAX_LINES_KEPT) turn.lines.push({ atMs, text: line.text, kind: line.kind });
+    else turn.linesDropped = (turn.linesDropped || 0) + 1;
+    if (selected === turn) appendFrameLine(turn, turn.lines.length - 1);
+  }
+  if (line.kind !== "data") return;
+  let frame;
+  try {
+    frame = JSON.parse(line.data);
+  } catch {
+    return; // not JSON: Console drops it (the findings say so)
+  }
+  if (frame && typeof frame === "object" && !Array.isArray(frame)) render(turn, frame);
+}
+
+// ---- rendering frames as Console does ----------------------------------------------------------
+
+const REQUIRED = {
+  TEXT_MESSAGE_START: ["messageId"],
+  TEXT_MESSAGE_CONTENT: ["messageId", "delta"],
+  TEXT_MESSAGE_END: ["messageId"],
+  RUN_FINISHED: ["outcome"],
+  RUN_ERROR: ["message"],
+  TOOL_CALL_START: ["toolCallId", "toolCallName"],
+  TOOL_CALL_ARGS: ["toolCallId", "delta"],
+  TOOL_CALL_END: ["toolCallId"],
+  TOOL_CALL_RESULT: ["toolCallId", "content"],
+  STEP_STARTED: ["stepName"],
+  STEP_FINISHED: ["stepName"],
+  ACTIVITY_SNAPSHOT: ["messageId", "activityType", "content"],
+  ACTIVITY_DELTA: ["messageId", "patch"],
+  STATE_SNAPSHOT: ["snapshot"],
+  STATE_DELTA: ["delta"],
+  REASONING_MESSAGE_START: ["messageId"],
+  REASONING_MESSAGE_CONTENT: ["messageId"],
+  REASONING_MESSAGE_END: ["messageId"],
+  CUSTOM: ["name"],
+};
+
+function newView() {
+  return {
+    final: null,
+    texts: [],
+    messages: new Map(),
+    tools: new Map(),
+    reasoning: new Map(),
+    steps: new Map(),
+    activities: new Map(),
+    files: { artifacts: new Set(), custom: new Set() },
+    todos: null,
+  };
+}
+
+function render(turn, f) {
+  const v = turn.view;
+  if (v.final) return; // after the final frame: lost
+  const fields = REQUIRED[f.type];
+  if (!fields) return; // RUN_STARTED, REASONING_END, unknown types: dropped
+  if (fields.some((k) => f[k] === undefined || f[k] === null)) return; // malformed: dropped
+  for (const [k, want] of [["run_id", turn.runId], ["threadId", turn.threadId]]) {
+    if (f[k] !== undefined && f[k] !== null && f[k] !== want) return; // envelope mismatch: discarded
+  }
+  const box = turn.agent;
+  switch (f.type) {
+    case "TEXT_MESSAGE_START":
+    case "TEXT_MESSAGE_CONTENT": {
+      let m = v.messages.get(f.messageId);
+      if (!m || m.closed) {
+        m = { node: el("div", { class: "bubble assistant" }), text: "", closed: false };
+        m.index = v.texts.length;
+        v.texts.push("");
+        v.messages.set(f.messageId, m);
+        box.append(m.node);
+      }
+      if (f.type === "TEXT_MESSAGE_CONTENT") {
+        m.text += String(f.delta);
+        v.texts[m.index] = m.text;
+        m.node.textContent = m.text;
+      }
+      break;
+    }
+    case "TEXT_MESSAGE_END": {
+      const m = v.messages.get(f.messageId);
+      if (m) m.closed = true;
+      break;
+    }
+    case "TOOL_CALL_START": {
+      const args = el("pre", { class: "args" });
+      const result = el("pre", { class: "result pending", text: "(no result yet)" });
+      const node = el(
+        "div",
+        { class: "tool-card", "data-tool": f.toolCallName },
+        el("div", { class: "tool-name" }, el("span", { class: "tag", text: "tool" }), el("strong", { text: f.toolCallName })),
+        el("div", { class: "label", text: "Arguments" }),
+        args,
+        el("div", { class: "label", text: "Result" }),
+        result,
+      );
+      v.tools.set(f.toolCallId, { node, args, result, argsText: "" });
+      box.append(node);
+      break;
+    }
+    case "TOOL_CALL_ARGS": {
+      const t = v.tools.get(f.toolCallId);
+      if (!t) break;
+      t.argsText += String(f.delta);
+      t.args.textContent = t.argsText;
+      break;
+    }
+    case "TOOL_CALL_END": {
+      const t = v.tools.get(f.toolCallId);
+      if (t) t.args.textContent = pretty(t.argsText);
+      break;
+    }
+    case "TOOL_CALL_RESULT": {
+      const t = v.tools.get(f.toolCallId);
+      if (!t) break;
+      t.result.classList.remove("pending");
+      t.result.textContent = typeof f.content === "string" ? f.content : JSON.stringify(f.content, null, 2);
+      break;
+    }
+    case "STEP_STARTED": {
+      const node = el("div", { class: "step running" }, "▸ ", el("span", { text: f.stepName }));
+      v.steps.set(f.stepName, node);
+      box.append(node);
+      break;
+    }
+    case "STEP_FINISHED": {
+      const node = v.steps.get(f.stepName);
+      if (node) node.className = "step done";
+      break;
+    }
+    case "REASONING_MESSAGE_START":
+    case "REASONING_MESSAGE_CONTENT": {
+      let r = v.reasoning.get(f.messageId);
+      if (!r) {
+        const text = el("div", { class: "reasoning-text" });
+        const node = el("details", { class: "reasoning" }, el("summary", { text: "Reasoning" }), text);
+        r = { node, text, content: "" };
+        v.reasoning.set(f.messageId, r);
+        box.append(node);
+      }
+      if (f.type === "REASONING_MESSAGE_CONTENT" && typeof f.delta === "string") {
+        r.content += f.delta;
+        r.text.textContent = r.content;
+      }
+      break;
+    }
+    case "REASONING_MESSAGE_END":
+      break;
+    case "ACTIVITY_SNAPSHOT": {
+      let a = v.activities.get(f.messageId);
+      if (!a) {
+        a = { body: el("pre") };
+        a.node = el("div", { class: "activity" }, el("div", { class: "label", text: f.activityType }), a.body);
+        v.activities.set(f.messageId, a);
+        box.append(a.node);
+      }
+      a.body.textContent = typeof f.content === "string" ? f.content : JSON.stringify(f.content, null, 2);
+      break;
+    }
+    case "ACTIVITY_DELTA": {
+      const a = v.activities.get(f.messageId);
+      if (a) a.body.textContent += `\n(updated: ${JSON.stringify(f.patch)})`;
+      break;
+    }
+    case "STATE_SNAPSHOT": {
+      const s = f.snapshot || {};
+      for (const key of ["artifacts", "files"]) if (Array.isArray(s[key])) for (const a of s[key]) fileCard(turn, a, "artifacts");
+      if (Array.isArray(s.todos)) todos(turn, s.todos);
+      break;
+    }
+    case "STATE_DELTA": {
+      for (const op of Array.isArray(f.delta) ? f.delta : []) {
+        if (!op || typeof op.path !== "string" || !["add", "replace"].includes(op.op)) continue;
+        if (/^\/(artifacts|files)(\/|$)/.test(op.path)) {
+          for (const a of Array.isArray(op.value) ? op.value : [op.value]) fileCard(turn, a, "artifacts");
+        }
+      }
+      break;
+    }
+    case "CUSTOM":
+      if (f.name === "file") fileCard(turn, f.value, "custom");
+      break;
+    case "RUN_ERROR":
+      v.final = "error";
+      marker(turn, "error-marker", `⚠ Error: ${f.message}${f.code ? ` (${f.code})` : ""}`);
+      break;
+    case "RUN_FINISHED":
+      v.final = "finished";
+      if (f.outcome && f.outcome.type === "interrupt" && Array.isArray(f.outcome.interrupts)) {
+        const it = f.outcome.interrupts[0];
+        if (f.outcome.interrupts.length === 1 && it && typeof it === "object") interruptCard(turn, it);
+        else marker(turn, "error-marker", "⚠ Error: the question card could not be built (INTERRUPT_REJECTED)");
+      }
+      break;
+  }
+}
+
+function closeOpen(v) {
+  for (const m of v.messages.values()) m.closed = true;
+  for (const node of v.steps.values()) if (node.classList.contains("running")) node.className = "step done";
+}
+
+function pretty(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+function marker(turn, cls, text) {
+  turn.agent.append(el("div", { class: cls, role: "status", text }));
+}
+
+function safeUrl(url, schemes) {
+  try {
+    const u = new URL(String(url));
+    return schemes.includes(u.protocol) ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function fileCard(turn, file, channel) {
+  if (!file || typeof file !== "object") return;
+  const url = safeUrl(file.url, ["https:", "http:"]);
+  if (!url || turn.view.files[channel].has(url)) return;
+  turn.view.files[channel].add(url);
+  const size = Number.isFinite(file.sizeBytes) ? ` · ${file.sizeBytes} bytes` : "";
+  turn.agent.append(
+    el(
+      "a",
+      { class: "file-card", href: url, target: "_blank", rel: "noopener noreferrer", "data-channel": channel },
+      el("span", { class: "file-icon", text: fileExtension(file.name || url) }),
+      el("span", { class: "file-name", text: file.name || url.split("/").pop() }),
+      el("span", { class: "file-meta", text: `${file.mime || "file"}${size}` }),
+    ),
+  );
+}
+
+/** The extension shown on a file card's icon: CSV, PDF… */
+function fileExtension(name) {
+  const m = /\.([A-Za-z0-9]{1,4})$/.exec(String(name).split("?")[0]);
+  return m ? m[1].toUpperCase() : "FILE";
+}
+
+function todos(turn, items) {
+  const v = turn.view;
+  if (!v.todos) {
+    v.todos = el("ul", { class: "todos" });
+    turn.agent.append(v.todos);
+  }
+  v.todos.replaceChildren(
+    ...items.map((t) => el("li", { text: typeof t === "string" ? t : t.title || t.text || JSON.stringify(t) })),
+  );
+}
+
+// ---- the five question cards -------------------------------------------------------------------
+
+function interruptCard(turn, it) {
+  const card = el("div", { class: "interrupt", "data-kind": String(it.kind) });
+  const answer = (text, resume, label, button) => {
+    if (playing) return;
+    closeCard(card, button);
+    send(text, resume, label);
+  };
+  const decisionButton = (decision, text, onclick, cls) =>
+    el("button", { type: "button", class: cls || "", "data-decision": decision, text, onclick: (e) => onclick(e.currentTarget) });
+  const textBox = (placeholder) => el("textarea", { rows: 2, class: "answer", placeholder, "aria-label": placeholder });
+  if (it.prompt) card.append(el("p", { class: "prompt", text: it.prompt }));
+  switch (it.kind) {
+    case "approval":
+      card.append(
+        el(
+          "div",
+          { class: "actions" },
+          decisionButton("approve", "Approve", (b) => answer("", { decision: "approve" }, "Approved", b), "primary"),
+          decisionButton("reject", "Reject", (b) => answer("", { decision: "reject" }, "Rejected", b)),
+        ),
+      );
+      break;
+    case "choice": {
+      const options = el("div", { class: "options" });
+      for (const o of Array.isArray(it.options) ? it.options : []) {
+        const id = typeof o === "object" && o ? String(o.id ?? o.value ?? o.label) : String(o);
+        const label = typeof o === "object" && o ? String(o.label ?? o.id ?? o.value) : String(o);
+        options.append(
+          el("button", {
+            type: "button",
+            "data-decision": "respond",
+            "data-option": id,
+            text: label,
+            onclick: (e) => answer(label, { decision: "respond", message: label, answers: [id] }, label, e.currentTarget),
+          }),
+        );
+      }
+      const box = textBox("Or type an answer");
+      card.append(
+        options,
+        el(
+          "div",
+          { class: "free" },
+          box,
+          decisionButton("respond", "Send", (b) => {
+            const text = box.value.trim();
+            if (text) answer(text, { decision: "respond", message: text, answers: [text] }, text, b);
+          }),
+        ),
+      );
+      break;
+    }
+    case "input": {
+      const box = textBox("Your answer");
+      card.append(
+        el(
+          "div",
+          { class: "free" },
+          box,
+          decisionButton("respond", "Send", (b) => {
+            const text = box.value.trim();
+            if (text) answer(text, { decision: "respond", message: text, answers: [text] }, text, b);
+          }, "primary"),
+        ),
+      );
+      break;
+    }
+    case "review": {
+      const items = (Array.isArray(it.items) ? it.items : []).map((item) => {
+        const args = el("textarea", { class: "review-args", rows: 5, "aria-label": `Arguments of ${item.name}` });
+        args.value = JSON.stringify(item.arguments ?? {}, null, 2);
+        card.append(
+          el("div", { class: "review-item" }, el("div", { class: "tool-name" }, el("span", { class: "tag", text: "tool" }), el("strong", { text: item.name })), args),
+        );
+        return { item, args };
+      });
+      const problem = el("p", { class: "problem", role: "alert" });
+      const reply = textBox("Or reply in words");
+      card.append(
+        problem,
+        el(
+          "div",
+          { class: "actions" },
+          decisionButton("approve", "Approve", (b) => answer("", { decision: "approve" }, "Approved", b), "primary"),
+          decisionButton("edit", "Send edited", (b) => {
+            const edited = items.find((x) => x.args.value !== JSON.stringify(x.item.arguments ?? {}, null, 2)) || items[0];
+            if (!edited) return;
+            let parsed;
+            try {
+              parsed = JSON.parse(edited.args.value);
+            } catch (e) {
+              problem.textContent = `The arguments are not JSON: ${e.message}`;
+              return;
+            }
+            answer("", { decision: "edit", editedAction: { name: edited.item.name, arguments: parsed } }, `Edited ${edited.item.name}`, b);
+          }),
+          decisionButton("reject", "Reject", (b) => answer("", { decision: "reject" }, "Rejected", b)),
+        ),
+        el(
+          "div",
+          { class: "free" },
+          reply,
+          decisionButton("respond", "Reply", (b) => {
+            const text = reply.value.trim();
+            if (text) answer(text, { decision: "respond", message: text }, text, b);
+          }),
+        ),
+      );
+      break;
+    }
+    case "authorization": {
+      const url = safeUrl(it.authorizeUrl, ["https:"]);
+      card.append(
+        el("p", { class: "prompt", text: `Connect your ${it.provider} account to continue.` }),
+        el(
+          "div",
+          { class: "actions" },
+          decisionButton("authorized", `Connect ${it.provider}`, (b) => {
+            // Console opens the provider's page in a popup, then sends `authorized`.
+            if (url) window.open(url, "_blank", "popup,noopener,noreferrer");
+            answer("", { decision: "authorized" }, `Connected ${it.provider}`, b);
+          }, "primary"),
+        ),
+      );
+      break;
+    }
+    default:
+      card.append(el("p", { class: "problem", text: `Unknown question kind ${JSON.stringify(it.kind)}` }));
+  }
+  turn.agent.append(card);
+}
+
+function closeCard(card, chosen) {
+  card.classList.add("answered");
+  for (const c of card.querySelectorAll("button, textarea")) c.disabled = true;
+  if (chosen) chosen.classList.add("chosen");
+}
+
+// ---- the inspector: raw frames, timings, findings ----------------------------------------------
+
+function select(turn) {
+  if (selected && selected.node) selected.node.classList.remove("selected");
+  selected = turn;
+  turn.node.classList.add("selected");
+  renderInspector(turn);
+}
+
+function renderInspector(turn) {
+  $("#insp-title").textContent = `Turn “${turn.label || "(empty)"}” · runId ${turn.runId}`;
+  const v = turn.verdict;
+  const timing = $("#timing");
+  timing.replaceChildren();
+  const row = (k, val) => timing.append(el("dt", { text: k }), el("dd", { text: val }));
+  row("threadId", turn.threadId);
+  row("HTTP", turn.status === null ? "no response" : String(turn.status));
+  if (v && !v.error) {
+    row("headers", ms(v.headersMs));
+    row("first frame", ms(v.ttfbMs));
+    row("first valid frame", ms(v.firstValidFrameMs));
+    row("longest silence", ms(v.longestSilenceMs));
+    row("total", ms(v.totalMs));
+    row("frames · bytes", `${v.frames} · ${v.bytes}`);
+    row("outcome", v.outcome.kind + (v.outcome.code ? ` ${v.outcome.code}` : ""));
+  }
+  const list = $("#findings");
+  list.replaceChildren();
+  if (!v) list.append(el("li", { class: "none", text: "Judged when the turn ends." }));
+  else if (v.error) list.append(el("li", { class: "finding error", text: v.error }));
+  else if (!v.findings.length) list.append(el("li", { class: "none", text: "No findings: Console would accept this turn as it is." }));
+  for (const f of (v && v.findings) || []) {
+    list.append(
+      el("li", { class: `finding ${f.severity}`, "data-code": f.code }, el("strong", { text: f.code }), " ", el("span", { text: f.message })),
+    );
+  }
+  $("#frames").replaceChildren();
+  for (let i = 0; i < turn.lines.length; i++) appendFrameLine(turn, i);
+  if (turn.linesDropped) $("#frames").append(el("li", { class: "gap", text: `… ${turn.linesDropped} more line(s) not shown` }));
+}
+
+function ms(value) {
+  return value === null || value === undefined ? "–" : `${value} ms`;
+}
+
+const SILENCE_SHOWN_MS = 1000;
+
+function appendFrameLine(turn, i) {
+  const line = turn.lines[i];
+  const list = $("#frames");
+  const before = i > 0 ? turn.lines[i - 1].atMs : turn.headersMs || 0;
+  if (line.atMs - before >= SILENCE_SHOWN_MS) {
+    list.append(el("li", { class: "gap", text: `… ${((line.atMs - before) / 1000).toFixed(1)} s of silence …` }));
+  }
+  const text = line.text.length > 400 ? `${line.text.slice(0, 400)}… (${line.text.length} chars)` : line.text;
+  list.append(el("li", { class: `line ${line.kind}` }, el("time", { text: `+${line.atMs} ms` }), el("code", { text })));
+}
+
+// ---- Console's Test button ---------------------------------------------------------------------
+
+function runTest() {
+  if (playing) return;
+  addThread(`validate-${hex(8)}`, "Test", { test: true });
+  send("Hello", null, "Hello");
+}
+
+function showTestResult(turn) {
+  const v = turn.verdict;
+  const failed = v.error || v.outcome.kind === "failed" || v.firstValidFrameMs === null || v.firstValidFrameMs === undefined;
+  turn.agent.append(
+    el("div", {
+      class: `test-result ${failed ? "failed" : "passed"}`,
+      text: failed
+        ? `Test failed: ${v.error || (v.findings.find((f) => f.severity === "error") || {}).message || "no valid frame"}`
+        : `Test passed: the first valid frame arrived after ${v.firstValidFrameMs} ms (Console needs one within 10 s).`,
+    }),
+  );
+}
+
+// ---- wiring ------------------------------------------------------------------------------------
+
+form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (playing) return;
+  const text = input.value;
+  if (send(text, null, text)) input.value = "";
+});
+
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    form.requestSubmit();
+  }
+});
+
+$("#stop").addEventListener("click", () => playing && playing.controller.abort());
+$("#new-thread").addEventListener("click", () => {
+  newThread();
+  input.focus();
+});
+$("#test-button").addEventListener("click", runTest);
+$("#thread-select").addEventListener("change", (e) => {
+  const t = threads.find((x) => x.id === e.target.value);
+  if (t) showThread(t);
+});
+
+async function checkHealth() {
+  const agent = $("#agent");
+  try {
+    const r = await fetch("health", { headers: authHeaders(), cache: "no-store" });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
+    agent.textContent = `${body.name || "agent"} ${body.version || ""} · ${body.status}`;
+    agent.className = `agent-name ${body.status === "ok" ? "ok" : "warning"}`;
+  } catch (e) {
+    agent.textContent = `health: ${e.message || e}`;
+    agent.className = "agent-name error";
+  }
+}
+
+async function start() {
+  try {
+    const r = await fetch("playground/settings", { cache: "no-store" });
+    if (r.ok) settings = await r.json();
+  } catch {
+    // keep the defaults: same origin, no headers
+  }
+  if (settings.target) $("#target").textContent = `→ ${settings.target}`;
+  if (settings.authHeaderNames.length) {
+    const fields = $("#auth-fields");
+    for (const name of settings.authHeaderNames) {
+      const box = el("input", { type: "password", name: `header-${name}`, "aria-label": name, autocomplete: "off" });
+      box.addEventListener("change", () => {
+        authValues.set(name, box.value);
+        checkHealth();
+      });
+      fields.append(el("label", {}, `${name}: `, box));
+    }
+    $("#auth").hidden = false;
+  }
+  newThread();
+  checkHealth();
+  input.focus();
+}
+
+start();

@@ -1,0 +1,354 @@
+//! `runway playground BASE_URL [--header 'Name: value']... [--listen ADDR]`: the playground page
+//! for any External Agent. The page talks to this local server only; it forwards `POST /runs`
+//! and `GET /health` to `BASE_URL`, and nowhere else, with the agreed headers added (they never
+//! reach the browser and are never logged), and streams the agent's answer back chunk by chunk
+//! as it arrives.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use runway_conformance::HeaderSet;
+use runway_core::AuthHeaders;
+
+use super::{PageSettings, page_routes};
+
+/// Console's `POST /runs` body limit: the page never needs more.
+const MAX_RUN_BODY_BYTES: usize = 1024 * 1024;
+
+/// Console's connect deadline.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Set on a response the proxy made itself because the agent could not be reached, so the
+/// page tells "the agent answered 502" from "no answer at all".
+pub const PROXY_ERROR_HEADER: &str = "x-playground-proxy-error";
+
+/// The agent's response headers the page needs (to render and to judge); no other is passed on.
+const FORWARDED_RESPONSE_HEADERS: [HeaderName; 4] = [
+    header::CONTENT_TYPE,
+    header::CACHE_CONTROL,
+    header::LOCATION,
+    HeaderName::from_static("x-accel-buffering"),
+];
+
+/// `runway playground` options.
+#[derive(clap::Args, Debug)]
+pub struct PlaygroundArgs {
+    /// The agent's base_url, as pasted into Console (`https://…`; `http://` for a local agent).
+    base_url: String,
+    /// A header the agent requires, `Name: value` (repeatable). Added by the local proxy only.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Address the playground listens on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8788")]
+    listen: SocketAddr,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum PlaygroundError {
+    #[error("{0}")]
+    BaseUrl(String),
+    #[error("{0}")]
+    Header(#[from] runway_conformance::transport::BadHeader),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error(
+        "--listen {0}: the playground adds the agent's credentials to what it forwards, so it \
+         listens on a loopback address only"
+    )]
+    NotLoopback(SocketAddr),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    #[error("server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+struct Upstream {
+    client: reqwest::Client,
+    runs: reqwest::Url,
+    health: reqwest::Url,
+    headers: HeaderSet,
+}
+
+/// Runs `runway playground` until Ctrl-C or SIGTERM.
+pub async fn run(args: PlaygroundArgs) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUNWAY_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match serve(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("runway playground: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The base URL without a trailing slash; only http(s), no credentials, query or fragment.
+fn parse_base_url(text: &str) -> Result<reqwest::Url, PlaygroundError> {
+    let bad = |why: &str| PlaygroundError::BaseUrl(format!("base_url {text:?}: {why}"));
+    let mut url = reqwest::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("must be http or https"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("must not embed credentials: pass them with --header"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("must not have a query or fragment"));
+    }
+    let path = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&path);
+    Ok(url)
+}
+
+fn endpoint(base: &reqwest::Url, name: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    url.set_path(&format!("{}/{name}", base.path().trim_end_matches('/')));
+    url
+}
+
+async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
+    if !args.listen.ip().is_loopback() {
+        return Err(PlaygroundError::NotLoopback(args.listen));
+    }
+    let base = parse_base_url(&args.base_url)?;
+    let headers = HeaderSet::parse(&args.headers)?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(PlaygroundError::Client)?;
+    let upstream = Arc::new(Upstream {
+        client,
+        runs: endpoint(&base, "runs"),
+        health: endpoint(&base, "health"),
+        headers,
+    });
+    let header_names: Vec<String> = upstream
+        .headers
+        .0
+        .iter()
+        .map(|(n, _)| n.as_str().to_owned())
+        .collect();
+    let settings = PageSettings {
+        mode: "proxy",
+        target: Some(base.to_string()),
+        auth_header_names: Vec::new(),
+        auth: AuthHeaders::none(),
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
+    let app = Router::new()
+        .route("/runs", post(forward_run))
+        .route("/health", get(forward_health))
+        .with_state(upstream)
+        .layer(axum::middleware::from_fn_with_state(addr, own_page_only))
+        .merge(page_routes(settings));
+    println!("runway playground for {base}");
+    if !header_names.is_empty() {
+        println!(
+            "adding headers: {} (values never reach the browser)",
+            header_names.join(", ")
+        );
+    }
+    println!("open: http://{addr}/");
+    // Each frame is a small write: without TCP_NODELAY Nagle's algorithm would hold it back.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(PlaygroundError::Serve)
+}
+
+/// Only the playground's own page may use the proxy: the request must name this server as its
+/// `Host` (no DNS rebinding), and a browser request must come from this origin (`Origin`,
+/// `Sec-Fetch-Site`). A turn must be JSON, which another site cannot send without a CORS
+/// preflight this server never grants. Otherwise any web page open in the same browser could
+/// make the proxy call the agent with the agreed headers.
+async fn own_page_only(
+    State(addr): State<SocketAddr>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let h = req.headers();
+    let text = |name: HeaderName| h.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST).unwrap_or("");
+    let own_host = host == addr.to_string() || host == format!("localhost:{}", addr.port());
+    let own_origin = text(header::ORIGIN).is_none_or(|o| o == format!("http://{host}"));
+    let same_site = text(HeaderName::from_static("sec-fetch-site"))
+        .is_none_or(|s| s == "same-origin" || s == "none");
+    if !(own_host && own_origin && same_site) {
+        return proxy_error(
+            StatusCode::FORBIDDEN,
+            "only the playground page served here may use its proxy",
+        );
+    }
+    if req.method() == axum::http::Method::POST {
+        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
+            c.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
+        if !json {
+            return proxy_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "a turn is sent as application/json",
+            );
+        }
+    }
+    next.run(req).await
+}
+
+async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response {
+    let Ok(body) = to_bytes(req.into_body(), MAX_RUN_BODY_BYTES).await else {
+        return proxy_error(StatusCode::PAYLOAD_TOO_LARGE, "the turn body is over 1 MiB");
+    };
+    let request = up
+        .client
+        .post(up.runs.clone())
+        .headers(agreed_headers(&up.headers))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream")
+        .body(body);
+    relay(request, "POST /runs").await
+}
+
+async fn forward_health(State(up): State<Arc<Upstream>>) -> Response {
+    let request = up
+        .client
+        .get(up.health.clone())
+        .headers(agreed_headers(&up.headers));
+    relay(request, "GET /health").await
+}
+
+fn agreed_headers(set: &HeaderSet) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in &set.0 {
+        let mut value = value.clone();
+        value.set_sensitive(true);
+        map.append(name.clone(), value);
+    }
+    map
+}
+
+/// Sends `request` and streams the answer back as it arrives. A body that breaks upstream
+/// breaks here too (the chunked response is aborted), so the page sees the truncation.
+async fn relay(request: reqwest::RequestBuilder, what: &str) -> Response {
+    let upstream = match request.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(endpoint = what, error = %error_chain(&e), "agent unreachable");
+            return proxy_error(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "the playground could not reach the agent: {}",
+                    error_chain(&e)
+                ),
+            );
+        }
+    };
+    tracing::info!(
+        endpoint = what,
+        status = upstream.status().as_u16(),
+        "agent answered"
+    );
+    let mut response = Response::builder().status(upstream.status().as_u16());
+    if let Some(h) = response.headers_mut() {
+        for name in FORWARDED_RESPONSE_HEADERS {
+            for value in upstream.headers().get_all(&name) {
+                h.append(name.clone(), value.clone());
+            }
+        }
+    }
+    response
+        .body(Body::from_stream(upstream.bytes_stream()))
+        .unwrap_or_else(|_| proxy_error(StatusCode::BAD_GATEWAY, "invalid response from the agent"))
+}
+
+fn proxy_error(status: StatusCode, message: &str) -> Response {
+    let mut r = (status, axum::Json(serde_json::json!({ "error": message }))).into_response();
+    r.headers_mut()
+        .insert(PROXY_ERROR_HEADER, HeaderValue::from_static("1"));
+    r
+}
+
+/// The error and its causes, which is where reqwest says what went wrong (refused, DNS, TLS).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_rules_and_endpoints() {
+        let base = parse_base_url("https://agent.example.com/v1/").unwrap();
+        assert_eq!(
+            endpoint(&base, "runs").as_str(),
+            "https://agent.example.com/v1/runs"
+        );
+        let base = parse_base_url("http://127.0.0.1:8787").unwrap();
+        assert_eq!(
+            endpoint(&base, "health").as_str(),
+            "http://127.0.0.1:8787/health"
+        );
+        for bad in [
+            "ftp://x.example",
+            "https://u:p@x.example",
+            "https://x.example/?a=1",
+            "not a url",
+        ] {
+            assert!(parse_base_url(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,441 @@
+// The playground page driven in Debian's headless Chromium (playwright-core as the DevTools
+// client, no browser download). Starts the real `runway` binary (RUNWAY_BIN) on free loopback
+// ports: `runway serve` with the demo agent, `runway playground` against a `runway serve` that
+// requires two auth headers, and `runway playground` against a small agent (in this file) that
+// breaks the contract. Every request the browser makes outside 127.0.0.1 is aborted.
+//
+// PLAYGROUND_SCREENSHOT=path also saves a screenshot of a full conversation there.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const RUNWAY_BIN = process.env.RUNWAY_BIN;
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const WAIT = { timeout: 20_000 };
+const children = [];
+const scratch = [];
+
+process.on("exit", () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+});
+
+/** Starts `runway ARGS`, resolves with the URL printed after `prefix` once it is ready. */
+function startRunway(args, prefix, env = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(RUNWAY_BIN, args, {
+      env: { ...process.env, RUNWAY_LOG: "warn", ...env },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    children.push(child);
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`runway ${args[0]} printed no ${prefix} in 30 s:\n${out}`)), 30_000);
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (text) => {
+      out += text;
+      const line = out.split("\n").find((l) => l.startsWith(prefix));
+      if (line) {
+        clearTimeout(timer);
+        resolve(line.slice(prefix.length).trim().replace(/\/$/, ""));
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`runway ${args[0]} exited (${code}):\n${out}`)));
+  });
+}
+
+function dataDir() {
+  const dir = mkdtempSync(join(tmpdir(), "runway-playground-"));
+  scratch.push(dir);
+  return dir;
+}
+
+/** An External Agent that breaks the contract: it sends RUN_STARTED, omits X-Accel-Buffering
+ * and closes the stream mid-answer without a final frame. */
+function startBrokenAgent() {
+  const server = http.createServer((req, res) => {
+    if (req.url === "/health") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: "ok", protocolVersions: ["1"], name: "broken agent" }));
+      return;
+    }
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      const frames = [
+        { type: "RUN_STARTED" },
+        { type: "TEXT_MESSAGE_START", messageId: "m1" },
+        { type: "TEXT_MESSAGE_CONTENT", messageId: "m1", delta: "Half an answ" },
+      ];
+      for (const f of frames) res.write(`data: ${JSON.stringify(f)}\n\n`);
+      setTimeout(() => res.end(), 50);
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve({ server, url: `http://127.0.0.1:${server.address().port}` }));
+  });
+}
+
+let context;
+let serveUrl;
+let brokenAgent;
+
+before(async () => {
+  assert.ok(RUNWAY_BIN, "RUNWAY_BIN must name the runway binary");
+  const profile = dataDir();
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1400, height: 900 },
+  });
+  // Loopback only: anything else (the demo's authorizeUrl popup, for one) is aborted.
+  await context.route("**/*", (route) => {
+    const host = new URL(route.request().url()).hostname;
+    return host === "127.0.0.1" ? route.continue() : route.abort();
+  });
+  serveUrl = await startRunway(["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir()], "base_url:");
+  brokenAgent = await startBrokenAgent();
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (brokenAgent) brokenAgent.server.close();
+  for (const c of children) {
+    if (c.exitCode === null) {
+      c.kill("SIGTERM");
+      await new Promise((r) => c.once("exit", r));
+    }
+  }
+  for (const d of scratch) rmSync(d, { recursive: true, force: true });
+});
+
+async function openPage(url) {
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && !/net::ERR_FAILED/.test(m.text()) && problems.push(m.text()));
+  await page.goto(`${url}/`);
+  await page.locator("#agent.ok").waitFor(WAIT);
+  page.problems = problems;
+  return page;
+}
+
+/** Types `text` in the message box and presses Enter; resolves with the new turn, finished. */
+async function say(page, text) {
+  const before = await page.locator(".chat:not([hidden]) > .turn").count();
+  const box = page.locator('form textarea[name="input"]');
+  await box.fill(text);
+  await box.press("Enter");
+  return finished(page, before);
+}
+
+/** The turn at `index` of the thread on screen, once its findings are in. */
+async function finished(page, index) {
+  const turn = page.locator(".chat:not([hidden]) > .turn").nth(index);
+  await turn.and(page.locator('[data-state="done"]')).waitFor(WAIT);
+  return turn;
+}
+
+async function findingCodes(page) {
+  return page.locator("#findings li[data-code]").evaluateAll((lis) => lis.map((li) => li.dataset.code));
+}
+
+describe("runway serve: GET / is the playground for the demo agent", () => {
+  let page;
+  before(async () => {
+    page = await openPage(serveUrl);
+  });
+  after(async () => {
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  test("the page and its endpoint: embedded assets, a strict CSP, 4xx on bad input", async () => {
+    const index = await fetch(`${serveUrl}/`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get("content-type"), /^text\/html/);
+    assert.match(index.headers.get("content-security-policy"), /default-src 'none'; script-src 'self'/);
+    assert.match(await index.text(), /<form id="composer"[^>]*>\s*<textarea name="input"/);
+    const judge = (body) => fetch(`${serveUrl}/playground/findings`, { method: "POST", body });
+    const garbage = await judge("not json");
+    assert.equal(garbage.status, 400);
+    assert.match((await garbage.json()).error, /not a recorded turn/);
+    const huge = await judge("x".repeat(21 * 1024 * 1024));
+    assert.equal(huge.status, 413);
+    const verdict = await (
+      await judge(
+        JSON.stringify({
+          runId: "1",
+          threadId: "2",
+          status: 200,
+          headersMs: 3,
+          contentType: "text/event-stream",
+          cacheControl: "no-cache",
+          xAccelBuffering: "no",
+          chunks: [{ atMs: 4, text: 'data: {"type":"RUN_ERROR"}\n\n' }],
+          end: "closed",
+          endMs: 5,
+        }),
+      )
+    ).json();
+    assert.deepEqual(
+      verdict.findings.map((f) => f.code),
+      ["MALFORMED_FRAME", "NO_FINAL_FRAME"],
+    );
+  });
+
+  test("a plain answer streams in, frames and timings beside it, no findings", async () => {
+    const box = page.locator('form textarea[name="input"]');
+    await box.fill("/slow 2");
+    await box.press("Enter");
+    const turn = page.locator(".chat:not([hidden]) > .turn").first();
+    // STEP_STARTED is on screen while the agent is still silent: the stream is read live.
+    await turn.locator(".step").waitFor(WAIT);
+    assert.equal(await turn.getAttribute("data-state"), "streaming");
+    assert.equal(await turn.locator(".bubble.assistant").count(), 0);
+    await turn.and(page.locator('[data-state="done"]')).waitFor(WAIT);
+    assert.equal(await turn.locator(".bubble.assistant").innerText(), "Done waiting 2 seconds.");
+    assert.deepEqual(await findingCodes(page), []);
+    assert.match(await page.locator("#findings").innerText(), /No findings/);
+    const frames = await page.locator("#frames li.line").allInnerTexts();
+    assert.match(frames[0], /\+\d+ ms\s+data: \{"type":"STEP_STARTED"/);
+    assert.ok(frames.some((f) => f.includes(": keep-alive") || f.includes("RUN_FINISHED")));
+    assert.match(await page.locator("#frames").innerText(), /s of silence/);
+    const timing = await page.locator("#timing").innerText();
+    const first = Number(/first frame\s+(\d+) ms/.exec(timing)[1]);
+    const total = Number(/total\s+(\d+) ms/.exec(timing)[1]);
+    assert.ok(first < 1000 && total >= 2000, `first frame ${first} ms, total ${total} ms`);
+
+    const second = await say(page, "Hello again");
+    assert.equal(
+      await second.locator(".bubble.assistant").innerText(),
+      'You said "Hello again". Before that you said "/slow 2".',
+    );
+  });
+
+  test("a tool card, collapsed reasoning, a file card and a RUN_ERROR marker", async () => {
+    const tool = await say(page, "/tool");
+    const card = tool.locator(".tool-card");
+    assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
+    assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
+    assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
+    assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
+      "Let me look that up.",
+      "The lookup_time tool says it is 12:00 UTC.",
+    ]);
+
+    const reason = await say(page, "/reason");
+    const details = reason.locator("details.reasoning");
+    assert.equal(await details.getAttribute("open"), null);
+    await details.locator("summary").click();
+    assert.match(await details.locator(".reasoning-text").innerText(), /wants to see reasoning/);
+
+    const file = await say(page, "/file");
+    const link = file.locator("a.file-card");
+    assert.equal(await link.locator(".file-name").innerText(), "runway-demo.csv");
+    const href = await link.getAttribute("href");
+    assert.ok(href.startsWith(`${serveUrl}/files/`), href);
+    const download = await page.request.get(href);
+    assert.equal(await download.text(), "city,temperature\nHanoi,31\nSaigon,33\n");
+
+    const failed = await say(page, "/fail");
+    assert.match(await failed.locator(".error-marker").innerText(), /The demo agent failed on purpose/);
+    assert.deepEqual(await findingCodes(page), []);
+  });
+
+  const kinds = [
+    ["/approve", "approval", (card) => card.locator('[data-decision="approve"]').click(), /you approved/],
+    ["/approve", "approval", (card) => card.locator('[data-decision="reject"]').click(), /you rejected/],
+    [
+      "/choice",
+      "choice",
+      (card) => card.locator('[data-decision="respond"][data-option="green"]').click(),
+      /you answered "Green"/,
+    ],
+    [
+      "/input",
+      "input",
+      async (card) => {
+        await card.locator("textarea").fill("Ada");
+        await card.locator('[data-decision="respond"]').click();
+      },
+      /you answered "Ada"/,
+    ],
+    [
+      "/review",
+      "review",
+      async (card) => {
+        const args = card.locator("textarea.review-args");
+        assert.deepEqual(JSON.parse(await args.inputValue()), { to: "ops@example.com", subject: "Demo" });
+        await args.fill('{"to": "lead@example.com", "subject": "Edited"}');
+        await card.locator('[data-decision="edit"]').click();
+      },
+      /you edited the call to send_email with \{"to":"lead@example.com","subject":"Edited"\}/,
+    ],
+    ["/authorize", "authorization", (card) => card.locator('[data-decision="authorized"]').click(), /you connected the account/],
+  ];
+  for (const [command, kind, click, answer] of kinds) {
+    test(`the ${kind} card renders and its button resumes the thread (${answer.source})`, async () => {
+      const asked = await say(page, command);
+      const card = asked.locator(`.interrupt[data-kind="${kind}"]`);
+      await card.waitFor(WAIT);
+      assert.deepEqual(await findingCodes(page), []);
+      const index = await page.locator(".chat:not([hidden]) > .turn").count();
+      await click(card);
+      const resumed = await finished(page, index);
+      assert.match(await resumed.locator(".bubble.assistant").innerText(), answer);
+      assert.ok(await card.evaluate((c) => c.classList.contains("answered")));
+      assert.equal(await card.locator("button:enabled").count(), 0);
+    });
+  }
+
+  test("fork sends threadId:<branch> with history; the Test button sends validate-<16 hex> Hello", async () => {
+    await page.locator("#new-thread").click();
+    await say(page, "first");
+    await say(page, "second");
+    const root = await page.locator(".chat:not([hidden])").getAttribute("data-thread-id");
+    await page.locator(".chat:not([hidden]) > .turn").nth(1).locator('[data-action="fork"]').click();
+    const branch = await page.locator(".chat:not([hidden])").getAttribute("data-thread-id");
+    assert.match(branch, new RegExp(`^${root}:[0-9a-f]{8}$`));
+    assert.equal(await page.locator('form textarea[name="input"]').inputValue(), "second");
+    const edited = await say(page, "second, edited");
+    // The branch is new to the agent: it knows "first" only from the history the fork sent.
+    assert.equal(
+      await edited.locator(".bubble.assistant").innerText(),
+      'You said "second, edited". Before that you said "first".',
+    );
+
+    await page.locator("#test-button").click();
+    const thread = await page.locator(".chat:not([hidden])").getAttribute("data-thread-id");
+    assert.match(thread, /^validate-[0-9a-f]{16}$/);
+    const test = await finished(page, 0);
+    assert.match(await test.locator(".bubble.user").innerText(), /^Hello$/);
+    assert.match(await test.locator(".test-result").innerText(), /^Test passed/);
+  });
+
+  test("a full conversation, for the README's screenshot", { skip: !process.env.PLAYGROUND_SCREENSHOT }, async () => {
+    await page.locator("#new-thread").click();
+    await say(page, "Hello! Can you look up the time?");
+    const tool = await say(page, "/tool");
+    await say(page, "/file");
+    const review = await say(page, "/review");
+    const card = review.locator('.interrupt[data-kind="review"]');
+    await card.locator("textarea.review-args").fill('{\n  "to": "ops@example.com",\n  "subject": "Flight booked"\n}');
+    await card.locator('[data-decision="edit"]').click();
+    await finished(page, 4);
+    await say(page, "/approve");
+    await page.setViewportSize({ width: 1400, height: 1480 });
+    await tool.click();
+    await page.locator("#threads").evaluate((t) => t.scrollTo(0, t.scrollHeight));
+    await page.screenshot({ path: process.env.PLAYGROUND_SCREENSHOT });
+    await page.setViewportSize({ width: 1400, height: 900 });
+  });
+});
+
+describe("runway playground", () => {
+  test("works against an agent that requires two auth headers, which never reach the browser", async () => {
+    const secrets = ["k-3f9a1c77e2", "tenant-5d41b0"];
+    const agent = await startRunway(["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir()], "base_url:", {
+      RUNWAY_AUTH_HEADERS: `X-Api-Key: ${secrets[0]}\nX-Tenant: ${secrets[1]}`,
+    });
+    const refused = await fetch(`${agent}/health`, { headers: { "x-api-key": secrets[0] } });
+    assert.equal(refused.status, 401, "the agent refuses one header of two");
+    const url = await startRunway(
+      ["playground", agent, "--header", `X-Api-Key: ${secrets[0]}`, "--header", `X-Tenant: ${secrets[1]}`, "--listen", "127.0.0.1:0"],
+      "open:",
+    );
+    const page = await context.newPage();
+    const seen = [];
+    page.on("request", (r) => seen.push(JSON.stringify(r.headers())));
+    page.on("response", async (r) => seen.push(JSON.stringify(await r.allHeaders()), await r.text().catch(() => "")));
+    await page.goto(`${url}/`);
+    await page.locator("#agent.ok").waitFor(WAIT);
+    assert.match(await page.locator("#target").innerText(), new RegExp(agent.replace(/[.]/g, "\\.")));
+    const turn = await say(page, "Hello through the proxy");
+    assert.match(await turn.locator(".bubble.assistant").innerText(), /You said "Hello through the proxy"/);
+    assert.deepEqual(await findingCodes(page), []);
+    // The proxy streams: STEP_STARTED shows while the agent is still silent.
+    const box = page.locator('form textarea[name="input"]');
+    await box.fill("/slow 2");
+    await box.press("Enter");
+    const slow = page.locator(".chat:not([hidden]) > .turn").nth(1);
+    await slow.locator(".step").waitFor(WAIT);
+    assert.equal(await slow.getAttribute("data-state"), "streaming");
+    assert.equal(await slow.locator(".bubble.assistant").count(), 0);
+    await finished(page, 1);
+    assert.equal(await slow.locator(".bubble.assistant").innerText(), "Done waiting 2 seconds.");
+    const asked = await say(page, "/approve");
+    await asked.locator('[data-decision="approve"]').click();
+    const resumed = await finished(page, 3);
+    assert.match(await resumed.locator(".bubble.assistant").innerText(), /you approved/);
+    const everything = seen.join("\n") + (await page.content());
+    for (const s of secrets) assert.ok(!everything.includes(s), "a header value reached the browser");
+    await page.close();
+
+    // Only the page served by the playground may use its proxy.
+    const runs = (headers, body = "{}") => fetch(`${url}/runs`, { method: "POST", headers, body });
+    const host = new URL(url).host;
+    assert.equal((await runs({ "content-type": "application/json", origin: "http://evil.example" })).status, 403);
+    assert.equal((await runs({ "content-type": "text/plain", origin: `http://${host}` })).status, 415);
+    assert.equal((await runs({ "content-type": "application/json", "sec-fetch-site": "cross-site" })).status, 403);
+    const rebound = await new Promise((resolve, reject) => {
+      const req = http.request(`${url}/health`, { headers: { host: `attacker.example:${new URL(url).port}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(rebound, 403, "a request naming another Host (DNS rebinding) is refused");
+    // The agent's own 400 comes through the proxy (the headers were added).
+    const relayed = await runs({ "content-type": "application/json", origin: `http://${host}` });
+    assert.equal(relayed.status, 400);
+    assert.match((await relayed.json()).error, /./);
+
+    // The same agent's own page (runway serve) asks for the two values and works with them.
+    const own = await context.newPage();
+    await own.goto(`${agent}/`);
+    await own.locator("#auth:not([hidden])").waitFor(WAIT);
+    assert.equal(await own.locator("#agent.error").count(), 1);
+    await own.locator('input[name="header-x-api-key"]').fill(secrets[0]);
+    await own.locator('input[name="header-x-api-key"]').press("Tab");
+    await own.locator('input[name="header-x-tenant"]').fill(secrets[1]);
+    await own.locator('input[name="header-x-tenant"]').press("Tab");
+    await own.locator("#agent.ok").waitFor(WAIT);
+    const mine = await say(own, "Hello with headers");
+    assert.match(await mine.locator(".bubble.assistant").innerText(), /You said "Hello with headers"/);
+    assert.deepEqual(await findingCodes(own), []);
+    await own.close();
+    const anonymous = await fetch(`${agent}/playground/findings`, { method: "POST", body: "{}" });
+    assert.equal(anonymous.status, 401, "the findings endpoint asks for the agent's header set");
+  });
+
+  test("an agent that breaks the contract shows its findings and a truncated turn", async () => {
+    const url = await startRunway(["playground", brokenAgent.url, "--listen", "127.0.0.1:0"], "open:");
+    const page = await openPage(url);
+    const turn = await say(page, "Hello");
+    assert.equal(await turn.locator(".bubble.assistant").innerText(), "Half an answ");
+    assert.match(await turn.locator(".truncated").innerText(), /without RUN_FINISHED or RUN_ERROR/);
+    const codes = await findingCodes(page);
+    for (const code of ["MISSING_STREAM_HEADERS", "RUN_STARTED_SENT", "NO_FINAL_FRAME"]) {
+      assert.ok(codes.includes(code), `${code} in ${codes}`);
+    }
+    assert.match(await turn.locator(".badge").innerText(), /RUN_STARTED_SENT/);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+});
