@@ -8,7 +8,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -54,7 +54,7 @@ function dataDir() {
 }
 
 /** An External Agent that breaks the contract: it sends RUN_STARTED, omits X-Accel-Buffering
- * and closes the stream mid-answer without a final frame. */
+ * and closes the stream mid-answer without a final frame (after a file card sent as CUSTOM). */
 function startBrokenAgent() {
   const server = http.createServer((req, res) => {
     if (req.url === "/health") {
@@ -70,6 +70,7 @@ function startBrokenAgent() {
         { type: "RUN_STARTED" },
         { type: "TEXT_MESSAGE_START", messageId: "m1" },
         { type: "TEXT_MESSAGE_CONTENT", messageId: "m1", delta: "Half an answ" },
+        { type: "CUSTOM", name: "file", value: { name: "report.pdf", url: "https://files.example.com/t0k3n/report.pdf", mime: "application/pdf" } },
       ];
       for (const f of frames) res.write(`data: ${JSON.stringify(f)}\n\n`);
       setTimeout(() => res.end(), 50);
@@ -327,7 +328,7 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
     assert.match(await test.locator(".test-result").innerText(), /^Test passed/);
   });
 
-  test("a full conversation, for the README's screenshot", { skip: !process.env.PLAYGROUND_SCREENSHOT }, async () => {
+  test("a full conversation (the README's screenshot)", async () => {
     await page.locator("#new-thread").click();
     await say(page, "Hello! Can you look up the time?");
     const tool = await say(page, "/tool");
@@ -336,12 +337,15 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
     const card = review.locator('.interrupt[data-kind="review"]');
     await card.locator("textarea.review-args").fill('{\n  "to": "ops@example.com",\n  "subject": "Flight booked"\n}');
     await card.locator('[data-decision="edit"]').click();
-    await finished(page, 4);
+    const edited = await finished(page, 4);
+    assert.match(await edited.locator(".bubble.assistant").innerText(), /"subject":"Flight booked"/);
     await say(page, "/approve");
     await page.setViewportSize({ width: 1400, height: 1480 });
     await tool.click();
     await page.locator("#threads").evaluate((t) => t.scrollTo(0, t.scrollHeight));
-    await page.screenshot({ path: process.env.PLAYGROUND_SCREENSHOT });
+    const shot = process.env.PLAYGROUND_SCREENSHOT || join(dataDir(), "playground.png");
+    await page.screenshot({ path: shot });
+    assert.ok(statSync(shot).size > 50_000, "the screenshot shows a conversation");
     await page.setViewportSize({ width: 1400, height: 900 });
   });
 });
@@ -430,6 +434,9 @@ describe("runway playground", () => {
     const turn = await say(page, "Hello");
     assert.equal(await turn.locator(".bubble.assistant").innerText(), "Half an answ");
     assert.match(await turn.locator(".truncated").innerText(), /without RUN_FINISHED or RUN_ERROR/);
+    const file = turn.locator('a.file-card[data-channel="custom"]');
+    assert.equal(await file.getAttribute("href"), "https://files.example.com/t0k3n/report.pdf");
+    assert.equal(await file.locator(".file-icon").innerText(), "PDF");
     const codes = await findingCodes(page);
     for (const code of ["MISSING_STREAM_HEADERS", "RUN_STARTED_SENT", "NO_FINAL_FRAME"]) {
       assert.ok(codes.includes(code), `${code} in ${codes}`);

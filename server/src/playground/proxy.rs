@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use runway_conformance::HeaderSet;
 use runway_core::AuthHeaders;
+use tracing::Instrument;
 
 use super::{PageSettings, page_routes};
 
@@ -86,6 +87,7 @@ pub async fn run(args: PlaygroundArgs) -> ExitCode {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match serve(args).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -224,6 +226,13 @@ async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response 
     let Ok(body) = to_bytes(req.into_body(), MAX_RUN_BODY_BYTES).await else {
         return proxy_error(StatusCode::PAYLOAD_TOO_LARGE, "the turn body is over 1 MiB");
     };
+    // Logged with the turn's ids (never the headers): the body is the page's own JSON.
+    let ids: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let span = tracing::info_span!(
+        "turn",
+        run_id = ids["runId"].as_str().unwrap_or("-"),
+        thread_id = ids["threadId"].as_str().unwrap_or("-"),
+    );
     let request = up
         .client
         .post(up.runs.clone())
@@ -231,7 +240,7 @@ async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response 
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "text/event-stream")
         .body(body);
-    relay(request, "POST /runs").await
+    relay(request, "POST /runs").instrument(span).await
 }
 
 async fn forward_health(State(up): State<Arc<Upstream>>) -> Response {
