@@ -171,6 +171,15 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
     assert.match(index.headers.get("content-type"), /^text\/html/);
     assert.match(index.headers.get("content-security-policy"), /default-src 'none'; script-src 'self'/);
     assert.match(await index.text(), /<form id="composer"[^>]*>\s*<textarea name="input"/);
+    for (const [method, path, status] of [
+      ["POST", "/", 405],
+      ["GET", "/playground/findings", 405],
+      ["GET", "/nope", 404],
+    ]) {
+      const r = await fetch(`${serveUrl}${path}`, { method });
+      assert.equal(r.status, status, `${method} ${path}`);
+      assert.equal(typeof (await r.json()).error, "string", `${method} ${path}: a JSON error`);
+    }
     const judge = (body) => fetch(`${serveUrl}/playground/findings`, { method: "POST", body });
     const garbage = await judge("not json");
     assert.equal(garbage.status, 400);
@@ -405,6 +414,14 @@ describe("runway playground", () => {
       req.end();
     });
     assert.equal(rebound, 403, "a request naming another Host (DNS rebinding) is refused");
+    for (const [method, path, status] of [
+      ["GET", "/runs", 405],
+      ["GET", "/files/x/y", 404],
+    ]) {
+      const r = await fetch(`${url}${path}`, { method });
+      assert.equal(r.status, status, `${method} ${path} on the playground`);
+      assert.equal(typeof (await r.json()).error, "string");
+    }
     // The agent's own 400 comes through the proxy (the headers were added).
     const relayed = await runs({ "content-type": "application/json", origin: `http://${host}` });
     assert.equal(relayed.status, 400);
@@ -414,7 +431,7 @@ describe("runway playground", () => {
     const own = await context.newPage();
     await own.goto(`${agent}/`);
     await own.locator("#auth:not([hidden])").waitFor(WAIT);
-    assert.equal(await own.locator("#agent.error").count(), 1);
+    await own.locator("#agent.error").waitFor(WAIT); // /health refused without the values
     await own.locator('input[name="header-x-api-key"]').fill(secrets[0]);
     await own.locator('input[name="header-x-api-key"]').press("Tab");
     await own.locator('input[name="header-x-tenant"]').fill(secrets[1]);

@@ -10,14 +10,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use runway_conformance::{Deadlines, Limits, RecordedTurn, judge_recorded_turn};
 
-use super::PageSettings;
+use super::{PageSettings, json_status};
 
 /// A recording holds at most Console's 8 MiB stream, JSON-escaped (quotes double), plus the
 /// head: anything larger is not a turn Console would have read to the end.
 pub const MAX_RECORDING_BYTES: usize = 20 * 1024 * 1024;
 
 fn error(status: StatusCode, message: String) -> Response {
-    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+    json_status(status, &message)
 }
 
 /// Judges one recorded turn.

@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use runway_core::AuthHeaders;
 
@@ -54,13 +56,33 @@ impl PageSettings {
 /// The page, its assets, its settings and the findings endpoint, for any router state.
 pub fn page_routes<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Router<S> {
     Router::new()
-        .route("/", get(page::index))
-        .route("/playground/app.js", get(page::script))
-        .route("/playground/app.css", get(page::style))
+        .route("/", get(page::index).fallback(method_not_allowed))
+        .route(
+            "/playground/app.js",
+            get(page::script).fallback(method_not_allowed),
+        )
+        .route(
+            "/playground/app.css",
+            get(page::style).fallback(method_not_allowed),
+        )
         .route(
             "/playground/settings",
-            get(|State(s): State<Arc<PageSettings>>| async move { axum::Json(s.as_ref().clone()) }),
+            get(|State(s): State<Arc<PageSettings>>| async move { axum::Json(s.as_ref().clone()) })
+                .fallback(method_not_allowed),
         )
-        .route("/playground/findings", post(findings::judge))
+        .route(
+            "/playground/findings",
+            post(findings::judge).fallback(method_not_allowed),
+        )
         .with_state(Arc::new(settings))
+}
+
+/// A known path with the wrong method: 405 with a JSON error, like every other refusal.
+pub async fn method_not_allowed() -> Response {
+    json_status(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
+/// An error answer: `status` with `{"error": message}`.
+pub fn json_status(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }

@@ -13,14 +13,14 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use runway_conformance::HeaderSet;
 use runway_core::AuthHeaders;
 use tracing::Instrument;
 
-use super::{PageSettings, page_routes};
+use super::{PageSettings, json_status, method_not_allowed, page_routes};
 
 /// Console's `POST /runs` body limit: the page never needs more.
 const MAX_RUN_BODY_BYTES: usize = 1024 * 1024;
@@ -158,11 +158,12 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         .local_addr()
         .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
     let app = Router::new()
-        .route("/runs", post(forward_run))
-        .route("/health", get(forward_health))
+        .route("/runs", post(forward_run).fallback(method_not_allowed))
+        .route("/health", get(forward_health).fallback(method_not_allowed))
         .with_state(upstream)
         .layer(axum::middleware::from_fn_with_state(addr, own_page_only))
-        .merge(page_routes(settings));
+        .merge(page_routes(settings))
+        .fallback(|| async { json_status(StatusCode::NOT_FOUND, "unknown path") });
     println!("runway playground for {base}");
     if !header_names.is_empty() {
         println!(
@@ -296,7 +297,7 @@ async fn relay(request: reqwest::RequestBuilder, what: &str) -> Response {
 }
 
 fn proxy_error(status: StatusCode, message: &str) -> Response {
-    let mut r = (status, axum::Json(serde_json::json!({ "error": message }))).into_response();
+    let mut r = json_status(status, message);
     r.headers_mut()
         .insert(PROXY_ERROR_HEADER, HeaderValue::from_static("1"));
     r
