@@ -387,7 +387,12 @@ function onLine(turn, line, atMs) {
   } catch {
     return; // not JSON: Console drops it (the findings say so)
   }
-  if (frame && typeof frame === "object" && !Array.isArray(frame)) render(turn, frame);
+  if (frame && typeof frame === "object" && !Array.isArray(frame)) {
+    const box = $("#threads");
+    const following = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+    render(turn, frame);
+    if (following) box.scrollTop = box.scrollHeight; // keep up with the answer unless scrolled back
+  }
 }
 
 // ---- rendering frames as Console does ----------------------------------------------------------
