@@ -182,6 +182,7 @@ fn describe(turn: &TurnReport) -> String {
         TurnOutcome::RunError { message } => format!("ended with RUN_ERROR: {message}"),
         TurnOutcome::ClosedWithoutFinal => "closed without a final frame".into(),
         TurnOutcome::StoppedAtFirstValidFrame => "stopped at the first valid frame".into(),
+        TurnOutcome::StoppedByClient => "stopped by the client".into(),
         TurnOutcome::Failed { code } => format!("failed with {code}"),
     }
 }

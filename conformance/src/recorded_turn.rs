@@ -254,7 +254,10 @@ fn judge_exchange(
         match turn.end {
             _ if final_at.is_some() => (StreamEnd::Closed, 0),
             RecordedEnd::Closed => (StreamEnd::Closed, judge.pending()),
-            RecordedEnd::Stopped => (StreamEnd::Stopped, 0),
+            RecordedEnd::Stopped => {
+                verdict.outcome = TurnOutcome::StoppedByClient;
+                (StreamEnd::Stopped, 0)
+            }
             RecordedEnd::Broken => {
                 let why = turn.error.as_deref().unwrap_or("the connection broke");
                 fail(
@@ -397,5 +400,6 @@ mod tests {
         let t = turn(&[(6, &GOOD[..50])], RecordedEnd::Stopped, 9);
         let v = judge_recorded_turn(&t, &Deadlines::default(), Limits::default());
         assert!(v.findings.is_empty(), "{:?}", v.findings);
+        assert_eq!(v.outcome, TurnOutcome::StoppedByClient);
     }
 }

@@ -44,6 +44,9 @@ pub enum TurnOutcome {
     ClosedWithoutFinal,
     /// The Test button stopped at the first valid frame.
     StoppedAtFirstValidFrame,
+    /// The client closed the connection before the final frame (Console's Stop; seen in
+    /// recorded turns only).
+    StoppedByClient,
     /// The turn failed with one of Console's error codes.
     Failed {
         /// The code.

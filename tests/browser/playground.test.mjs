@@ -273,6 +273,23 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
     assert.deepEqual(await findingCodes(page), []);
   });
 
+  test("Stop closes the connection: the turn shows as stopped, with no finding", async () => {
+    const box = page.locator('form textarea[name="input"]');
+    await box.fill("/slow 30");
+    await box.press("Enter");
+    const index = (await page.locator(".chat:not([hidden]) > .turn").count()) - 1;
+    const turn = page.locator(".chat:not([hidden]) > .turn").nth(index);
+    await turn.locator(".step").waitFor(WAIT);
+    await page.locator("#stop").click();
+    await finished(page, index);
+    assert.match(await turn.locator(".truncated").innerText(), /^Stopped/);
+    assert.deepEqual(await findingCodes(page), []);
+    assert.match(await page.locator("#timing").innerText(), /outcome\s+stopped_by_client/);
+    // The agent noticed: the thread takes the next turn at once.
+    const next = await say(page, "after stop");
+    assert.match(await next.locator(".bubble.assistant").innerText(), /^You said "after stop"/);
+  });
+
   const kinds = [
     ["/approve", "approval", (card) => card.locator('[data-decision="approve"]').click(), /you approved/],
     ["/approve", "approval", (card) => card.locator('[data-decision="reject"]').click(), /you rejected/],

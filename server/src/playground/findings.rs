@@ -38,6 +38,19 @@ pub async fn judge(State(settings): State<Arc<PageSettings>>, req: Request<Body>
         Ok(t) => t,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("not a recorded turn: {e}")),
     };
-    let verdict = judge_recorded_turn(&turn, &Deadlines::default(), Limits::default());
-    axum::Json(verdict).into_response()
+    // Judging a large recording takes a while: off the runtime threads that stream turns.
+    let judged = tokio::task::spawn_blocking(move || {
+        judge_recorded_turn(&turn, &Deadlines::default(), Limits::default())
+    })
+    .await;
+    match judged {
+        Ok(verdict) => axum::Json(verdict).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "judging a recorded turn failed");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the recording could not be judged".to_owned(),
+            )
+        }
+    }
 }

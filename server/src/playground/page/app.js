@@ -217,9 +217,13 @@ async function play(turn, body) {
       signal: controller.signal,
     });
   } catch (e) {
-    turn.error = controller.signal.aborted ? "stopped before the response" : String(e.message || e);
-    turn.end = controller.signal.aborted ? "stopped" : "broken";
     turn.endMs = since();
+    if (controller.signal.aborted) {
+      marker(turn, "truncated", "Stopped before the agent answered.");
+      return finishTurn(turn, { findings: [], note: "Stopped before the response: nothing to judge." });
+    }
+    turn.error = String(e.message || e);
+    turn.end = "broken";
     marker(turn, "error-marker", `No answer: ${turn.error}`);
     return finishTurn(turn);
   }
@@ -274,10 +278,14 @@ async function play(turn, body) {
   return finishTurn(turn);
 }
 
-async function finishTurn(turn) {
+async function finishTurn(turn, verdict) {
   playing = null;
   setBusy(false);
   closeOpen(turn.view);
+  if (verdict) {
+    turn.verdict = verdict;
+    return showFinished(turn);
+  }
   turn.badge.textContent = "checking…";
   const recording = {
     runId: turn.runId,
@@ -305,6 +313,10 @@ async function finishTurn(turn) {
   } catch (e) {
     turn.verdict = { error: String(e.message || e), findings: [] };
   }
+  showFinished(turn);
+}
+
+function showFinished(turn) {
   showVerdict(turn);
   turn.node.setAttribute("data-state", "done");
   if (selected === turn) renderInspector(turn);
@@ -321,6 +333,11 @@ function setBusy(busy) {
 function showVerdict(turn) {
   const v = turn.verdict;
   const badge = turn.badge;
+  if (v.note) {
+    badge.className = "badge";
+    badge.textContent = v.note;
+    return;
+  }
   if (v.error) {
     badge.className = "badge error";
     badge.textContent = `findings unavailable: ${v.error}`;
@@ -796,7 +813,7 @@ function renderInspector(turn) {
   const row = (k, val) => timing.append(el("dt", { text: k }), el("dd", { text: val }));
   row("threadId", turn.threadId);
   row("HTTP", turn.status === null ? "no response" : String(turn.status));
-  if (v && !v.error) {
+  if (v && !v.error && !v.note) {
     row("headers", ms(v.headersMs));
     row("first frame", ms(v.ttfbMs));
     row("first valid frame", ms(v.firstValidFrameMs));
@@ -809,6 +826,7 @@ function renderInspector(turn) {
   list.replaceChildren();
   if (!v) list.append(el("li", { class: "none", text: "Judged when the turn ends." }));
   else if (v.error) list.append(el("li", { class: "finding error", text: v.error }));
+  else if (v.note) list.append(el("li", { class: "none", text: v.note }));
   else if (!v.findings.length) list.append(el("li", { class: "none", text: "No findings: Console would accept this turn as it is." }));
   for (const f of (v && v.findings) || []) {
     list.append(
@@ -847,7 +865,7 @@ function runTest() {
 
 function showTestResult(turn) {
   const v = turn.verdict;
-  const failed = v.error || v.outcome.kind === "failed" || v.firstValidFrameMs === null || v.firstValidFrameMs === undefined;
+  const failed = v.error || v.note || v.outcome.kind === "failed" || v.firstValidFrameMs === null || v.firstValidFrameMs === undefined;
   turn.agent.append(
     el("div", {
       class: `test-result ${failed ? "failed" : "passed"}`,
