@@ -414,27 +414,39 @@ function onLine(turn, line, atMs) {
 
 // ---- rendering frames as Console does ----------------------------------------------------------
 
+// Required fields and their types, as Console checks them (runway-conformance's frame rules):
+// "s" a string, "o" an object, "*" anything present.
 const REQUIRED = {
-  TEXT_MESSAGE_START: ["messageId"],
-  TEXT_MESSAGE_CONTENT: ["messageId", "delta"],
-  TEXT_MESSAGE_END: ["messageId"],
-  RUN_FINISHED: ["outcome"],
-  RUN_ERROR: ["message"],
-  TOOL_CALL_START: ["toolCallId", "toolCallName"],
-  TOOL_CALL_ARGS: ["toolCallId", "delta"],
-  TOOL_CALL_END: ["toolCallId"],
-  TOOL_CALL_RESULT: ["toolCallId", "content"],
-  STEP_STARTED: ["stepName"],
-  STEP_FINISHED: ["stepName"],
-  ACTIVITY_SNAPSHOT: ["messageId", "activityType", "content"],
-  ACTIVITY_DELTA: ["messageId", "patch"],
-  STATE_SNAPSHOT: ["snapshot"],
-  STATE_DELTA: ["delta"],
-  REASONING_MESSAGE_START: ["messageId"],
-  REASONING_MESSAGE_CONTENT: ["messageId"],
-  REASONING_MESSAGE_END: ["messageId"],
-  CUSTOM: ["name"],
+  TEXT_MESSAGE_START: { messageId: "s" },
+  TEXT_MESSAGE_CONTENT: { messageId: "s", delta: "s" },
+  TEXT_MESSAGE_END: { messageId: "s" },
+  RUN_FINISHED: { outcome: "o" },
+  RUN_ERROR: { message: "s" },
+  TOOL_CALL_START: { toolCallId: "s", toolCallName: "s" },
+  TOOL_CALL_ARGS: { toolCallId: "s", delta: "s" },
+  TOOL_CALL_END: { toolCallId: "s" },
+  TOOL_CALL_RESULT: { toolCallId: "s", content: "*" },
+  STEP_STARTED: { stepName: "s" },
+  STEP_FINISHED: { stepName: "s" },
+  ACTIVITY_SNAPSHOT: { messageId: "s", activityType: "s", content: "*" },
+  ACTIVITY_DELTA: { messageId: "s", patch: "*" },
+  STATE_SNAPSHOT: { snapshot: "o" },
+  STATE_DELTA: { delta: "*" },
+  REASONING_MESSAGE_START: { messageId: "s" },
+  REASONING_MESSAGE_CONTENT: { messageId: "s" },
+  REASONING_MESSAGE_END: { messageId: "s" },
+  CUSTOM: { name: "s" },
 };
+
+function wellFormed(f, fields) {
+  return Object.entries(fields).every(([k, type]) => {
+    const v = f[k];
+    if (v === undefined || v === null) return false;
+    if (type === "s") return typeof v === "string";
+    if (type === "o") return typeof v === "object" && !Array.isArray(v);
+    return true;
+  });
+}
 
 function newView() {
   return {
@@ -455,7 +467,7 @@ function render(turn, f) {
   if (v.final) return; // after the final frame: lost
   const fields = REQUIRED[f.type];
   if (!fields) return; // RUN_STARTED, REASONING_END, unknown types: dropped
-  if (fields.some((k) => f[k] === undefined || f[k] === null)) return; // malformed: dropped
+  if (!wellFormed(f, fields)) return; // malformed: dropped
   for (const [k, want] of [["run_id", turn.runId], ["threadId", turn.threadId]]) {
     if (f[k] !== undefined && f[k] !== null && f[k] !== want) return; // envelope mismatch: discarded
   }
@@ -586,6 +598,7 @@ function render(turn, f) {
       marker(turn, "error-marker", `⚠ Error: ${f.message}${f.code ? ` (${f.code})` : ""}`);
       break;
     case "RUN_FINISHED":
+      if (!["success", "interrupt"].includes(f.outcome.type)) break; // malformed: dropped
       v.final = "finished";
       if (f.outcome && f.outcome.type === "interrupt" && Array.isArray(f.outcome.interrupts)) {
         const it = f.outcome.interrupts[0];
