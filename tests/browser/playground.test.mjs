@@ -473,6 +473,23 @@ describe("runway playground", () => {
     assert.equal(anonymous.status, 401, "the findings endpoint asks for the agent's header set");
   });
 
+  test("an agent that cannot be reached: the turn says so, UPSTREAM_UNAVAILABLE", async () => {
+    const closed = await new Promise((resolve) => {
+      const s = http.createServer().listen(0, "127.0.0.1", () => {
+        const port = s.address().port;
+        s.close(() => resolve(`http://127.0.0.1:${port}`));
+      });
+    });
+    const url = await startRunway(["playground", closed, "--listen", "127.0.0.1:0"], "open:");
+    const page = await context.newPage();
+    await page.goto(`${url}/`);
+    await page.locator("#agent.error").waitFor(WAIT);
+    const turn = await say(page, "Hello?");
+    assert.match(await turn.locator(".error-marker").innerText(), /could not reach the agent/);
+    assert.deepEqual(await findingCodes(page), ["UPSTREAM_UNAVAILABLE"]);
+    await page.close();
+  });
+
   test("an agent that breaks the contract shows its findings and a truncated turn", async () => {
     const url = await startRunway(["playground", brokenAgent.url, "--listen", "127.0.0.1:0"], "open:");
     const page = await openPage(url);
