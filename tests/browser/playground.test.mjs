@@ -304,7 +304,7 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
       "input",
       async (card) => {
         await card.locator("textarea").fill("Ada");
-        await card.locator('[data-decision="respond"]').click();
+        await card.locator("textarea").press("Enter"); // keyboard: Enter answers
       },
       /you answered "Ada"/,
     ],

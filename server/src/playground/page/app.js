@@ -680,7 +680,18 @@ function interruptCard(turn, it) {
   };
   const decisionButton = (decision, text, onclick, cls) =>
     el("button", { type: "button", class: cls || "", "data-decision": decision, text, onclick: (e) => onclick(e.currentTarget) });
-  const textBox = (placeholder) => el("textarea", { rows: 2, class: "answer", placeholder, "aria-label": placeholder });
+  // A card's text box sends with Enter (Shift+Enter adds a line), like the message box: its
+  // send button is the next button after it.
+  const textBox = (placeholder) => {
+    const box = el("textarea", { rows: 2, class: "answer", placeholder, "aria-label": placeholder });
+    box.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
+      e.preventDefault();
+      const send = box.parentElement && box.parentElement.querySelector("button");
+      if (send) send.click();
+    });
+    return box;
+  };
   if (it.prompt) card.append(el("p", { class: "prompt", text: it.prompt }));
   switch (it.kind) {
     case "approval":
