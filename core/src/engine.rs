@@ -402,8 +402,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         let cfg = &self.shared.config;
         if file.bytes.len() > cfg.max_file_bytes {
             tracing::error!(
+                code = "FILE_TOO_LARGE",
                 bytes = file.bytes.len(),
-                "file larger than max_file_bytes not hosted"
+                max_bytes = cfg.max_file_bytes,
+                "file not hosted: larger than this deployment's max_file_bytes"
             );
             return Ok(None);
         }
