@@ -13,7 +13,6 @@ use runway_core::{BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, j
 use worker::{Context, Env, Request, event};
 
 use crate::console_log::ConsoleLog;
-use crate::final_frame::StreamKind;
 use crate::live::{Pump, install_panic_hook};
 use crate::runtime::WorkersRuntime;
 use crate::store::CloudflareStore;
@@ -80,6 +79,9 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
             return full(json_error(500, "agent misconfigured"));
         }
     };
+    // Aborted when the client disconnects (`enable_request_signal` in wrangler.toml): without
+    // it, a Worker only notices a hang-up when a write fails.
+    let hang_up = req.inner().signal();
     let req = match to_http(req).await {
         Ok(r) => r,
         Err(resp) => return full(resp),
@@ -88,7 +90,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
         Reply::Full(r) => full(r),
         Reply::Stream { response, turn } => {
             let (parts, body) = response.into_parts();
-            let (resp, pump) = streamed(parts, body)?;
+            let (resp, pump) = streamed(parts, body, &hang_up)?;
             ctx.wait_until(async move {
                 futures::join!(pump.run(), turn);
             });
@@ -154,22 +156,16 @@ fn full(resp: http::Response<Bytes>) -> worker::Result<web_sys::Response> {
 }
 
 /// A response whose body is the readable side of a `TransformStream`, the first frame already
-/// written into it, and the pump feeding it the rest.
+/// written into it, and the pump feeding it the rest until the turn ends or `hang_up` aborts.
 fn streamed(
     parts: http::response::Parts,
     body: TurnBody,
+    hang_up: &web_sys::AbortSignal,
 ) -> worker::Result<(web_sys::Response, Pump)> {
     let init = init_with(&parts)?;
     let pipe = web_sys::TransformStream::new()?;
     let writer = pipe.writable().get_writer()?;
-    let kind = StreamKind::of(
-        parts
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or(""),
-    );
-    let pump = Pump::start(body, writer, kind);
+    let pump = Pump::start(body, writer, hang_up);
     let resp =
         web_sys::Response::new_with_opt_readable_stream_and_init(Some(&pipe.readable()), &init)?;
     Ok((resp, pump))

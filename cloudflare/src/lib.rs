@@ -9,7 +9,6 @@
 //! native `cargo clippy` and `cargo test` cover them without building the Workers SDK.
 #![warn(missing_docs)]
 
-pub mod final_frame;
 pub mod parts;
 pub mod thread_db;
 pub mod wire;

@@ -8,29 +8,26 @@
 //! A Rust panic on `wasm32-unknown-unknown` aborts: the WebAssembly instance traps and
 //! everything running in it stops, including every other turn the isolate is streaming.
 //! `worker`'s panic hook marks the instance for re-initialisation, so the next request gets a
-//! fresh instance. Before that, the hook installed here writes a final error frame into
-//! every stream that has not sent its final frame yet and closes it: those are JavaScript
-//! objects, and they outlive the trapped instance. Console then records a failed turn instead
-//! of a truncated one.
+//! fresh instance. Before that, the hook installed here ends every live stream with what the
+//! core says ends it ([`TurnBody::abort`]: the chunks still queued, frames closing whatever is
+//! open, and the final error frame; nothing if the final frame already went out) and closes
+//! it: the streams are JavaScript objects, and they outlive the trapped instance. Console then
+//! records a failed turn instead of a truncated one. No protocol is written here.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Once;
 
-use bytes::Bytes;
 use futures::{FutureExt, StreamExt, pin_mut, select_biased};
 use runway_core::TurnBody;
 
-use crate::final_frame::StreamKind;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::WritableStreamDefaultWriter;
 
 struct Live {
     id: u64,
     writer: WritableStreamDefaultWriter,
-    kind: StreamKind,
-    /// The final frame went out: nothing may follow it.
-    ended: Rc<Cell<bool>>,
+    body: Rc<RefCell<TurnBody>>,
 }
 
 thread_local! {
@@ -57,12 +54,18 @@ fn end_live_streams() {
             return;
         };
         for l in live.drain(..) {
-            if l.ended.get() {
-                continue;
+            // The pump borrows the body only while polling it, never across an await, so it
+            // is free here unless the panic came from inside that poll.
+            let tail = match l.body.try_borrow_mut() {
+                Ok(mut body) => body.abort(),
+                Err(_) => Vec::new(),
+            };
+            if !tail.is_empty() {
+                // Promises the trapped instance will never await: errors are ignored.
+                let _ = l
+                    .writer
+                    .write_with_chunk(&js_sys::Uint8Array::from(tail.as_slice()));
             }
-            let bytes = js_sys::Uint8Array::from(l.kind.panic_chunk().as_bytes());
-            // Promises the trapped instance will never await: errors are ignored.
-            let _ = l.writer.write_with_chunk(&bytes);
             let _ = l.writer.close();
         }
     });
@@ -82,11 +85,7 @@ impl Drop for Registration {
     }
 }
 
-fn register(
-    writer: &WritableStreamDefaultWriter,
-    kind: StreamKind,
-    ended: Rc<Cell<bool>>,
-) -> Registration {
+fn register(writer: &WritableStreamDefaultWriter, body: &Rc<RefCell<TurnBody>>) -> Registration {
     let id = NEXT_ID.with(|n| {
         let id = n.get();
         n.set(id + 1);
@@ -96,8 +95,7 @@ fn register(
         live.borrow_mut().push(Live {
             id,
             writer: writer.clone(),
-            kind,
-            ended,
+            body: Rc::clone(body),
         });
     });
     Registration(id)
@@ -106,10 +104,9 @@ fn register(
 /// A response body being fed from a [`TurnBody`].
 pub struct Pump {
     first: Option<js_sys::Promise>,
-    body: TurnBody,
+    hang_up: js_sys::Promise,
+    body: Rc<RefCell<TurnBody>>,
     writer: WritableStreamDefaultWriter,
-    kind: StreamKind,
-    ended: Rc<Cell<bool>>,
     registration: Registration,
 }
 
@@ -117,22 +114,22 @@ impl Pump {
     /// Starts streaming `body` into `writer`: the first chunk (the first frame, already in the
     /// body) is written before this returns, so it leaves with the response headers.
     pub fn start(
-        mut body: TurnBody,
+        body: TurnBody,
         writer: WritableStreamDefaultWriter,
-        kind: StreamKind,
+        hang_up: &web_sys::AbortSignal,
     ) -> Self {
-        let ended = Rc::new(Cell::new(false));
-        let registration = register(&writer, kind, Rc::clone(&ended));
-        let first = match body.next().now_or_never() {
-            Some(Some(Ok(chunk))) => Some(write(&writer, kind, &chunk, &ended)),
+        body.watch_abort();
+        let body = Rc::new(RefCell::new(body));
+        let registration = register(&writer, &body);
+        let first = match body.borrow_mut().next().now_or_never() {
+            Some(Some(Ok(chunk))) => Some(write(&writer, &chunk)),
             _ => None,
         };
         Self {
             first,
+            hang_up: resolved_on_abort(hang_up),
             body,
             writer,
-            kind,
-            ended,
             registration,
         }
     }
@@ -142,22 +139,31 @@ impl Pump {
     pub async fn run(self) {
         let Self {
             first,
-            mut body,
+            hang_up,
+            body,
             writer,
-            kind,
-            ended,
             registration,
         } = self;
-        let closed = JsFuture::from(writer.closed()).fuse();
+        // The client is gone when the stream is closed under us or the request is aborted.
+        let closed =
+            futures::future::select(JsFuture::from(writer.closed()), JsFuture::from(hang_up))
+                .fuse();
         pin_mut!(closed);
         let mut gone = false;
         if let Some(first) = first {
-            gone = JsFuture::from(first).await.is_err();
+            let written = JsFuture::from(first).fuse();
+            pin_mut!(written);
+            gone = select_biased! {
+                r = written => r.is_err(),
+                _ = closed => true,
+            };
         }
         while !gone {
+            // Borrowed only inside each poll, so the panic hook can drain it.
+            let chunk = futures::future::poll_fn(|cx| body.borrow_mut().poll_next_unpin(cx));
             let next = select_biased! {
                 _ = closed => None,
-                c = body.next().fuse() => Some(c),
+                c = chunk.fuse() => Some(c),
             };
             let Some(next) = next else {
                 gone = true;
@@ -166,15 +172,15 @@ impl Pump {
             let Some(Ok(chunk)) = next else {
                 break;
             };
-            let written = JsFuture::from(write(&writer, kind, &chunk, &ended)).fuse();
+            let written = JsFuture::from(write(&writer, &chunk)).fuse();
             pin_mut!(written);
             gone = select_biased! {
                 r = written => r.is_err(),
                 _ = closed => true,
             };
         }
-        drop(body);
         drop(registration);
+        drop(body);
         if gone {
             tracing::debug!("response stream closed by the client");
         } else {
@@ -183,14 +189,18 @@ impl Pump {
     }
 }
 
-fn write(
-    writer: &WritableStreamDefaultWriter,
-    kind: StreamKind,
-    chunk: &Bytes,
-    ended: &Cell<bool>,
-) -> js_sys::Promise {
-    if kind.is_final(chunk) {
-        ended.set(true);
-    }
-    writer.write_with_chunk(&js_sys::Uint8Array::from(chunk.as_ref()))
+/// A promise resolved when `signal` aborts (at once if it already has).
+fn resolved_on_abort(signal: &web_sys::AbortSignal) -> js_sys::Promise {
+    let signal = signal.clone();
+    js_sys::Promise::new(&mut |resolve, _reject| {
+        if signal.aborted() {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        } else {
+            signal.set_onabort(Some(&resolve));
+        }
+    })
+}
+
+fn write(writer: &WritableStreamDefaultWriter, chunk: &[u8]) -> js_sys::Promise {
+    writer.write_with_chunk(&js_sys::Uint8Array::from(chunk))
 }

@@ -3,7 +3,7 @@
 //! | line | how it is checked |
 //! |---|---|
 //! | Both endpoints work | the Test button: `/health` folds to available, and `POST /runs` with `Hello` on `validate-<16 hex>` yields a valid frame |
-//! | Authentication is complete | with agreed headers: each header left out in turn, then each with a wrong value, on both endpoints: 401 expected |
+//! | Authentication is complete | with agreed headers: each header left out in turn, then each with a wrong value, with characters appended and with its last character removed, on both endpoints: 401 expected |
 //! | First frame within the deadline | the time to the first frame or comment on every turn |
 //! | Context stored by threadId | two turns on one fresh thread: turn 1 carries a unique token, the text of turn 2 must contain it |
 //! | Every turn ends properly | final frame, everything closed, no empty bubble, nothing after the final frame, on every full turn |
@@ -543,6 +543,14 @@ async fn check_auth(transport: &Transport, config: &CheckConfig, item: &mut Chec
     for (i, (name, _)) in headers.0.iter().enumerate() {
         variants.push((format!("without {name}"), headers.without(i)));
         variants.push((format!("with a wrong {name}"), headers.with_wrong_value(i)));
+        variants.push((
+            format!("with {name} followed by extra characters"),
+            headers.with_extended_value(i),
+        ));
+        variants.push((
+            format!("with {name} missing its last character"),
+            headers.with_shortened_value(i),
+        ));
     }
     let mut probes = 0;
     for (what, set) in &variants {
@@ -581,7 +589,7 @@ async fn check_auth(transport: &Transport, config: &CheckConfig, item: &mut Chec
     }
     if item.status == Status::Pass {
         item.detail = format!(
-            "{probes} requests with a header missing or wrong: all refused with 401 (constant-time comparison cannot be observed from outside)"
+            "{probes} requests with a header missing, wrong, extended or cut short: all refused with 401 (constant-time comparison cannot be observed from outside)"
         );
     }
 }

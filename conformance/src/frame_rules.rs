@@ -436,7 +436,7 @@ impl FrameRules {
                     );
                 }
                 let delta = s("delta");
-                if !delta.is_empty() {
+                if !delta.trim().is_empty() {
                     self.visible = true;
                 }
                 match self.messages.iter_mut().rev().find(|m| m.id == id) {
@@ -453,11 +453,11 @@ impl FrameRules {
                         .iter()
                         .rev()
                         .find(|m| m.id == id)
-                        .is_none_or(|m| m.text.is_empty());
+                        .is_none_or(|m| m.text.trim().is_empty());
                     if empty {
                         out.push(
                             Code::EmptyBubble,
-                            format!("{at}: message {id:?} ended without any content: the user sees an empty bubble"),
+                            format!("{at}: message {id:?} ended without any content but whitespace: the user sees an empty bubble"),
                         );
                     }
                 } else {

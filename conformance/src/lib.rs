@@ -52,7 +52,7 @@
 //! | `INTERRUPT_REJECTED` | error | `RUN_FINISHED` interrupt: not exactly one interrupt, unknown `kind`, a missing content field, a `review` item without `name`, an invalid `authorizeUrl` | the only malformed frame that fails the turn |
 //! | `NO_FINAL_FRAME` | warning | the stream closed cleanly without `RUN_FINISHED`/`RUN_ERROR` | Console stores a possibly truncated answer as complete |
 //! | `FRAMES_LEFT_OPEN` | warning | `TEXT_MESSAGE_START`, `TOOL_CALL_START`, `STEP_STARTED` or `REASONING_MESSAGE_START` still open at the final frame | Console closes them (but never invents a `TOOL_CALL_RESULT`) |
-//! | `EMPTY_BUBBLE` | warning | a text message without content, or a successful turn with nothing to show | the user sees an empty bubble; `RUN_ERROR` was due |
+//! | `EMPTY_BUBBLE` | warning | a text message without content (or only whitespace), or a successful turn with nothing to show | the user sees an empty bubble; `RUN_ERROR` was due |
 //! | `FRAME_AFTER_FINAL` | warning | a data frame after the final frame | it is lost |
 //! | `DUPLICATE_FILE_CHANNEL` | warning | one file url in `STATE_SNAPSHOT`/`STATE_DELTA` artifacts and in `CUSTOM` `file` | two cards for one file |
 //! | `MISSING_STREAM_HEADERS` | warning | no `Cache-Control: no-cache` or no `X-Accel-Buffering: no` | a proxy may buffer the stream |

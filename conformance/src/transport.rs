@@ -72,6 +72,31 @@ impl HeaderSet {
         HeaderSet(v)
     }
 
+    /// The same set with the value at `index` followed by extra characters: an agent that
+    /// accepts it compares a prefix, not the whole value.
+    pub fn with_extended_value(&self, index: usize) -> HeaderSet {
+        let mut v = self.0.clone();
+        let mut bytes = v[index].1.as_bytes().to_vec();
+        bytes.extend_from_slice(b"-extra");
+        v[index].1 = HeaderValue::from_bytes(&bytes).unwrap_or(HeaderValue::from_static("x"));
+        HeaderSet(v)
+    }
+
+    /// The same set with the value at `index` missing its last character (a one-character
+    /// value becomes `x`, unless it was `x`): an agent that accepts it compares only as many
+    /// characters as were sent.
+    pub fn with_shortened_value(&self, index: usize) -> HeaderSet {
+        let mut v = self.0.clone();
+        let bytes = v[index].1.as_bytes();
+        let shorter = match bytes.len() {
+            0 | 1 if bytes == b"x" => b"y".to_vec(),
+            0 | 1 => b"x".to_vec(),
+            n => bytes[..n - 1].to_vec(),
+        };
+        v[index].1 = HeaderValue::from_bytes(&shorter).unwrap_or(HeaderValue::from_static("x"));
+        HeaderSet(v)
+    }
+
     fn to_map(&self) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (n, v) in &self.0 {
@@ -296,6 +321,8 @@ mod tests {
         assert!(HeaderSet::parse(&["NoColon"]).is_err());
         assert_eq!(h.without(0).0.len(), 1);
         assert_eq!(h.with_wrong_value(0).0[0].1, "Bearer abc12x");
+        assert_eq!(h.with_extended_value(0).0[0].1, "Bearer abc123-extra");
+        assert_eq!(h.with_shortened_value(0).0[0].1, "Bearer abc12");
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 
-use common::{Agent, AgentSpec, fast_settings};
+use common::{Agent, AgentSpec, AuthMatch, fast_settings};
 use runway_conformance::{
     CheckConfig, CheckReport, Code, HeaderSet, Status, cli_main, cli_main_with_output,
     run_checklist,
@@ -85,6 +85,42 @@ async fn auth_not_enforced_when_only_one_header_is_checked() {
     let (report, _agent) = check(spec, true, None).await;
     only(&report, Code::AuthNotEnforced);
     assert_eq!(status_of(&report, "auth"), Status::Fail);
+    assert_eq!(report.exit_code(false), 1);
+}
+
+#[tokio::test]
+async fn auth_not_enforced_when_a_value_with_extra_characters_is_accepted() {
+    let spec = AgentSpec {
+        auth_match: AuthMatch::ReceivedStartsWithAgreed,
+        ..AgentSpec::correct().with_auth(&[KEY, TENANT])
+    };
+    let (report, _agent) = check(spec, true, None).await;
+    only(&report, Code::AuthNotEnforced);
+    assert_eq!(status_of(&report, "auth"), Status::Fail);
+    assert!(
+        report
+            .render_text()
+            .contains("followed by extra characters"),
+        "{}",
+        report.render_text()
+    );
+    assert_eq!(report.exit_code(false), 1);
+}
+
+#[tokio::test]
+async fn auth_not_enforced_when_a_value_cut_short_is_accepted() {
+    let spec = AgentSpec {
+        auth_match: AuthMatch::AgreedStartsWithReceived,
+        ..AgentSpec::correct().with_auth(&[KEY, TENANT])
+    };
+    let (report, _agent) = check(spec, true, None).await;
+    only(&report, Code::AuthNotEnforced);
+    assert_eq!(status_of(&report, "auth"), Status::Fail);
+    assert!(
+        report.render_text().contains("missing its last character"),
+        "{}",
+        report.render_text()
+    );
     assert_eq!(report.exit_code(false), 1);
 }
 

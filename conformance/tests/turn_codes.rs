@@ -415,6 +415,32 @@ async fn interrupt_rejected() {
 }
 
 #[tokio::test]
+async fn a_last_message_of_only_whitespace_is_an_empty_bubble() {
+    let spec = AgentSpec::scripted(|_| {
+        let mut steps = answer("Here you go.");
+        steps.extend([
+            Step::Frame(json!({"type":"TEXT_MESSAGE_START","messageId":"a2","role":"assistant"})),
+            Step::Frame(json!({"type":"TEXT_MESSAGE_CONTENT","messageId":"a2","delta":" \n\t "})),
+            Step::Frame(json!({"type":"TEXT_MESSAGE_END","messageId":"a2"})),
+            finished(),
+        ]);
+        steps
+    });
+    let report = turn(spec, fast_settings()).await;
+    only(&report, Code::EmptyBubble);
+}
+
+#[tokio::test]
+async fn an_answer_of_only_whitespace_is_an_empty_bubble() {
+    let report = turn(
+        AgentSpec::scripted(|_| correct_turn("  \n ")),
+        fast_settings(),
+    )
+    .await;
+    only(&report, Code::EmptyBubble);
+}
+
+#[tokio::test]
 async fn no_final_frame() {
     let report = turn(AgentSpec::scripted(|_| answer("cut")), fast_settings()).await;
     only(&report, Code::NoFinalFrame);

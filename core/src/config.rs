@@ -38,9 +38,16 @@ pub struct Config {
     pub limits: Limits,
     /// How much of a thread is kept.
     pub context_policy: ContextPolicy,
-    /// Public base URL (for hosted-file links). When unset it is derived from the request's
-    /// `Host` and `X-Forwarded-Proto` headers.
+    /// Public base URL (for hosted-file links), `RUNWAY_PUBLIC_URL`. When unset, links use
+    /// the origin the platform vouches for ([`crate::PlatformOrigin`]: the Lambda function
+    /// URL's domain, the local server's listen address) or, on Workers, the request's own URL,
+    /// followed by `base_path`; never a header the caller controls (`Host`,
+    /// `X-Forwarded-Proto`).
     pub public_url: Option<String>,
+    /// The path every route is under (`RUNWAY_BASE_PATH`): `""` (the default) or `/a/b`, no
+    /// trailing slash. `{base_path}/runs`, `{base_path}/health`, `{base_path}/lowkey/turn`
+    /// and `{base_path}/files/…` are served; nothing else.
+    pub base_path: String,
     /// How often a duplicate delivery checks whether the original finished (default 250 ms).
     pub duplicate_poll: Duration,
     /// `/health` says `degraded` for this long after a store error (default 60 s).
@@ -63,6 +70,7 @@ impl Default for Config {
             limits: Limits::default(),
             context_policy: ContextPolicy::default(),
             public_url: None,
+            base_path: String::new(),
             duplicate_poll: Duration::from_millis(250),
             degraded_after_store_error: Duration::from_secs(60),
         }
@@ -74,14 +82,23 @@ impl Config {
     /// Lambda environment…), on top of the defaults:
     /// `RUNWAY_AUTH_HEADERS` (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
     /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
-    /// `RUNWAY_NAME`.
+    /// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`. `RUNWAY_AUTH_HEADERS` set but naming no header is
+    /// refused (auth fails closed).
     ///
     /// # Errors
     /// A setting that does not parse, named.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, crate::BadRequest> {
         let mut c = Self::default();
         if let Some(v) = get("RUNWAY_AUTH_HEADERS") {
-            c.auth = AuthHeaders::parse(&v)?;
+            c.auth = AuthHeaders::parse(&v)
+                .map_err(|e| crate::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}")))?;
+            // Set but naming no header is a mistake, not a request for no auth: fail closed.
+            if c.auth.is_empty() {
+                return Err(crate::BadRequest::new(
+                    "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines, \
+                     or unset it to serve without auth",
+                ));
+            }
         }
         let secs = |name: &str| -> Result<Option<Duration>, crate::BadRequest> {
             get(name)
@@ -114,9 +131,82 @@ impl Config {
                 .map_err(|_| crate::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
             c.public_url = Some(u);
         }
+        if let Some(p) = get("RUNWAY_BASE_PATH") {
+            c.base_path = parse_base_path(&p)?;
+        }
         if let Some(n) = get("RUNWAY_NAME").filter(|n| !n.trim().is_empty()) {
             c.name = n;
         }
         Ok(c)
+    }
+}
+
+/// `RUNWAY_BASE_PATH`: `""` or `/` for the root, else `/segment[/segment…]` (a trailing slash
+/// is dropped) of URL path characters, without empty, `.` or `..` segments.
+fn parse_base_path(v: &str) -> Result<String, crate::BadRequest> {
+    let v = v.trim();
+    let bad = || {
+        crate::BadRequest::new(format!(
+            "RUNWAY_BASE_PATH {v:?} is not a path like /agents/fpt"
+        ))
+    };
+    if v.is_empty() || v == "/" {
+        return Ok(String::new());
+    }
+    let p = v.strip_suffix('/').unwrap_or(v);
+    let segments = p.strip_prefix('/').ok_or_else(bad)?;
+    let ok_segment = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b))
+    };
+    if !segments.split('/').all(ok_segment) {
+        return Err(bad());
+    }
+    Ok(p.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, crate::BadRequest> {
+        Config::from_lookup(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn auth_set_but_naming_no_header_fails_closed() {
+        for blank in ["", "   ", "\n\n", " \n \t\n"] {
+            let e = config(&[("RUNWAY_AUTH_HEADERS", blank)]).unwrap_err();
+            assert!(e.to_string().contains("RUNWAY_AUTH_HEADERS"), "{e}");
+        }
+        let e = config(&[("RUNWAY_AUTH_HEADERS", "X-Key")]).unwrap_err();
+        assert!(e.to_string().contains("RUNWAY_AUTH_HEADERS"), "{e}");
+        assert!(config(&[]).unwrap().auth.is_empty());
+        let c = config(&[("RUNWAY_AUTH_HEADERS", "X-Key: k")]).unwrap();
+        assert_eq!(c.auth.names().collect::<Vec<_>>(), ["x-key"]);
+    }
+
+    #[test]
+    fn base_path_is_normalised_or_refused() {
+        let base = |v: &str| config(&[("RUNWAY_BASE_PATH", v)]).map(|c| c.base_path);
+        assert_eq!(base("").unwrap(), "");
+        assert_eq!(base("/").unwrap(), "");
+        assert_eq!(base("/fpt").unwrap(), "/fpt");
+        assert_eq!(base("/files/agent/").unwrap(), "/files/agent");
+        assert_eq!(
+            base("/lambda-url/bootstrap").unwrap(),
+            "/lambda-url/bootstrap"
+        );
+        for bad in ["fpt", "/a//b", "/a/../b", "/a?x", "/a#b", "/a b", "//"] {
+            assert!(base(bad).is_err(), "{bad}");
+        }
     }
 }

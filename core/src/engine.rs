@@ -21,6 +21,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::future::Fuse;
 use futures::{FutureExt, SinkExt, StreamExt, pin_mut, select_biased};
 
+use crate::abort_tail::{AbortTail, PANIC_MESSAGE};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::context::{Message, Role, ThreadContext};
 use crate::error::{StoreError, TurnErrorCode};
@@ -65,6 +66,8 @@ enum Stop {
 struct Link<W> {
     wire: W,
     tx: mpsc::Sender<Bytes>,
+    /// What ends the stream if the process dies now (see `abort_tail`).
+    abort: AbortTail,
     gone: bool,
     last_send_ms: u64,
 }
@@ -78,11 +81,22 @@ impl<W: Wire> Link<W> {
             self.gone = true;
         }
         self.last_send_ms = now_ms;
+        // Bytes sent other than by `flush` are final (a final frame, a replayed recording):
+        // nothing may follow them.
+        if self.abort.watched() {
+            self.abort.set(String::new());
+        }
     }
 
     async fn flush(&mut self, now_ms: u64) {
         let out = self.wire.take_output();
         self.send(out, now_ms).await;
+        if self.abort.watched() {
+            let tail = self
+                .wire
+                .abort_tail(TurnErrorCode::AgentPanic, PANIC_MESSAGE);
+            self.abort.set(tail);
+        }
     }
 
     async fn heartbeat(&mut self, now_ms: u64) {
@@ -111,6 +125,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             link: Link {
                 wire,
                 tx: body.tx,
+                abort: body.abort,
                 gone: false,
                 last_send_ms: shared.rt.now_ms(),
             },
@@ -387,8 +402,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         let cfg = &self.shared.config;
         if file.bytes.len() > cfg.max_file_bytes {
             tracing::error!(
+                code = "FILE_TOO_LARGE",
                 bytes = file.bytes.len(),
-                "file larger than max_file_bytes not hosted"
+                max_bytes = cfg.max_file_bytes,
+                "file not hosted: larger than this deployment's max_file_bytes"
             );
             return Ok(None);
         }

@@ -3,8 +3,9 @@
 //!
 //! Feed it agent output; drain encoded bytes with [`FrameWriter::take_output`]. It guarantees:
 //! - the first frame is `STEP_STARTED` ([`FrameWriter::start`]), produced before anything else;
-//! - each stretch of text is its own message, opened lazily on the first non-empty delta (so
-//!   there is never an empty bubble) and closed before a tool call or reasoning starts;
+//! - each stretch of text is its own message, opened lazily on the first delta that is not
+//!   only whitespace (so there is never an empty bubble) and closed before a tool call or
+//!   reasoning starts;
 //! - everything opened (text, reasoning, tool calls, steps) is closed before the final frame;
 //! - exactly one final frame, `RUN_FINISHED` or `RUN_ERROR`, and nothing after it;
 //! - never `RUN_STARTED` or `REASONING_END` (there is no way to ask for them);
@@ -78,6 +79,8 @@ pub struct Finished {
 #[derive(Debug)]
 pub struct FrameWriter {
     run_id: String,
+    /// Every `event_id` is `{event_prefix}.{n}`.
+    event_prefix: String,
     limits: Limits,
     seq: u64,
     stream_bytes: usize,
@@ -103,8 +106,10 @@ pub struct FrameWriter {
 impl FrameWriter {
     /// A writer for the turn `run_id`.
     pub fn new(run_id: impl Into<String>, limits: Limits) -> Self {
+        let run_id = run_id.into();
         Self {
-            run_id: run_id.into(),
+            event_prefix: run_id.clone(),
+            run_id,
             limits,
             seq: 0,
             stream_bytes: 0,
@@ -126,6 +131,15 @@ impl FrameWriter {
             final_frame: None,
             finished: None,
         }
+    }
+
+    /// Makes every `event_id` `{prefix}.{n}` instead of `{run_id}.{n}`. The service puts the
+    /// request's fingerprint in it, so a replay (same body) repeats the original's ids while
+    /// another request with the same `runId` (`RUN_ID_REUSED`) never collides with them.
+    #[must_use]
+    pub fn with_event_id_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.event_prefix = prefix.into();
+        self
     }
 
     /// Writes the first frame, `STEP_STARTED`. It is not part of the recorded turn: a replay
@@ -158,6 +172,8 @@ impl FrameWriter {
         }
         let id = match &self.text {
             Some(id) => id.clone(),
+            // Whitespace alone does not open a message: it would be an empty bubble.
+            None if delta.trim().is_empty() => return,
             None => {
                 let id = self.new_message_id();
                 let start = self.envelope(
@@ -290,7 +306,7 @@ impl FrameWriter {
         }
         self.tool_call_end(id);
         let message_id = format!("{id}-result");
-        let empty = json!({"type": "TOOL_CALL_RESULT", "event_id": format!("{}.{}", self.run_id, self.seq),
+        let empty = json!({"type": "TOOL_CALL_RESULT", "event_id": format!("{}.{}", self.event_prefix, self.seq),
             "toolCallId": id, "messageId": message_id, "role": "tool", "content": ""});
         let budget = self.frame_budget(&empty);
         let pieces = sse::split_escaped(content, budget.saturating_sub(16));
@@ -461,6 +477,7 @@ impl FrameWriter {
     /// A `RUN_ERROR` frame to send in place of the prepared final frame (when committing the
     /// turn failed). Not recorded.
     pub fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
+        self.final_frame = None;
         let f = self.error_frame(code, message);
         sse::data_frame(&f)
     }
@@ -513,22 +530,63 @@ impl FrameWriter {
     /// Closes everything open without limit checks: the reserve kept by [`Self::emit`]
     /// guarantees the room.
     fn close_all(&mut self) {
-        if let Some(id) = self.text.take() {
-            let f = self.envelope("TEXT_MESSAGE_END", json!({"messageId": id}));
+        let closing = self.closing_frames();
+        self.text = None;
+        self.reasoning = None;
+        self.tools.clear();
+        self.steps.clear();
+        for (ty, fields) in closing {
+            let f = self.envelope(ty, fields);
             self.push_raw(&f);
         }
-        if let Some(id) = self.reasoning.take() {
-            let f = self.envelope("REASONING_MESSAGE_END", json!({"messageId": id}));
-            self.push_raw(&f);
+    }
+
+    /// The frames that close everything open, innermost first, without their envelope.
+    fn closing_frames(&self) -> Vec<(&'static str, Value)> {
+        let mut frames = Vec::new();
+        if let Some(id) = &self.text {
+            frames.push(("TEXT_MESSAGE_END", json!({"messageId": id})));
         }
-        for id in std::mem::take(&mut self.tools) {
-            let f = self.envelope("TOOL_CALL_END", json!({"toolCallId": id}));
-            self.push_raw(&f);
+        if let Some(id) = &self.reasoning {
+            frames.push(("REASONING_MESSAGE_END", json!({"messageId": id})));
         }
-        while let Some(name) = self.steps.pop() {
-            let f = self.envelope("STEP_FINISHED", json!({"stepName": name}));
-            self.push_raw(&f);
+        for id in &self.tools {
+            frames.push(("TOOL_CALL_END", json!({"toolCallId": id})));
         }
+        for name in self.steps.iter().rev() {
+            frames.push(("STEP_FINISHED", json!({"stepName": name})));
+        }
+        frames
+    }
+
+    /// The bytes that would end the stream right now with `RUN_ERROR` `code`, after
+    /// everything already taken: pending output, frames closing whatever is open, and the
+    /// error frame. Leaves the writer unchanged. Empty once the final frame has been taken
+    /// (or replaced): nothing may follow it. Used when the process cannot finish the turn
+    /// itself (see [`crate::TurnBody::abort`]).
+    pub fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String {
+        if self.finished.is_some() && self.final_frame.is_none() {
+            return String::new();
+        }
+        let mut frames = if self.finished.is_some() {
+            Vec::new()
+        } else {
+            self.closing_frames()
+        };
+        frames.push((
+            "RUN_ERROR",
+            json!({"message": message, "code": code.as_str()}),
+        ));
+        let mut out = self.out.clone();
+        for (seq, (ty, fields)) in (self.seq..).zip(frames) {
+            out.push_str(&sse::data_frame(&envelope_at(
+                &self.event_prefix,
+                seq,
+                ty,
+                fields,
+            )));
+        }
+        out
     }
 
     fn error_frame(&mut self, code: TurnErrorCode, message: &str) -> Value {
@@ -555,17 +613,9 @@ impl FrameWriter {
     }
 
     fn envelope(&mut self, ty: &str, fields: Value) -> Value {
-        let mut obj = Map::new();
-        obj.insert("type".into(), Value::String(ty.into()));
-        obj.insert(
-            "event_id".into(),
-            Value::String(format!("{}.{}", self.run_id, self.seq)),
-        );
+        let frame = envelope_at(&self.event_prefix, self.seq, ty, fields);
         self.seq += 1;
-        if let Value::Object(fields) = fields {
-            obj.extend(fields);
-        }
-        Value::Object(obj)
+        frame
     }
 
     fn open_items(&self) -> usize {
@@ -592,7 +642,7 @@ impl FrameWriter {
         probe.insert("type".into(), Value::String(ty.into()));
         probe.insert(
             "event_id".into(),
-            Value::String(format!("{}.{}", self.run_id, self.seq)),
+            Value::String(format!("{}.{}", self.event_prefix, self.seq)),
         );
         probe.insert(key.into(), Value::String(id.into()));
         probe.insert("delta".into(), Value::String(String::new()));
@@ -648,6 +698,18 @@ impl FrameWriter {
         }
         self.out.push_str(&encoded);
     }
+}
+
+/// A frame: `type` first (adapters and clients may look for it at the start), then
+/// `event_id` `{prefix}.{seq}`, then `fields`.
+fn envelope_at(prefix: &str, seq: u64, ty: &str, fields: Value) -> Value {
+    let mut obj = Map::new();
+    obj.insert("type".into(), Value::String(ty.into()));
+    obj.insert("event_id".into(), Value::String(format!("{prefix}.{seq}")));
+    if let Value::Object(fields) = fields {
+        obj.extend(fields);
+    }
+    Value::Object(obj)
 }
 
 #[cfg(test)]
@@ -1000,6 +1062,71 @@ mod tests {
         let t = types(&out);
         assert_eq!(t.iter().filter(|t| *t == "STEP_FINISHED").count(), 1);
         assert_eq!(t[t.len() - 2], "STEP_FINISHED");
+    }
+
+    #[test]
+    fn whitespace_alone_opens_no_message() {
+        let mut w = FrameWriter::new("r1", Limits::default());
+        w.start();
+        w.text("  \n");
+        w.end_text();
+        w.text("\t");
+        w.finish(Ending::Success);
+        let mut all = w.take_output();
+        all.push_str(&w.take_final().unwrap());
+        assert!(!all.contains("TEXT_MESSAGE"), "{all}");
+        assert!(all.contains("EMPTY_ANSWER"), "{all}");
+
+        let mut w = FrameWriter::new("r2", Limits::default());
+        w.start();
+        w.text("Hello");
+        w.text(" ");
+        w.text("world");
+        w.finish(Ending::Success);
+        assert_eq!(w.answer(), "Hello world");
+    }
+
+    #[test]
+    fn abort_tail_closes_what_is_open_and_leaves_the_writer_unchanged() {
+        let mut w = FrameWriter::new("r1", Limits::default()).with_event_id_prefix("r1.ab");
+        w.start();
+        w.tool_call_start("c1", "search");
+        w.reasoning("hmm");
+        let sent = w.take_output();
+        let tail = w.abort_tail(TurnErrorCode::AgentPanic, "Sorry.");
+        assert_eq!(tail, w.abort_tail(TurnErrorCode::AgentPanic, "Sorry."));
+        let frames: Vec<Value> = format!("{sent}{tail}")
+            .split("\n\n")
+            .filter_map(|f| f.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "STEP_STARTED",
+                "TOOL_CALL_START",
+                "REASONING_MESSAGE_START",
+                "REASONING_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_END",
+                "TOOL_CALL_END",
+                "STEP_FINISHED",
+                "RUN_ERROR"
+            ]
+        );
+        for (n, f) in frames.iter().enumerate() {
+            assert_eq!(f["event_id"], format!("r1.ab.{n}"));
+        }
+        assert_eq!(frames.last().unwrap()["code"], "AGENT_PANIC");
+        // Once the final frame is taken, nothing may follow it.
+        w.finish(Ending::error(TurnErrorCode::AgentError, "x"));
+        assert!(
+            w.abort_tail(TurnErrorCode::AgentPanic, "Sorry.")
+                .contains("RUN_ERROR")
+        );
+        let _ = w.take_output();
+        let _ = w.take_final();
+        assert_eq!(w.abort_tail(TurnErrorCode::AgentPanic, "Sorry."), "");
     }
 
     #[test]

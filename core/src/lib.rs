@@ -15,6 +15,7 @@
 //! on native targets and need not be on `wasm32` (see [`MaybeSend`]).
 #![warn(missing_docs)]
 
+mod abort_tail;
 mod agent;
 pub mod agents;
 mod auth;
@@ -27,8 +28,11 @@ pub mod hosted_files;
 pub mod lowkey;
 mod maybe_send;
 mod memory_store;
+mod os_settings;
 mod output;
 pub mod protocol;
+mod refusal_log;
+mod routing;
 mod runtime;
 mod service;
 pub mod sse;
@@ -38,6 +42,7 @@ mod tokio_runtime;
 mod turn_body;
 mod wire;
 
+pub use abort_tail::PANIC_MESSAGE;
 pub use agent::{Agent, AgentError, AgentResult, Outcome, Protocol, Turn};
 pub use auth::AuthHeaders;
 pub use config::{Config, MAX_BODY_BYTES};
@@ -46,10 +51,11 @@ pub use error::{BadRequest, StoreError, TurnErrorCode};
 pub use frame_writer::{Ending, Finished, FrameWriter, STATE_KEYS, TURN_STEP};
 pub use maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 pub use memory_store::MemoryStore;
+pub use os_settings::OsSettings;
 pub use output::{AgentEvent, Artifact, Output, OutputFile, ToolCall};
 pub use protocol::Interrupt;
 pub use runtime::Runtime;
-pub use service::{Reply, Runway, json_error};
+pub use service::{PlatformOrigin, Reply, Runway, json_error};
 pub use store::{HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 #[cfg(feature = "tokio")]
 pub use tokio_runtime::TokioRuntime;

@@ -5,7 +5,8 @@
 //! returns the streamed body and runs the turn future beside it. All routing, auth, validation
 //! and error shapes live here, so every platform answers the same way.
 //!
-//! Routes are matched on the path's end, so the agent can sit under any prefix
+//! Routes are matched exactly below the configured base path (`RUNWAY_BASE_PATH`, see
+//! [`crate::routing`]), so the agent can sit under any prefix
 //! (`https://agent.example.com/fpt/runs`, or cargo-lambda's `/lambda-url/bootstrap/runs`).
 
 use std::sync::Arc;
@@ -16,15 +17,18 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+use crate::abort_tail::PANIC_MESSAGE;
 use crate::agent::{Agent, Protocol, Turn};
 use crate::config::{Config, MAX_BODY_BYTES};
 use crate::context::{ThreadContext, thread_key};
 use crate::engine::{Driver, TurnPlan};
-use crate::error::StoreError;
+use crate::error::{StoreError, TurnErrorCode};
 use crate::frame_writer::FrameWriter;
 use crate::hosted_files;
 use crate::maybe_send::BoxFuture;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION, RunRequest};
+use crate::refusal_log::RefusalLog;
+use crate::routing::{Route, route};
 use crate::runtime::Runtime;
 use crate::store::TurnStore;
 use crate::turn_body::{TurnBody, body_with_first_chunk};
@@ -60,6 +64,7 @@ pub(crate) struct Shared<A, S, R> {
     pub(crate) rt: R,
     pub(crate) config: Config,
     last_store_error_ms: AtomicU64,
+    refusals: RefusalLog,
 }
 
 impl<A, S, R: Runtime> Shared<A, S, R> {
@@ -92,6 +97,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 rt,
                 config,
                 last_store_error_ms: AtomicU64::new(0),
+                refusals: RefusalLog::default(),
             }),
         }
     }
@@ -128,26 +134,26 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     pub async fn handle(&self, req: http::Request<Bytes>) -> Reply {
         let path = req.uri().path().to_owned();
         let method = req.method().clone();
-        if let Some(rest) = file_route(&path) {
-            if method != http::Method::GET && method != http::Method::HEAD {
-                return Reply::Full(method_not_allowed("GET"));
+        let route = match route(&path, &self.shared.config.base_path) {
+            Some(Route::File { token, name }) => {
+                if method != http::Method::GET && method != http::Method::HEAD {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                return Reply::Full(self.serve_file(token, name).await);
             }
-            return Reply::Full(self.serve_file(rest).await);
-        }
-        let route = if path.ends_with("/runs") || path == "/runs" {
-            Route::Runs
-        } else if path.ends_with("/health") {
-            Route::Health
-        } else if path.ends_with(crate::lowkey::LOWKEY_TURN_PATH) {
-            Route::LowkeyTurn
-        } else {
-            return Reply::Full(json_error(
-                404,
-                "no such endpoint: use POST /runs, POST /lowkey/turn or GET /health",
-            ));
+            Some(r) => r,
+            None => {
+                return Reply::Full(json_error(
+                    404,
+                    "no such endpoint: use POST /runs, POST /lowkey/turn or GET /health",
+                ));
+            }
         };
         if !self.shared.config.auth.check(req.headers()) {
-            tracing::warn!(path = %path, "request refused: missing or wrong auth headers");
+            // Anyone can send these: one line per interval, with how many were not logged.
+            if let Some(unlogged) = self.shared.refusals.admit(self.shared.rt.now_ms()) {
+                tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
+            }
             return Reply::Full(json_error(401, "unauthorized"));
         }
         match route {
@@ -171,10 +177,11 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                         return Reply::Full(json_error(400, e.message()));
                     }
                 };
-                let base = self.public_base_url(&req, "/runs");
+                let base = self.public_base_url(&req);
                 self.console_turn(run, base)
             }
             Route::LowkeyTurn => self.lowkey_route(&req),
+            Route::File { .. } => unreachable!("answered above"),
         }
     }
 
@@ -217,7 +224,11 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 public_base_url,
             },
         };
-        let writer = FrameWriter::new(plan.turn.run_id.clone(), self.shared.config.limits);
+        // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of
+        // the original run, and a replay (same body) repeats them exactly.
+        let event_prefix = format!("{}.{}", plan.turn.run_id, &plan.fingerprint[..8]);
+        let writer = FrameWriter::new(plan.turn.run_id.clone(), self.shared.config.limits)
+            .with_event_id_prefix(event_prefix);
         self.stream(writer, plan, span)
     }
 
@@ -230,7 +241,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         span: tracing::Span,
     ) -> Reply {
         wire.start();
-        let (sender, body) = body_with_first_chunk(wire.take_output());
+        let first = wire.take_output();
+        let abort_tail = wire.abort_tail(TurnErrorCode::AgentPanic, PANIC_MESSAGE);
+        let (sender, body) = body_with_first_chunk(first, abort_tail);
         let shared = Arc::clone(&self.shared);
         let turn = async move {
             Driver::new(&shared, wire, sender).drive(plan).await;
@@ -253,14 +266,15 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
     }
 
-    async fn serve_file(&self, rest: &str) -> http::Response<Bytes> {
-        let token = rest.split('/').next().unwrap_or("");
+    async fn serve_file(&self, token: &str, name: &str) -> http::Response<Bytes> {
         if !hosted_files::is_token(token) {
             return json_error(404, "no such file");
         }
         let now = self.shared.rt.now_ms();
         match self.shared.store.get_file(token, now).await {
-            Ok(Some(file)) => hosted_files::file_response(file),
+            // The link names the file: the same token under another name is not it.
+            Ok(Some(file)) if file.name == name => hosted_files::file_response(file),
+            Ok(Some(_)) => json_error(404, "no such file"),
             Ok(None) => json_error(404, "no such file, or the link has expired"),
             Err(e) => {
                 self.shared.note_store_error(&e);
@@ -270,47 +284,34 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
     }
 
-    /// The absolute base URL the caller reached this agent at: `config.public_url` if set,
-    /// else scheme from `X-Forwarded-Proto` (or the URI), host from `Host` (or the URI), and
-    /// the path before `route_suffix`.
-    pub fn public_base_url<B>(&self, req: &http::Request<B>, route_suffix: &str) -> String {
-        if let Some(u) = &self.shared.config.public_url {
+    /// The absolute base URL hosted-file links start with: `config.public_url` if set, else
+    /// the origin the platform vouches for ([`PlatformOrigin`] in the request's extensions),
+    /// else the request URI's own scheme and authority when it is absolute (Workers: the
+    /// Worker's URL), else `http://localhost`; then `config.base_path`. Never `Host` or
+    /// `X-Forwarded-Proto`: a caller sets those, and the links are stored in the recording
+    /// that replays.
+    pub fn public_base_url<B>(&self, req: &http::Request<B>) -> String {
+        let config = &self.shared.config;
+        if let Some(u) = &config.public_url {
             return u.clone();
         }
-        let headers = req.headers();
-        let scheme = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .map(str::trim)
-            .filter(|s| *s == "https" || *s == "http")
-            .or(req.uri().scheme_str())
-            .unwrap_or("http");
-        let host = headers
-            .get(http::header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or(req.uri().authority().map(|a| a.as_str()))
-            .filter(|h| {
-                !h.is_empty()
-                    && h.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-            })
-            .unwrap_or("localhost");
-        let path = req.uri().path();
-        let prefix = path.strip_suffix(route_suffix).unwrap_or("");
-        format!("{scheme}://{host}{prefix}")
+        let origin = match (req.extensions().get::<PlatformOrigin>(), req.uri()) {
+            (Some(o), _) => o.0.clone(),
+            (None, uri) => match (uri.scheme_str(), uri.authority()) {
+                (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
+                _ => "http://localhost".to_owned(),
+            },
+        };
+        format!("{}{}", origin.trim_end_matches('/'), config.base_path)
     }
 }
 
-enum Route {
-    Runs,
-    Health,
-    LowkeyTurn,
-}
-
-fn file_route(path: &str) -> Option<&str> {
-    path.find("/files/").map(|i| &path[i + "/files/".len()..])
-}
+/// The origin (`scheme://host[:port]`) a request reached, as the platform, not the caller,
+/// knows it: the Lambda function URL's domain, the local server's listen address. An adapter
+/// puts it in the request's extensions; hosted-file links are built from it when
+/// `RUNWAY_PUBLIC_URL` is unset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformOrigin(pub String);
 
 /// A digest of the request: the same `runId` with another body is a different turn.
 fn fingerprint<T: serde::Serialize>(req: &T) -> String {

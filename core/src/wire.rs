@@ -36,6 +36,9 @@ pub trait Wire: MaybeSend + 'static {
     /// Final bytes reporting an error, sent instead of the held-back final ones when the turn
     /// could not be committed.
     fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String;
+    /// Bytes that would end the stream now with an error, after everything taken so far
+    /// (empty once the final bytes were taken or replaced). The writer is unchanged.
+    fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String;
 }
 
 impl Wire for FrameWriter {
@@ -107,5 +110,9 @@ impl Wire for FrameWriter {
 
     fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
         FrameWriter::replacement_error(self, code, message)
+    }
+
+    fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String {
+        FrameWriter::abort_tail(self, code, message)
     }
 }

@@ -22,7 +22,7 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use runway_core::agents::BuiltinAgent;
-use runway_core::{MAX_BODY_BYTES, Reply, Runway, TokioRuntime, json_error};
+use runway_core::{MAX_BODY_BYTES, PlatformOrigin, Reply, Runway, TokioRuntime, json_error};
 
 pub use body::LambdaBody;
 pub use settings::{InitError, Settings, init, sdk_config};
@@ -39,7 +39,11 @@ pub async fn handle(
     app: &App,
     req: lambda_http::Request,
 ) -> Result<http::Response<LambdaBody>, Infallible> {
-    let (parts, body) = req.into_parts();
+    let origin = platform_origin(&req);
+    let (mut parts, body) = req.into_parts();
+    if let Some(origin) = origin {
+        parts.extensions.insert(origin);
+    }
     let bytes = match body {
         lambda_http::Body::Empty => Bytes::new(),
         lambda_http::Body::Text(t) => Bytes::from(t),
@@ -58,4 +62,20 @@ pub async fn handle(
             }
         },
     )
+}
+
+/// The function URL's own origin, from the request context Lambda fills in (not the `Host`
+/// header, which the caller sets): what hosted-file links start with when
+/// `RUNWAY_PUBLIC_URL` is unset.
+fn platform_origin(req: &lambda_http::Request) -> Option<PlatformOrigin> {
+    use lambda_http::RequestExt;
+    use lambda_http::request::RequestContext;
+    match req.request_context_ref()? {
+        RequestContext::ApiGatewayV2(ctx) => ctx
+            .domain_name
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .map(|d| PlatformOrigin(format!("https://{d}"))),
+        _ => None,
+    }
 }

@@ -12,7 +12,12 @@ use lambda_http::{Error, service_fn};
 async fn main() -> Result<(), Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
-    let app = runway_lambda::init(|k| std::env::var(k).ok()).await?;
+    // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
+    let env = runway_core::OsSettings::new(|k: &str| std::env::var_os(k));
+    let app = runway_lambda::init(|k| env.get(k)).await;
+    env.check()
+        .map_err(|e| runway_lambda::InitError::Config(e.to_string()))?;
+    let app = app?;
     tracing::info!(
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
         "init done"

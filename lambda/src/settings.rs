@@ -121,6 +121,8 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         get(k)
     })
     .map_err(|e| InitError::Config(e.to_string()))?;
+    let mut config = config;
+    config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
     let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&sdk);
     if let Some(endpoint) = &settings.dynamodb_endpoint {
@@ -148,21 +150,59 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
     Ok(Runway::new(agent, store, rt, config))
 }
 
-async fn read_secure_parameter(sdk: &SdkConfig, name: &str) -> Result<String, InitError> {
+/// Reads of the auth parameter at init before giving up. A burst of cold starts can be
+/// throttled by SSM (`GetParameter` allows 40 requests per second by default), and a
+/// transient error must not cost a whole failed init; each read also has the SDK's own retries.
+const SSM_ATTEMPTS: u32 = 3;
+
+pub(crate) async fn read_secure_parameter(
+    sdk: &SdkConfig,
+    name: &str,
+) -> Result<String, InitError> {
+    use aws_sdk_ssm::error::ProvideErrorMetadata;
     let fail = |reason: String| InitError::AuthParameter {
         name: name.to_owned(),
         reason,
     };
-    let out = aws_sdk_ssm::Client::new(sdk)
-        .get_parameter()
-        .name(name)
-        .with_decryption(true)
-        .send()
-        .await
-        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
-    out.parameter
-        .and_then(|p| p.value)
-        .ok_or_else(|| fail("the parameter has no value".into()))
+    let client = aws_sdk_ssm::Client::new(sdk);
+    let mut backoff = Duration::from_millis(200);
+    let mut attempt = 1;
+    loop {
+        let result = client
+            .get_parameter()
+            .name(name)
+            .with_decryption(true)
+            .send()
+            .await;
+        let e = match result {
+            Ok(out) => {
+                return out
+                    .parameter
+                    .and_then(|p| p.value)
+                    .ok_or_else(|| fail("the parameter has no value".into()));
+            }
+            Err(e) => e,
+        };
+        // Retrying cannot help a parameter that does not exist or may not be read.
+        let permanent = matches!(
+            e.code(),
+            Some(
+                "ParameterNotFound"
+                    | "ParameterVersionNotFound"
+                    | "AccessDeniedException"
+                    | "InvalidKeyId"
+                    | "ValidationException"
+            )
+        );
+        let detail = aws_sdk_ssm::error::DisplayErrorContext(&e).to_string();
+        if permanent || attempt >= SSM_ATTEMPTS {
+            return Err(fail(format!("{detail} (after {attempt} attempt(s))")));
+        }
+        tracing::warn!(parameter = %name, attempt, error = %detail, "reading the auth header set failed: retrying");
+        tokio::time::sleep(backoff + Duration::from_millis(fastrand::u64(0..100))).await;
+        backoff *= 2;
+        attempt += 1;
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +244,100 @@ mod tests {
         assert!(
             Settings::from_lookup(lookup(&[("RUNWAY_DYNAMODB_ENDPOINT", "localhost:8000")]))
                 .is_err()
+        );
+    }
+
+    /// A loopback stand-in for SSM: answers `GetParameter` with `ThrottlingException` for the
+    /// first `throttle` requests, then with the parameter. Returns its URL and a request count.
+    async fn fake_ssm(throttle: usize) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = std::sync::Arc::clone(&count);
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let seen = std::sync::Arc::clone(&seen);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                let n = seen.fetch_add(1, Ordering::SeqCst);
+                                let (status, body) = if n < throttle {
+                                    ("400 Bad Request", r#"{"__type":"ThrottlingException","message":"Rate exceeded"}"#.to_owned())
+                                } else {
+                                    ("200 OK", r#"{"Parameter":{"Name":"/runway/auth","Type":"SecureString","Value":"X-API-Key: k1","Version":1}}"#.to_owned())
+                                };
+                                let resp = format!(
+                                    "HTTP/1.1 {status}\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\n\r\n{body}",
+                                    body.len()
+                                );
+                                if sock.write_all(resp.as_bytes()).await.is_err() {
+                                    return;
+                                }
+                                buf.clear();
+                                continue;
+                            }
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        (url, count)
+    }
+
+    /// SDK config against `endpoint` without the SDK's own retries, so every attempt counted is
+    /// one of `read_secure_parameter`'s.
+    fn sdk_for(endpoint: &str) -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(endpoint)
+            .credentials_provider(aws_sdk_ssm::config::SharedCredentialsProvider::new(
+                aws_sdk_ssm::config::Credentials::new("AKIDTEST", "secret", None, None, "test"),
+            ))
+            .retry_config(RetryConfig::standard().with_max_attempts(1))
+            .build()
+    }
+
+    #[tokio::test]
+    async fn the_ssm_read_is_retried_at_init() {
+        let (url, count) = fake_ssm(2).await;
+        let value = read_secure_parameter(&sdk_for(&url), "/runway/auth")
+            .await
+            .unwrap();
+        assert_eq!(value, "X-API-Key: k1");
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_ssm_read_names_the_parameter() {
+        let (url, count) = fake_ssm(usize::MAX).await;
+        let e = read_secure_parameter(&sdk_for(&url), "/runway/auth")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/runway/auth"), "{e}");
+        assert!(e.contains("ThrottlingException"), "{e}");
+        assert_eq!(
+            count.load(std::sync::atomic::Ordering::SeqCst),
+            SSM_ATTEMPTS as usize
         );
     }
 

@@ -76,8 +76,12 @@ const BATCH_ITEMS: usize = 25;
 /// Parts a thread context may take. With the default context policy a context needs at most
 /// two; a policy that grows it past this fails the turn with [`StoreError::TooLarge`].
 const MAX_CONTEXT_PARTS: usize = 8;
-/// Largest hosted file: 64 parts (about 22 MB), far above runway's default 5 MiB cap.
-pub const MAX_FILE_BYTES: usize = 64 * ITEM_PAYLOAD_BYTES;
+/// Largest hosted file: 2 parts (700 KB). Every part of a file shares one partition key, and
+/// one DynamoDB partition takes at most 1,000 write units (1 KB each) per second: a larger
+/// file would be throttled part by part and slow the turn for seconds. The adapter lowers the
+/// core's `max_file_bytes` to this, so a larger file is refused before any write, with an
+/// error log naming both sizes.
+pub const MAX_FILE_BYTES: usize = 2 * ITEM_PAYLOAD_BYTES;
 /// Largest decompressed payload accepted when reading (the stream cap is 8 MiB).
 const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 /// Attempts for a transaction cancelled by throttling or a conflicting transaction.

@@ -263,7 +263,7 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
     assert_eq!(context, Some(small));
 
     // Hosted files: small inline, large in parts, expiry exact, unknown absent, too large refused.
-    for size in [10, 2_000_000] {
+    for size in [10, runway_lambda::store::MAX_FILE_BYTES] {
         let bytes: Vec<u8> = (0..size).map(|_| fastrand::u8(..)).collect();
         let token = format!("{:064x}", size);
         let f = HostedFile {

@@ -90,3 +90,45 @@ fn table_is_on_demand_with_ttl_on_the_attribute_the_store_writes() {
     assert_eq!(value(&ttl, "AttributeName"), Some("expires_at"));
     assert_eq!(value(&ttl, "Enabled"), Some("true"));
 }
+
+#[test]
+fn turn_deadline_leaves_room_before_consoles_five_minutes() {
+    let t = template();
+    let deadline = blocks(&t, "TurnDeadlineSeconds").remove(0);
+    let max: u32 = value(&deadline, "MaxValue").unwrap().parse().unwrap();
+    let default: u32 = value(&deadline, "Default").unwrap().parse().unwrap();
+    assert!(max <= 280, "TurnDeadlineSeconds MaxValue {max} > 280");
+    assert!(default <= max, "default {default} above MaxValue {max}");
+}
+
+#[test]
+fn throttles_raise_an_alarm_on_the_function() {
+    let t = template();
+    let alarm = blocks(&t, "Properties")
+        .into_iter()
+        .find(|b| value(b, "MetricName") == Some("Throttles"))
+        .expect("an alarm on the Throttles metric");
+    assert_eq!(value(&alarm, "Namespace"), Some("AWS/Lambda"));
+    assert!(alarm.contains(&"Value: !Ref Function"), "{alarm:?}");
+    assert_eq!(value(&alarm, "TreatMissingData"), Some("notBreaching"));
+}
+
+/// `sam build` with `BuildMethod: rust-cargolambda` is a SAM beta feature: without
+/// `beta_features = true` in samconfig.toml it stops to ask, so it cannot run unattended.
+#[test]
+fn sam_build_enables_the_beta_feature_without_asking() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/samconfig.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut section = String::new();
+    let mut build_beta = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line.to_owned();
+        } else if section == "[default.build.parameters]"
+            && line.replace(' ', "") == "beta_features=true"
+        {
+            build_beta = true;
+        }
+    }
+    assert!(build_beta, "samconfig.toml:\n{text}");
+}

@@ -11,7 +11,10 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use runway_core::agents::BuiltinAgent;
-use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
+use runway_core::{
+    Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
+    json_error,
+};
 
 use crate::playground::PageSettings;
 use crate::sqlite_store::SqliteStore;
@@ -20,7 +23,8 @@ type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
 
 /// `runway serve` options. Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
 /// (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
-/// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_NAME`.
+/// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
+/// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
@@ -65,8 +69,11 @@ enum ServeError {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), ServeError> {
-    let config = Config::from_lookup(|k| std::env::var(k).ok())
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+    // var_os: a value that is not UTF-8 is refused, never read as "not set".
+    let env = OsSettings::new(|k: &str| std::env::var_os(k));
+    let config = Config::from_lookup(|k| env.get(k));
+    env.check().map_err(|e| ServeError::Config(e.to_string()))?;
+    let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
     let agent = BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
         ServeError::Config(format!(
@@ -83,11 +90,8 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
     let page = PageSettings::serve(&config.auth);
+    let base_path = config.base_path.clone();
     let runway = Runway::new(agent, store, rt, config);
-    let app = Router::new()
-        .merge(crate::playground::page_routes(page))
-        .fallback(handle)
-        .with_state(runway);
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -95,7 +99,18 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
-    print_banner(addr, &args.agent, &auth_names);
+    // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never the
+    // request's Host header.
+    let app = Router::new()
+        .merge(crate::playground::page_routes(page, &base_path))
+        .fallback(handle)
+        .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
+        .with_state(runway);
+    print_banner(
+        &format!("http://{addr}{base_path}"),
+        &args.agent,
+        &auth_names,
+    );
     // Frames are small writes: without TCP_NODELAY, Nagle's algorithm holds each one until
     // the previous is acknowledged (up to 40 ms with delayed ACKs).
     let listener = listener.tap_io(|tcp| {
@@ -154,8 +169,7 @@ fn spawn_purger(store: SqliteStore) {
     });
 }
 
-fn print_banner(addr: SocketAddr, agent: &str, auth_names: &[String]) {
-    let base = format!("http://{addr}");
+fn print_banner(base: &str, agent: &str, auth_names: &[String]) {
     let headers: String = auth_names
         .iter()
         .map(|n| format!(" -H '{n}: <value>'"))

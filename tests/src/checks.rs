@@ -387,6 +387,19 @@ async fn reused_run_id(c: &Client) -> Check {
         "the agent ran: {:?}",
         t.text()
     );
+    // A client that de-duplicates by event_id must not drop the error.
+    let original = c.turn(&run_body(&run, &thread, "first body")).await;
+    let seen: HashSet<&Value> = original.frames.iter().map(|f| &f["event_id"]).collect();
+    let clash: Vec<&Value> = t
+        .frames
+        .iter()
+        .map(|f| &f["event_id"])
+        .filter(|i| seen.contains(i))
+        .collect();
+    ensure!(
+        clash.is_empty(),
+        "RUN_ID_REUSED repeats event ids {clash:?}"
+    );
     Ok(())
 }
 
@@ -518,6 +531,26 @@ async fn hosted_file(c: &Client) -> Check {
     forged.replace_range(token_start..token_start + 4, "0000");
     let (s, _, _) = c.get_plain(&forged).await;
     ensure!(s == 404, "forged token: HTTP {s}");
+    // The link names the file: the same token under another name is no file.
+    let renamed = format!("{}/anything.html", &url[..url.rfind('/').ok_or("no name")?]);
+    let (s, _, _) = c.get_plain(&renamed).await;
+    ensure!(s == 404, "same token, another name: HTTP {s}");
+    // Links never come from headers the caller controls.
+    ensure!(
+        url.starts_with(&format!("{}/files/", c.base())),
+        "link {url} is not under the base URL {}",
+        c.base()
+    );
+    let liar = c.with_extra_headers(&[("Host", "evil.example"), ("X-Forwarded-Proto", "https")]);
+    let t = liar
+        .turn(&run_body(&fresh_id(), &fresh_id(), "/file"))
+        .await;
+    ended_ok(&t)?;
+    let body = serde_json::to_string(&t.frames).unwrap_or_default();
+    ensure!(
+        !body.contains("evil.example") && !body.contains("https://"),
+        "a link was built from the caller's Host or X-Forwarded-Proto: {body}"
+    );
     Ok(())
 }
 
@@ -540,6 +573,7 @@ async fn failures_end_cleanly(c: &Client) -> Check {
         "/panic last frame {}",
         t.last()
     );
+    open_items_closed(&t)?;
     ensure!(
         !t.last()["message"].as_str().unwrap_or("").contains("panic"),
         "panic detail leaked: {}",
@@ -646,6 +680,11 @@ async fn bad_input(c: &Client) -> Check {
         s == 405 && b["error"].is_string(),
         "POST /health: HTTP {s} {b}"
     );
+    // Routes are exact below the base URL: no suffix or substring matches.
+    for path in ["/x/runs", "/runs/x", "/x/health", "/x/files/y/z"] {
+        let (s, _) = c.raw(reqwest::Method::GET, path, Vec::new()).await;
+        ensure!(s == 404, "GET {path}: HTTP {s}, want 404");
+    }
     let (s, b) = c.raw(reqwest::Method::GET, "/nope", Vec::new()).await;
     ensure!(
         s == 404 && b["error"].is_string(),

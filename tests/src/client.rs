@@ -123,6 +123,17 @@ impl Client {
         }
     }
 
+    /// The same target, also sending `extra` on every request.
+    pub fn with_extra_headers(&self, extra: &[(&str, &str)]) -> Self {
+        let mut auth = self.auth.clone();
+        auth.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        self.with_auth(auth)
+    }
+
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut r = self.http.request(method, format!("{}{path}", self.base));
         for (k, v) in &self.auth {

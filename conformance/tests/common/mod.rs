@@ -39,6 +39,18 @@ pub enum Step {
 /// Turns a request body into a stream script.
 pub type Script = Arc<dyn Fn(&Value) -> Vec<Step> + Send + Sync>;
 
+/// How a test agent compares a received header value with the agreed one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMatch {
+    /// Byte for byte (correct).
+    Exact,
+    /// Accepts any value that starts with the agreed one.
+    ReceivedStartsWithAgreed,
+    /// Accepts any non-empty value the agreed one starts with (compares only as many
+    /// characters as were sent).
+    AgreedStartsWithReceived,
+}
+
 /// How the test agent behaves.
 #[derive(Clone)]
 pub struct AgentSpec {
@@ -48,6 +60,8 @@ pub struct AgentSpec {
     pub auth: Vec<(String, String)>,
     /// Only the first agreed header is checked.
     pub auth_first_only: bool,
+    /// How a received value is compared with the agreed one.
+    pub auth_match: AuthMatch,
     /// Status for refused credentials.
     pub auth_status: u16,
     /// Keeps context per threadId.
@@ -77,6 +91,7 @@ impl AgentSpec {
             health_body: json!({"status":"ok","protocolVersions":["1"],"name":"Test Agent","version":"0.0.1"}).to_string(),
             auth: vec![],
             auth_first_only: false,
+            auth_match: AuthMatch::Exact,
             auth_status: 401,
             context: true,
             branch_leak: false,
@@ -196,9 +211,14 @@ fn authorized(spec: &AgentSpec, headers: &HeaderMap) -> bool {
         &spec.auth[..]
     };
     checked.iter().all(|(name, value)| {
-        headers
-            .get(name.as_str())
-            .is_some_and(|v| v.as_bytes() == value.as_bytes())
+        headers.get(name.as_str()).is_some_and(|v| {
+            let (got, agreed) = (v.as_bytes(), value.as_bytes());
+            match spec.auth_match {
+                AuthMatch::Exact => got == agreed,
+                AuthMatch::ReceivedStartsWithAgreed => got.starts_with(agreed),
+                AuthMatch::AgreedStartsWithReceived => !got.is_empty() && agreed.starts_with(got),
+            }
+        })
     })
 }
 

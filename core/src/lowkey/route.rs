@@ -10,8 +10,8 @@ use crate::runtime::Runtime;
 use crate::service::{Reply, Runway, json_error};
 use crate::store::TurnStore;
 
+use super::NdjsonWriter;
 use super::request::{ExternalAgentTurnRequest, storage_id};
-use super::{LOWKEY_TURN_PATH, NdjsonWriter};
 
 impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// Answers `POST …/lowkey/turn` once auth has passed: checks the method and body, then
@@ -33,7 +33,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 return Reply::Full(json_error(400, e.message()));
             }
         };
-        let base = self.public_base_url(req, LOWKEY_TURN_PATH);
+        let base = self.public_base_url(req);
         self.lowkey_turn(turn, base)
     }
 

@@ -715,7 +715,8 @@ async fn richer_outputs_are_mapped() {
     let text = text_of(&ev);
     assert!(
         text.starts_with(
-            "Here is your file.\n\nFile: [runway-demo.csv](http://agent.example.com/files/"
+            // The request's Host header (agent.example.com) is the caller's: links never use it.
+            "Here is your file.\n\nFile: [runway-demo.csv](http://localhost/files/"
         ),
         "{text}"
     );
@@ -774,9 +775,17 @@ async fn bad_input_auth_and_methods_are_4xx_json() {
     assert_eq!(a.status, 404);
     assert!(a.body.contains("POST /lowkey/turn"));
 
-    // Under a prefix, like /runs.
+    // Only under the configured base path, like /runs.
     let ev = send(&rw, post("/fpt/lowkey/turn", &request("s-p", "t", "A"))).await;
+    assert_eq!(ev.status, 404);
+    let based = runway(Config {
+        base_path: "/fpt".into(),
+        ..Config::default()
+    });
+    let ev = send(&based, post("/fpt/lowkey/turn", &request("s-p", "t", "A"))).await;
     assert_eq!(ev.status, 200);
+    let ev = send(&based, post("/lowkey/turn", &request("s-p", "t2", "A"))).await;
+    assert_eq!(ev.status, 404);
 
     let mut auth = AuthHeaders::none();
     auth.insert("x-api-key", "k1").unwrap();

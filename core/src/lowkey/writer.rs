@@ -249,7 +249,20 @@ impl NdjsonWriter {
     /// An `error` line to send in place of the prepared terminal line (when committing the
     /// turn failed). Not recorded.
     pub fn replacement_error(&mut self, message: &str) -> String {
+        self.final_line = None;
         error_line(message)
+    }
+
+    /// The lines that would end the stream right now with `error`: pending output, then the
+    /// `error` line. Empty once the terminal line has been taken (or replaced). Leaves the
+    /// writer unchanged (see [`crate::TurnBody::abort`]).
+    pub fn abort_tail(&self, message: &str) -> String {
+        if self.ending.is_some() && self.final_line.is_none() {
+            return String::new();
+        }
+        let mut out = self.out.clone();
+        out.push_str(&error_line(message));
+        out
     }
 
     /// Lines ready to send, in order. The terminal line is not among them.
@@ -510,5 +523,9 @@ impl Wire for NdjsonWriter {
     fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
         tracing::debug!(code = %code, "terminal line replaced by an error");
         NdjsonWriter::replacement_error(self, message)
+    }
+
+    fn abort_tail(&self, _code: TurnErrorCode, message: &str) -> String {
+        NdjsonWriter::abort_tail(self, message)
     }
 }

@@ -53,25 +53,31 @@ impl PageSettings {
     }
 }
 
-/// The page, its assets, its settings and the findings endpoint, for any router state.
-pub fn page_routes<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Router<S> {
+/// The page, its assets, its settings and the findings endpoint, for any router state, below
+/// `base_path` (`""` or `/a/b`): the page at `{base_path}/` calls `runs` and `health` by
+/// relative URLs, so it reaches the agent's routes under the same base path.
+pub fn page_routes<S: Clone + Send + Sync + 'static>(
+    settings: PageSettings,
+    base_path: &str,
+) -> Router<S> {
+    let at = |path: &str| format!("{base_path}{path}");
     Router::new()
-        .route("/", get(page::index).fallback(method_not_allowed))
+        .route(&at("/"), get(page::index).fallback(method_not_allowed))
         .route(
-            "/playground/app.js",
+            &at("/playground/app.js"),
             get(page::script).fallback(method_not_allowed),
         )
         .route(
-            "/playground/app.css",
+            &at("/playground/app.css"),
             get(page::style).fallback(method_not_allowed),
         )
         .route(
-            "/playground/settings",
+            &at("/playground/settings"),
             get(|State(s): State<Arc<PageSettings>>| async move { axum::Json(s.as_ref().clone()) })
                 .fallback(method_not_allowed),
         )
         .route(
-            "/playground/findings",
+            &at("/playground/findings"),
             post(findings::judge).fallback(method_not_allowed),
         )
         .with_state(Arc::new(settings))

@@ -162,7 +162,7 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         .route("/health", get(forward_health).fallback(method_not_allowed))
         .with_state(upstream)
         .layer(axum::middleware::from_fn_with_state(addr, own_page_only))
-        .merge(page_routes(settings))
+        .merge(page_routes(settings, ""))
         .fallback(|| async { json_status(StatusCode::NOT_FOUND, "unknown path") });
     println!("runway playground for {base}");
     if !header_names.is_empty() {
