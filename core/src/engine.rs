@@ -24,6 +24,7 @@ use futures::{FutureExt, SinkExt, StreamExt, pin_mut, select_biased};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::context::{Message, Role, ThreadContext};
 use crate::error::{StoreError, TurnErrorCode};
+use crate::flow::{BODY_PIECE_BYTES, Gate};
 use crate::frame_writer::Ending;
 use crate::output::{AgentEvent, Artifact, Output};
 use crate::runtime::Runtime;
@@ -34,6 +35,10 @@ use crate::wire::Wire;
 
 /// Longest wait on any single store call before the turn gives up on the store.
 const STORE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// After the turn's deadline, how long one send may still wait for a slow client to read
+/// (so the final frame reaches a client that is reading, just slowly).
+const FINAL_SEND_GRACE: Duration = Duration::from_secs(5);
 
 /// Everything protocol-specific the engine needs to run a turn.
 pub(crate) struct TurnPlan {
@@ -62,22 +67,89 @@ enum Stop {
 }
 
 /// The bytes side of a turn: the protocol writer and the body channel.
-struct Link<W> {
+struct Link<'r, W, R> {
     wire: W,
     tx: mpsc::Sender<Bytes>,
     gone: bool,
+    /// The client stopped reading and a send waited until the cut-off: nothing more is sent.
+    stalled: bool,
     last_send_ms: u64,
+    rt: &'r R,
+    /// A send blocked on a client that does not read gives up at this time (the turn's
+    /// deadline), so a stalled reader cannot hold the turn, its claim or its memory.
+    cutoff_ms: u64,
 }
 
-impl<W: Wire> Link<W> {
+impl<W: Wire, R: Runtime> Link<'_, W, R> {
+    /// Sends `chunk` in pieces of at most [`BODY_PIECE_BYTES`] (the body channel holds a
+    /// bounded number of pieces, so a bounded number of bytes), each waiting for room no
+    /// later than the cut-off.
     async fn send(&mut self, chunk: String, now_ms: u64) {
-        if chunk.is_empty() || self.gone {
+        if chunk.is_empty() || self.gone || self.stalled {
             return;
         }
-        if self.tx.send(Bytes::from(chunk)).await.is_err() {
-            self.gone = true;
+        let mut rest = Bytes::from(chunk);
+        while !rest.is_empty() {
+            let piece = rest.split_to(rest.len().min(BODY_PIECE_BYTES));
+            if !self.send_piece(piece).await {
+                break;
+            }
         }
         self.last_send_ms = now_ms;
+    }
+
+    async fn send_piece(&mut self, piece: Bytes) -> bool {
+        let piece = match self.tx.try_send(piece) {
+            Ok(()) => return true,
+            Err(e) if e.is_disconnected() => {
+                self.gone = true;
+                return false;
+            }
+            Err(e) => e.into_inner(),
+        };
+        // The client is behind: wait for room, but not past the cut-off (after it, one
+        // short grace for the final frames).
+        let now = self.rt.now_ms();
+        let until = if now >= self.cutoff_ms {
+            now + FINAL_SEND_GRACE.as_millis() as u64
+        } else {
+            self.cutoff_ms
+        };
+        let sent = {
+            let timer = self.rt.sleep(Duration::from_millis(until - now)).fuse();
+            let send = self.tx.send(piece).fuse();
+            pin_mut!(timer, send);
+            select_biased! {
+                r = send => Some(r.is_ok()),
+                _ = timer => None,
+            }
+        };
+        match sent {
+            Some(true) => true,
+            Some(false) => {
+                self.gone = true;
+                false
+            }
+            None => {
+                tracing::warn!(
+                    code = "CLIENT_STALLED",
+                    "the client stopped reading: the rest of the turn is not sent"
+                );
+                self.stalled = true;
+                false
+            }
+        }
+    }
+
+    /// Why nothing more can be sent, if so.
+    fn cut(&self) -> Option<Cut> {
+        if self.gone {
+            Some(Cut::Disconnected)
+        } else if self.stalled {
+            Some(Cut::Deadline)
+        } else {
+            None
+        }
     }
 
     async fn flush(&mut self, now_ms: u64) {
@@ -98,7 +170,7 @@ impl<W: Wire> Link<W> {
 
 pub(crate) struct Driver<'s, A, S, R: Runtime, W> {
     shared: &'s Shared<A, S, R>,
-    link: Link<W>,
+    link: Link<'s, W, R>,
     disconnected: Fuse<oneshot::Receiver<()>>,
     deadline: Fuse<Pin<Box<R::Sleep>>>,
     base_url: String,
@@ -112,7 +184,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 wire,
                 tx: body.tx,
                 gone: false,
+                stalled: false,
                 last_send_ms: shared.rt.now_ms(),
+                rt: &shared.rt,
+                cutoff_ms: shared.rt.now_ms() + shared.config.turn_deadline.as_millis() as u64,
             },
             disconnected: body.disconnected.fuse(),
             deadline,
@@ -152,8 +227,12 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 _ = beat => {
                     let now = self.shared.rt.now_ms();
                     self.link.heartbeat(now).await;
-                    if self.link.gone && stop_on_disconnect {
-                        return Err(Cut::Disconnected);
+                    match self.link.cut() {
+                        Some(Cut::Disconnected) if stop_on_disconnect => {
+                            return Err(Cut::Disconnected);
+                        }
+                        Some(Cut::Deadline) => return Err(Cut::Deadline),
+                        _ => {}
                     }
                 }
             }
@@ -323,6 +402,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     async fn run_agent(&mut self, turn: &mut Turn) -> Stop {
         let shared = self.shared;
         let (out, mut events) = Output::channel(2 * shared.config.limits.max_stream_bytes);
+        let pending = events.pending_counter();
         let fut = AssertUnwindSafe(shared.agent.run(turn, &out))
             .catch_unwind()
             .fuse();
@@ -340,19 +420,22 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                         break stop;
                     }
                 }
-                res = fut => break Stop::Agent(res.map_err(panic_message)),
+                // Polled only while this turn and the process are under their in-flight bounds.
+                res = Gate { agent: fut.as_mut(), turn_pending: &pending } => {
+                    break Stop::Agent(res.map_err(panic_message));
+                }
                 _ = beat => {
                     let now = self.now();
                     self.link.heartbeat(now).await;
-                    if self.link.gone {
-                        break Stop::Cut(Cut::Disconnected);
+                    if let Some(cut) = self.link.cut() {
+                        break Stop::Cut(cut);
                     }
                 }
             }
         };
         if matches!(stop, Stop::Agent(_)) {
             // What the agent wrote just before returning.
-            while let Ok(Some(ev)) = events.try_recv().map(Some) {
+            while let Some(ev) = events.try_recv() {
                 if let Some(stop) = self.apply(ev).await {
                     return stop;
                 }
@@ -377,7 +460,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         }
         let now = self.now();
         self.link.flush(now).await;
-        self.link.gone.then_some(Stop::Cut(Cut::Disconnected))
+        self.link.cut().map(Stop::Cut)
     }
 
     async fn host_file(

@@ -5,8 +5,11 @@
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
 //! ```
 
+mod listener;
+mod request_body;
 mod serve;
 mod sqlite_store;
+mod write_stall;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
