@@ -78,6 +78,8 @@ struct Link<'r, W, R> {
     /// A send blocked on a client that does not read gives up at this time (the turn's
     /// deadline), so a stalled reader cannot hold the turn, its claim or its memory.
     cutoff_ms: u64,
+    /// The cut-off has been moved past the deadline for the final frames.
+    in_grace: bool,
 }
 
 impl<W: Wire, R: Runtime> Link<'_, W, R> {
@@ -107,16 +109,17 @@ impl<W: Wire, R: Runtime> Link<'_, W, R> {
             }
             Err(e) => e.into_inner(),
         };
-        // The client is behind: wait for room, but not past the cut-off (after it, one
-        // short grace for the final frames).
+        // The client is behind: wait for room, but not past the cut-off. Once past it, the
+        // cut-off moves once, a short grace for the final frames (well within the claim's
+        // lease, so the commit that follows still holds it).
         let now = self.rt.now_ms();
-        let until = if now >= self.cutoff_ms {
-            now + FINAL_SEND_GRACE.as_millis() as u64
-        } else {
-            self.cutoff_ms
-        };
+        if now >= self.cutoff_ms && !self.in_grace {
+            self.in_grace = true;
+            self.cutoff_ms = now + FINAL_SEND_GRACE.as_millis() as u64;
+        }
+        let wait = Duration::from_millis(self.cutoff_ms.saturating_sub(now));
         let sent = {
-            let timer = self.rt.sleep(Duration::from_millis(until - now)).fuse();
+            let timer = self.rt.sleep(wait).fuse();
             let send = self.tx.send(piece).fuse();
             pin_mut!(timer, send);
             select_biased! {
@@ -188,6 +191,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 last_send_ms: shared.rt.now_ms(),
                 rt: &shared.rt,
                 cutoff_ms: shared.rt.now_ms() + shared.config.turn_deadline.as_millis() as u64,
+                in_grace: false,
             },
             disconnected: body.disconnected.fuse(),
             deadline,

@@ -40,6 +40,10 @@ pub async fn handle(
     req: lambda_http::Request,
 ) -> Result<http::Response<LambdaBody>, Infallible> {
     let (parts, body) = req.into_parts();
+    // Lambda has already received the body, but a stranger still gets no further than this.
+    if let Err(refused) = app.authorize(&parts) {
+        return Ok((*refused).map(LambdaBody::full));
+    }
     let bytes = match body {
         lambda_http::Body::Empty => Bytes::new(),
         lambda_http::Body::Text(t) => Bytes::from(t),
