@@ -26,7 +26,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
@@ -194,11 +193,38 @@ async fn call(
     let response = app.oneshot(req).await?;
     // The guard lives as long as the body: a streamed turn counts until it has been sent.
     Ok(response.map(|body| {
-        Body::from_stream(body.into_data_stream().map(move |chunk| {
-            let _in_flight = &guard;
-            chunk
-        }))
+        Body::new(GuardedBody {
+            body,
+            _guard: guard,
+        })
     }))
+}
+
+/// A response body that keeps its request counted until it is finished or dropped (same
+/// frames and size hint, so a full response keeps its `Content-Length`).
+struct GuardedBody {
+    body: Body,
+    _guard: RequestGuard,
+}
+
+impl http_body::Body for GuardedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 struct RequestGuard {
