@@ -82,7 +82,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
     // Aborted when the client disconnects (`enable_request_signal` in wrangler.toml): without
     // it, a Worker only notices a hang-up when a write fails.
     let hang_up = req.inner().signal();
-    let req = match to_http(req).await {
+    let req = match to_http(&app, req).await {
         Ok(r) => r,
         Err(resp) => return full(resp),
     };
@@ -99,8 +99,12 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
     }
 }
 
-/// The request as the core wants it, or the error response to send.
-async fn to_http(mut req: Request) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
+/// The request as the core wants it, or the error response to send. The body is read only
+/// after [`Runway::authorize`] accepted the head.
+async fn to_http(
+    app: &App,
+    mut req: Request,
+) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
     let bad = |m: &str| json_error(400, m);
     let too_large = || json_error(413, "body larger than 1 MiB");
     let mut builder = http::Request::builder()
@@ -113,6 +117,11 @@ async fn to_http(mut req: Request) -> Result<http::Request<Bytes>, http::Respons
         }
         builder = builder.header(name, value);
     }
+    let (parts, ()) = builder
+        .body(())
+        .map_err(|_| bad("malformed request"))?
+        .into_parts();
+    app.authorize(&parts).map_err(|refused| *refused)?;
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large());
     }
@@ -127,9 +136,7 @@ async fn to_http(mut req: Request) -> Result<http::Request<Bytes>, http::Respons
             body.extend_from_slice(&chunk);
         }
     }
-    builder
-        .body(Bytes::from(body))
-        .map_err(|_| bad("malformed request"))
+    Ok(http::Request::from_parts(parts, Bytes::from(body)))
 }
 
 fn init_with(parts: &http::response::Parts) -> worker::Result<web_sys::ResponseInit> {

@@ -25,6 +25,7 @@ use crate::abort_tail::{AbortTail, PANIC_MESSAGE};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::context::{Message, Role, ThreadContext};
 use crate::error::{StoreError, TurnErrorCode};
+use crate::flow::{BODY_PIECE_BYTES, Gate};
 use crate::frame_writer::Ending;
 use crate::output::{AgentEvent, Artifact, Output};
 use crate::runtime::Runtime;
@@ -35,6 +36,10 @@ use crate::wire::Wire;
 
 /// Longest wait on any single store call before the turn gives up on the store.
 const STORE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// After the turn's deadline, how long one send may still wait for a slow client to read
+/// (so the final frame reaches a client that is reading, just slowly).
+const FINAL_SEND_GRACE: Duration = Duration::from_secs(5);
 
 /// Everything protocol-specific the engine needs to run a turn.
 pub(crate) struct TurnPlan {
@@ -63,28 +68,98 @@ enum Stop {
 }
 
 /// The bytes side of a turn: the protocol writer and the body channel.
-struct Link<W> {
+struct Link<'r, W, R> {
     wire: W,
     tx: mpsc::Sender<Bytes>,
     /// What ends the stream if the process dies now (see `abort_tail`).
     abort: AbortTail,
     gone: bool,
+    /// The client stopped reading and a send waited until the cut-off: nothing more is sent.
+    stalled: bool,
     last_send_ms: u64,
+    rt: &'r R,
+    /// A send blocked on a client that does not read gives up at this time (the turn's
+    /// deadline), so a stalled reader cannot hold the turn, its claim or its memory.
+    cutoff_ms: u64,
+    /// The cut-off has been moved past the deadline for the final frames.
+    in_grace: bool,
 }
 
-impl<W: Wire> Link<W> {
+impl<W: Wire, R: Runtime> Link<'_, W, R> {
+    /// Sends `chunk` in pieces of at most [`BODY_PIECE_BYTES`] (the body channel holds a
+    /// bounded number of pieces, so a bounded number of bytes), each waiting for room no
+    /// later than the cut-off.
     async fn send(&mut self, chunk: String, now_ms: u64) {
-        if chunk.is_empty() || self.gone {
+        if chunk.is_empty() || self.gone || self.stalled {
             return;
         }
-        if self.tx.send(Bytes::from(chunk)).await.is_err() {
-            self.gone = true;
+        let mut rest = Bytes::from(chunk);
+        while !rest.is_empty() {
+            let piece = rest.split_to(rest.len().min(BODY_PIECE_BYTES));
+            if !self.send_piece(piece).await {
+                break;
+            }
         }
         self.last_send_ms = now_ms;
         // Bytes sent other than by `flush` are final (a final frame, a replayed recording):
         // nothing may follow them.
         if self.abort.watched() {
             self.abort.set(String::new());
+        }
+    }
+
+    async fn send_piece(&mut self, piece: Bytes) -> bool {
+        let piece = match self.tx.try_send(piece) {
+            Ok(()) => return true,
+            Err(e) if e.is_disconnected() => {
+                self.gone = true;
+                return false;
+            }
+            Err(e) => e.into_inner(),
+        };
+        // The client is behind: wait for room, but not past the cut-off. Once past it, the
+        // cut-off moves once, a short grace for the final frames (well within the claim's
+        // lease, so the commit that follows still holds it).
+        let now = self.rt.now_ms();
+        if now >= self.cutoff_ms && !self.in_grace {
+            self.in_grace = true;
+            self.cutoff_ms = now + FINAL_SEND_GRACE.as_millis() as u64;
+        }
+        let wait = Duration::from_millis(self.cutoff_ms.saturating_sub(now));
+        let sent = {
+            let timer = self.rt.sleep(wait).fuse();
+            let send = self.tx.send(piece).fuse();
+            pin_mut!(timer, send);
+            select_biased! {
+                r = send => Some(r.is_ok()),
+                _ = timer => None,
+            }
+        };
+        match sent {
+            Some(true) => true,
+            Some(false) => {
+                self.gone = true;
+                false
+            }
+            None => {
+                tracing::warn!(
+                    code = "CLIENT_STALLED",
+                    "the client stopped reading: the rest of the turn is not sent"
+                );
+                self.stalled = true;
+                false
+            }
+        }
+    }
+
+    /// Why nothing more can be sent, if so.
+    fn cut(&self) -> Option<Cut> {
+        if self.gone {
+            Some(Cut::Disconnected)
+        } else if self.stalled {
+            Some(Cut::Deadline)
+        } else {
+            None
         }
     }
 
@@ -112,7 +187,7 @@ impl<W: Wire> Link<W> {
 
 pub(crate) struct Driver<'s, A, S, R: Runtime, W> {
     shared: &'s Shared<A, S, R>,
-    link: Link<W>,
+    link: Link<'s, W, R>,
     disconnected: Fuse<oneshot::Receiver<()>>,
     deadline: Fuse<Pin<Box<R::Sleep>>>,
     base_url: String,
@@ -127,7 +202,11 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 tx: body.tx,
                 abort: body.abort,
                 gone: false,
+                stalled: false,
                 last_send_ms: shared.rt.now_ms(),
+                rt: &shared.rt,
+                cutoff_ms: shared.rt.now_ms() + shared.config.turn_deadline.as_millis() as u64,
+                in_grace: false,
             },
             disconnected: body.disconnected.fuse(),
             deadline,
@@ -167,8 +246,12 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 _ = beat => {
                     let now = self.shared.rt.now_ms();
                     self.link.heartbeat(now).await;
-                    if self.link.gone && stop_on_disconnect {
-                        return Err(Cut::Disconnected);
+                    match self.link.cut() {
+                        Some(Cut::Disconnected) if stop_on_disconnect => {
+                            return Err(Cut::Disconnected);
+                        }
+                        Some(Cut::Deadline) => return Err(Cut::Deadline),
+                        _ => {}
                     }
                 }
             }
@@ -338,6 +421,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     async fn run_agent(&mut self, turn: &mut Turn) -> Stop {
         let shared = self.shared;
         let (out, mut events) = Output::channel(2 * shared.config.limits.max_stream_bytes);
+        let pending = events.pending_counter();
         let fut = AssertUnwindSafe(shared.agent.run(turn, &out))
             .catch_unwind()
             .fuse();
@@ -355,19 +439,22 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                         break stop;
                     }
                 }
-                res = fut => break Stop::Agent(res.map_err(panic_message)),
+                // Polled only while this turn and the process are under their in-flight bounds.
+                res = Gate { agent: fut.as_mut(), turn_pending: &pending } => {
+                    break Stop::Agent(res.map_err(panic_message));
+                }
                 _ = beat => {
                     let now = self.now();
                     self.link.heartbeat(now).await;
-                    if self.link.gone {
-                        break Stop::Cut(Cut::Disconnected);
+                    if let Some(cut) = self.link.cut() {
+                        break Stop::Cut(cut);
                     }
                 }
             }
         };
         if matches!(stop, Stop::Agent(_)) {
             // What the agent wrote just before returning.
-            while let Ok(Some(ev)) = events.try_recv().map(Some) {
+            while let Some(ev) = events.try_recv() {
                 if let Some(stop) = self.apply(ev).await {
                     return stop;
                 }
@@ -392,7 +479,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         }
         let now = self.now();
         self.link.flush(now).await;
-        self.link.gone.then_some(Stop::Cut(Cut::Disconnected))
+        self.link.cut().map(Stop::Cut)
     }
 
     async fn host_file(

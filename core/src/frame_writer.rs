@@ -185,14 +185,14 @@ impl FrameWriter {
                 }
                 self.text = Some(id.clone());
                 if !self.answer.is_empty() {
-                    self.answer.push_str("\n\n");
+                    crate::flow::keep_answer(&mut self.answer, "\n\n");
                 }
                 id
             }
         };
         if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", &id, delta) {
             self.answered = true;
-            self.answer.push_str(delta);
+            crate::flow::keep_answer(&mut self.answer, delta);
         }
     }
 
@@ -512,7 +512,8 @@ impl FrameWriter {
         &self.record
     }
 
-    /// The text the user saw, stretches separated by a blank line.
+    /// The text the user saw, stretches separated by a blank line (its first MiB: what the
+    /// thread keeps of it is far less).
     pub fn answer(&self) -> &str {
         &self.answer
     }

@@ -1,10 +1,16 @@
 //! The typed handle an agent writes its answer through.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
+use futures::Stream;
 use futures::channel::mpsc;
 use serde_json::Value;
+
+use crate::flow;
 
 /// Everything an agent can say during a turn, in the order it said it. Each wire protocol
 /// renders these its own way (Console's SSE frames, Lowkey's NDJSON events).
@@ -143,25 +149,28 @@ impl ToolCall {
 /// message, and a tool call closes it, so text after the call becomes a new message.
 #[derive(Debug, Clone)]
 pub struct Output {
-    tx: mpsc::UnboundedSender<AgentEvent>,
+    tx: mpsc::UnboundedSender<(AgentEvent, usize)>,
     next_id: Arc<AtomicU32>,
     queued: Arc<AtomicUsize>,
     max_queued: usize,
+    pending: Arc<AtomicUsize>,
 }
 
 impl Output {
     /// An output and the receiving end the engine drains. Events beyond `max_queued` bytes of
     /// text are dropped (the stream would have ended on its limit long before).
-    pub fn channel(max_queued: usize) -> (Self, mpsc::UnboundedReceiver<AgentEvent>) {
+    pub fn channel(max_queued: usize) -> (Self, OutputEvents) {
         let (tx, rx) = mpsc::unbounded();
+        let pending = Arc::new(AtomicUsize::new(0));
         (
             Self {
                 tx,
                 next_id: Arc::new(AtomicU32::new(0)),
                 queued: Arc::new(AtomicUsize::new(0)),
                 max_queued,
+                pending: Arc::clone(&pending),
             },
-            rx,
+            OutputEvents { rx, pending },
         )
     }
 
@@ -170,8 +179,26 @@ impl Output {
         if before + bytes > self.max_queued {
             return;
         }
-        // A closed channel means the turn is over; what the agent says now goes nowhere.
-        let _ = self.tx.unbounded_send(event);
+        // Counted before it is queued, so the receiver never releases more than was added.
+        self.pending.fetch_add(bytes, Ordering::AcqRel);
+        flow::add_total(bytes);
+        if self.tx.unbounded_send((event, bytes)).is_err() {
+            // The turn is over; what the agent says now goes nowhere.
+            self.pending.fetch_sub(bytes, Ordering::AcqRel);
+            flow::release_total(bytes);
+        }
+    }
+
+    /// Lets runway send what this turn wrote so far before the agent goes on. Returns at
+    /// once when nothing is waiting; otherwise the agent resumes once what it wrote is within
+    /// the in-flight bound (64 KiB per turn, 32 MiB per process), that is, once the client
+    /// has read enough. An agent that awaits anything else (a model's stream, a tool call)
+    /// gets the same backpressure at those awaits; call this when writing a lot in one go.
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + '_ {
+        Ready {
+            pending: &self.pending,
+            yielded: false,
+        }
     }
 
     /// Appends text to the answer.
@@ -329,5 +356,85 @@ impl Output {
             },
             0,
         );
+    }
+}
+
+/// The engine's end of an [`Output`]: the events in the order the agent wrote them. Taking
+/// an event releases its bytes from the in-flight count; dropping this discards (and
+/// releases) whatever is still queued.
+#[derive(Debug)]
+pub struct OutputEvents {
+    rx: mpsc::UnboundedReceiver<(AgentEvent, usize)>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl OutputEvents {
+    /// The next event if one is queued.
+    pub fn try_recv(&mut self) -> Option<AgentEvent> {
+        let (event, bytes) = self.rx.try_recv().ok()?;
+        self.release(bytes);
+        Some(event)
+    }
+
+    /// The count of bytes written and not yet taken.
+    pub(crate) fn pending_counter(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.pending)
+    }
+
+    fn release(&self, bytes: usize) {
+        self.pending.fetch_sub(bytes, Ordering::AcqRel);
+        flow::release_total(bytes);
+    }
+}
+
+impl Stream for OutputEvents {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        match Pin::new(&mut self.rx).poll_next(cx) {
+            Poll::Ready(Some((event, bytes))) => {
+                self.release(bytes);
+                Poll::Ready(Some(event))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl futures::stream::FusedStream for OutputEvents {
+    fn is_terminated(&self) -> bool {
+        self.rx.is_terminated()
+    }
+}
+
+impl Drop for OutputEvents {
+    fn drop(&mut self) {
+        // After close() no send succeeds (a late sender undoes its own count), so draining
+        // releases exactly what is still queued.
+        self.rx.close();
+        while let Ok((_, bytes)) = self.rx.try_recv() {
+            self.release(bytes);
+        }
+    }
+}
+
+/// [`Output::ready`]: yields once to the engine when something is pending. The engine polls
+/// the agent again only when the turn and the process are under their bounds.
+struct Ready<'a> {
+    pending: &'a AtomicUsize,
+    yielded: bool,
+}
+
+impl Future for Ready<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded || self.pending.load(Ordering::Acquire) == 0 {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }

@@ -130,6 +130,21 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
     }
 
+    /// Decides from the request head alone whether its body may be read. Every route but
+    /// hosted files needs the auth header set, so adapters call this before reading a body:
+    /// a stranger's request is refused without runway buffering any of it. `Err` is the
+    /// complete answer (401). [`Runway::handle`] checks the same again.
+    pub fn authorize(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<(), Box<http::Response<Bytes>>> {
+        if file_route(parts.uri.path()).is_some() || self.shared.config.auth.check(&parts.headers) {
+            return Ok(());
+        }
+        tracing::warn!(path = %parts.uri.path(), "request refused before its body: missing or wrong auth headers");
+        Err(Box::new(json_error(401, "unauthorized")))
+    }
+
     /// Answers one HTTP request.
     pub async fn handle(&self, req: http::Request<Bytes>) -> Reply {
         let path = req.uri().path().to_owned();

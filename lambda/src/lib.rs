@@ -41,6 +41,10 @@ pub async fn handle(
 ) -> Result<http::Response<LambdaBody>, Infallible> {
     let origin = platform_origin(&req);
     let (mut parts, body) = req.into_parts();
+    // Lambda has already received the body, but a stranger still gets no further than this.
+    if let Err(refused) = app.authorize(&parts) {
+        return Ok((*refused).map(LambdaBody::full));
+    }
     if let Some(origin) = origin {
         parts.extensions.insert(origin);
     }

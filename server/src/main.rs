@@ -7,8 +7,11 @@
 //! ```
 
 mod playground;
+mod listener;
+mod request_body;
 mod serve;
 mod sqlite_store;
+mod write_stall;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

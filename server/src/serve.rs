@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use runway_core::agents::BuiltinAgent;
 use runway_core::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
@@ -64,8 +63,6 @@ enum ServeError {
     DataDir(PathBuf, String),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
-    #[error("server failed: {0}")]
-    Serve(std::io::Error),
 }
 
 async fn serve(args: ServeArgs) -> Result<(), ServeError> {
@@ -93,17 +90,17 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let base_path = config.base_path.clone();
     let runway = Runway::new(agent, store, rt, config);
 
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| ServeError::Listen(args.listen, e))?;
+    let fd_limit = crate::listener::raise_fd_limit();
+    let listener =
+        crate::listener::bind(args.listen).map_err(|e| ServeError::Listen(args.listen, e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
-    // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never the
-    // request's Host header.
     let app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
         .fallback(handle)
+        // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never
+        // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
     print_banner(
@@ -111,22 +108,19 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         &args.agent,
         &auth_names,
     );
-    // Frames are small writes: without TCP_NODELAY, Nagle's algorithm holds each one until
-    // the previous is acknowledged (up to 40 ms with delayed ACKs).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(ServeError::Serve)
+    let max_connections = crate::listener::max_connections(fd_limit);
+    tracing::info!(fd_limit, max_connections, "accepting connections");
+    crate::listener::serve(listener, app, max_connections, shutdown_signal()).await;
+    Ok(())
 }
 
 /// Reads the body (at most 1 MiB), lets the core answer, and spawns the turn if it streams.
 async fn handle(State(runway): State<App>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    // Decided from the head: a stranger's body is never read.
+    if let Err(refused) = runway.authorize(&parts) {
+        return (*refused).map(Body::from).into_response();
+    }
     let too_long = parts
         .headers
         .get(http::header::CONTENT_LENGTH)
@@ -137,13 +131,9 @@ async fn handle(State(runway): State<App>, req: Request) -> Response {
             .map(Body::from)
             .into_response();
     }
-    let bytes = match to_bytes(body, MAX_BODY_BYTES).await {
+    let bytes = match crate::request_body::read(body).await {
         Ok(b) => b,
-        Err(_) => {
-            return json_error(413, "body larger than 1 MiB or unreadable")
-                .map(Body::from)
-                .into_response();
-        }
+        Err(refused) => return refused.map(Body::from).into_response(),
     };
     match runway.handle(http::Request::from_parts(parts, bytes)).await {
         Reply::Full(r) => r.map(Body::from).into_response(),

@@ -53,6 +53,9 @@ pub(crate) async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
     if target.supports_disconnect() {
         record("client disconnect stops the agent", disconnect(&c).await);
     }
+    let (base, auth) = (target.base_url(), target.auth_headers());
+    let stalled = crate::stalled_reader::check(&c, &base, &auth).await;
+    record("a stalled reader ends at the deadline", stalled);
     let (thread, token) = (fresh_id(), format!("persist-{}", fresh_id()));
     let before = c.turn(&run_body(&fresh_id(), &thread, &token)).await;
     target.restart().await;

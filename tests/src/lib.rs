@@ -9,6 +9,8 @@ mod checks;
 pub mod client;
 mod lowkey;
 mod process;
+pub mod raw_http;
+mod stalled_reader;
 
 pub use client::{Client, TurnStream};
 pub use process::{AgentProcess, free_data_dir, runway_binary, runway_check};

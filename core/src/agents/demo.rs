@@ -99,6 +99,9 @@ impl<R: Runtime> Agent for DemoAgent<R> {
                     let chunk = &line.repeat(1024)[..remaining.min(line.len() * 1024)];
                     out.text(chunk);
                     remaining -= chunk.len();
+                    // Let runway send it before writing more: memory stays bounded however
+                    // slowly the client reads.
+                    out.ready().await;
                 }
             }
             "/tool" => {

@@ -323,7 +323,7 @@ impl NdjsonWriter {
             if !self.emit(text_line(piece)) {
                 return false;
             }
-            self.answer.push_str(piece);
+            crate::flow::keep_answer(&mut self.answer, piece);
         }
         true
     }

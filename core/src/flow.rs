@@ -1,0 +1,143 @@
+//! Flow control between an agent and the client: how much a turn may have written that has not
+//! been sent yet, per turn and in the whole process.
+//!
+//! `Output`'s methods never block (an agent calls them from plain code), so the bound is kept
+//! by not polling the agent: while its turn has more than [`TURN_PENDING_BYTES`] waiting, or
+//! the process more than [`TOTAL_PENDING_BYTES`], the engine renders and sends what is queued
+//! and leaves the agent's future alone. An agent resumes once the client has read enough. An
+//! agent that writes a lot in one go can let runway catch up with [`crate::Output::ready`].
+//!
+//! What is counted is what the agent wrote and the engine has not rendered yet. What is
+//! rendered waits in the body channel, in pieces of at most [`BODY_PIECE_BYTES`] (see
+//! `turn_body`), so that part is bounded per turn by the channel's capacity.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use futures::future::FusedFuture;
+
+/// Bytes one turn may have written and not yet had rendered before its agent is paused.
+pub const TURN_PENDING_BYTES: usize = 64 * 1024;
+
+/// Bytes all turns of this process together may have written and not yet had rendered
+/// before agents are paused.
+pub const TOTAL_PENDING_BYTES: usize = 32 * 1024 * 1024;
+
+/// Largest piece of rendered output put into a turn's body channel at once.
+pub const BODY_PIECE_BYTES: usize = 16 * 1024;
+
+/// How much of the answer's text a writer keeps for the thread (the engine stores at most a
+/// quarter of `ContextPolicy::max_transcript_bytes` of it, 32 KiB by default). The stream
+/// itself carries all of it; holding all of an 8 MiB answer a second time is what made 100
+/// long turns cost gigabytes.
+pub const ANSWER_KEPT_BYTES: usize = 1024 * 1024;
+
+/// Appends `s` to `answer` up to [`ANSWER_KEPT_BYTES`], cut at a character boundary.
+pub(crate) fn keep_answer(answer: &mut String, s: &str) {
+    let room = ANSWER_KEPT_BYTES.saturating_sub(answer.len());
+    if s.len() <= room {
+        answer.push_str(s);
+        return;
+    }
+    let mut end = room;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    answer.push_str(&s[..end]);
+}
+
+static TOTAL_PENDING: AtomicUsize = AtomicUsize::new(0);
+static TOTAL_WAITERS: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
+
+/// Bytes written by agents and not yet rendered, over every turn in this process.
+pub fn total_pending_bytes() -> usize {
+    TOTAL_PENDING.load(Ordering::Relaxed)
+}
+
+/// Counts `n` more pending bytes (an agent wrote them).
+pub(crate) fn add_total(n: usize) {
+    if n > 0 {
+        TOTAL_PENDING.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+/// Counts `n` fewer pending bytes (the engine took them, or they were discarded), and wakes
+/// paused turns once the total is back under the bound.
+pub(crate) fn release_total(n: usize) {
+    if n == 0 {
+        return;
+    }
+    let before = TOTAL_PENDING.fetch_sub(n, Ordering::AcqRel);
+    if before > TOTAL_PENDING_BYTES && before - n <= TOTAL_PENDING_BYTES {
+        let waiters = std::mem::take(&mut *lock_waiters());
+        for w in waiters {
+            w.wake();
+        }
+    }
+}
+
+fn lock_waiters() -> std::sync::MutexGuard<'static, Vec<Waker>> {
+    // A panic while holding this lock leaves a plain Vec behind: still usable.
+    TOTAL_WAITERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The agent's future, polled only while its turn and the process are under their bounds.
+///
+/// While the turn itself has output pending the engine is busy sending it, and re-polls
+/// this gate after each piece. When only the process is over its bound, the gate waits to be
+/// woken by [`release_total`].
+pub(crate) struct Gate<'a, F> {
+    pub(crate) agent: Pin<&'a mut F>,
+    pub(crate) turn_pending: &'a AtomicUsize,
+}
+
+impl<F: FusedFuture> Future for Gate<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let own = self.turn_pending.load(Ordering::Acquire);
+        if own > TURN_PENDING_BYTES {
+            // The engine's next step drains this turn's queue and polls the gate again.
+            return Poll::Pending;
+        }
+        if TOTAL_PENDING.load(Ordering::Acquire) > TOTAL_PENDING_BYTES {
+            {
+                let mut waiters = lock_waiters();
+                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                    waiters.push(cx.waker().clone());
+                }
+            }
+            // Re-check: the total may have dropped between the load and the push.
+            if TOTAL_PENDING.load(Ordering::Acquire) > TOTAL_PENDING_BYTES {
+                return Poll::Pending;
+            }
+        }
+        self.agent.as_mut().poll(cx)
+    }
+}
+
+impl<F: FusedFuture> FusedFuture for Gate<'_, F> {
+    fn is_terminated(&self) -> bool {
+        self.agent.is_terminated()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_answer_stops_at_the_bound_on_a_character_boundary() {
+        let mut answer = "a".repeat(ANSWER_KEPT_BYTES - 1);
+        keep_answer(&mut answer, "é and more");
+        assert_eq!(answer.len(), ANSWER_KEPT_BYTES - 1, "é does not fit whole");
+        let mut answer = String::new();
+        keep_answer(&mut answer, &"x".repeat(3 * ANSWER_KEPT_BYTES));
+        assert_eq!(answer.len(), ANSWER_KEPT_BYTES);
+        keep_answer(&mut answer, "more");
+        assert_eq!(answer.len(), ANSWER_KEPT_BYTES);
+    }
+}

@@ -1,0 +1,132 @@
+//! `runway serve` against clients that do not play along, over loopback: slowloris heads and
+//! bodies, a `Content-Length` larger than the body, strangers' bodies, and a client that
+//! stops reading. Each check is bounded in time.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use runway_e2e::raw_http::{self, connect, head, read_until_closed};
+use runway_e2e::{AgentProcess, Client, TARGET_ENV, free_data_dir, runway_binary, target_auth};
+use tokio::process::Command;
+
+/// `runway serve`'s header-read and body-read timeouts (10 s each), plus slack.
+const TIMEOUT_AND_SLACK: Duration = Duration::from_secs(16);
+
+async fn start() -> (AgentProcess, PathBuf) {
+    let dir = free_data_dir("limits");
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .envs(TARGET_ENV)
+        .env("RUNWAY_LOG", "warn");
+    (AgentProcess::start(cmd, Duration::from_secs(30)).await, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_heads_are_closed_after_the_header_timeout() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let started = Instant::now();
+    let mut conns = Vec::new();
+    for _ in 0..50 {
+        let mut s = connect(&base, None).await;
+        assert!(raw_http::write(&mut s, b"GET /health HTTP/1.1\r\nHost: x\r\n").await);
+        conns.push(s);
+    }
+    // Trickle one more header byte every second: a head that never ends.
+    let trickle = async {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for s in &mut conns {
+                let _ = raw_http::write(s, b"X").await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(3), trickle).await;
+    let mut still_open = 0;
+    for s in &mut conns {
+        let left = TIMEOUT_AND_SLACK.saturating_sub(started.elapsed());
+        let (_, closed) = read_until_closed(s, left).await;
+        if !closed {
+            still_open += 1;
+        }
+    }
+    let c = Client::new(&base, target_auth());
+    assert_eq!(c.health().await.0, 200);
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(
+        still_open, 0,
+        "slowloris connections held past the header timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_shorter_than_its_content_length_gets_408() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let mut s = connect(&base, None).await;
+    let h = head("POST", &base, "/runs", &target_auth(), 1000);
+    assert!(raw_http::write(&mut s, h.as_bytes()).await);
+    assert!(raw_http::write(&mut s, br#"{"protocolVersion":"#).await);
+    let (answer, closed) = read_until_closed(&mut s, TIMEOUT_AND_SLACK).await;
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(closed, "connection held with a partial body: {answer:?}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(answer.contains(r#"{"error":"#), "{answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_body_is_refused_before_it_is_read() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    // The head of a 1 MiB body, without credentials, and not one byte of the body: the
+    // answer must come from the head alone.
+    for route in ["/runs", "/lowkey/turn"] {
+        let mut s = connect(&base, None).await;
+        let h = head("POST", &base, route, &[], 1024 * 1024);
+        assert!(raw_http::write(&mut s, h.as_bytes()).await);
+        let (answer, _) = read_until_closed(&mut s, Duration::from_secs(3)).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 401"),
+            "{route}: no 401 before the body was sent: {answer:?}"
+        );
+    }
+    // With the wrong credential too.
+    let mut s = connect(&base, None).await;
+    let wrong = vec![
+        ("X-API-Key".to_owned(), "test-key".to_owned()),
+        ("X-Tenant".to_owned(), "someone-else".to_owned()),
+    ];
+    let h = head("POST", &base, "/runs", &wrong, 1024 * 1024);
+    assert!(raw_http::write(&mut s, h.as_bytes()).await);
+    let (answer, _) = read_until_closed(&mut s, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer:?}");
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_reader_ends_at_the_deadline_and_its_run_replays() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let c = Client::new(&base, target_auth());
+    let run = runway_e2e::client::fresh_id();
+    let body = runway_e2e::client::run_body(&run, &runway_e2e::client::fresh_id(), "/long 6000000");
+    let payload = body.to_string();
+    let mut stalled = connect(&base, Some(4096)).await;
+    let h = head("POST", &base, "/runs", &target_auth(), payload.len()) + &payload;
+    assert!(raw_http::write(&mut stalled, h.as_bytes()).await);
+    // The deadline is 8 s (TARGET_ENV); the stalled turn must be recorded by then.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let started = Instant::now();
+    let retry = c.turn(&body).await;
+    let took = started.elapsed();
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    drop(stalled);
+    assert!(took < Duration::from_secs(3), "retry waited {took:?}");
+    assert_eq!(retry.last()["code"], "TURN_DEADLINE", "{}", retry.last());
+    assert!(!retry.text().is_empty(), "not the stalled run's recording");
+}
