@@ -286,9 +286,12 @@ pub async fn a_stale_version_is_merged_not_overwritten<S: TurnStore>(s: &S, p: &
         finish(s, &commit(&ca, &a, "first", "partial one")).await,
         CommitOutcome::Superseded
     );
-    assert_eq!(
-        finish(s, &commit(&cb, &b, "second", "answer two")).await,
-        CommitOutcome::Merged
+    // Merged where the superseded turn wrote into the context; a backend that keeps a
+    // superseded turn's messages beside it (DynamoDB) applies, and folds them in on read.
+    let outcome = finish(s, &commit(&cb, &b, "second", "answer two")).await;
+    assert!(
+        matches!(outcome, CommitOutcome::Merged | CommitOutcome::Applied),
+        "{outcome:?}"
     );
     let ctx = thread_at(s, &t, 30).await.expect("thread");
     assert_eq!(

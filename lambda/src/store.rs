@@ -11,6 +11,7 @@
 //! | recording part | `run#{run key}` | `part#{tag}#{i}` | `data` |
 //! | thread context | `thread#{thread key}` | `ctx` | `ver` version, context JSON as `data` or `tag`+`parts` |
 //! | thread arrivals | `thread#{thread key}` | `live` | `arrivals`: claims counted so far (the latest is the live turn) |
+//! | superseded turn | `thread#{thread key}` | `msg#{arrival}` | `arr`, its messages (JSON) as `data`: folded into the context on read, deleted by the next commit that writes them into it |
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
@@ -97,8 +98,12 @@ const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 const TX_ATTEMPTS: u32 = 4;
 /// Attempts for the unprocessed remainder of a `BatchWriteItem`.
 const BATCH_ATTEMPTS: u32 = 6;
-/// Attempts of a commit whose thread keeps moving (each: read, merge, conditional write).
-const COMMIT_ATTEMPTS: u32 = 8;
+/// Attempts of a commit whose thread keeps moving (each: read, merge, conditional write),
+/// within [`COMMIT_BUDGET`].
+const COMMIT_ATTEMPTS: u32 = 40;
+/// How long a commit keeps retrying a thread that keeps moving: under the engine's 8-second
+/// bound on one store call.
+const COMMIT_BUDGET: Duration = Duration::from_secs(6);
 
 /// Why a transaction was not written.
 enum TxFailure {
@@ -113,6 +118,9 @@ enum TxFailure {
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Per claim token: the `msg#` items the claim's thread read folded into the context, for
+    /// the turn's commit to delete once the context it writes holds them.
+    folded: std::sync::Arc<std::sync::Mutex<HashMap<String, Vec<String>>>>,
 }
 
 impl DynamoStore {
@@ -121,6 +129,7 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
+            folded: std::sync::Arc::default(),
         }
     }
 
@@ -358,9 +367,9 @@ impl DynamoStore {
         &self,
         thread_pk: &str,
         now_ms: u64,
-    ) -> Result<(Option<ThreadContext>, ThreadHead), StoreError> {
+    ) -> Result<(Option<ThreadContext>, ThreadHead, Vec<String>), StoreError> {
         let items = self.query_all(thread_pk, None).await?;
-        let (context, version) = decode_thread(&items, now_ms)?;
+        let (context, version, folded) = decode_thread(&items, now_ms)?;
         let latest_arrival = items
             .iter()
             .find(|i| get_s(i, "sk") == Some("live"))
@@ -372,6 +381,7 @@ impl DynamoStore {
                 version,
                 latest_arrival,
             },
+            folded,
         ))
     }
 
@@ -464,31 +474,55 @@ impl DynamoStore {
         Ok(items)
     }
 
-    /// The transaction of one commit attempt: context parts and head (head conditional on
-    /// `head.version`), the arrivals item's expiry (conditional, unless superseded, on
-    /// `head.latest_arrival` still being the latest), then the run's recording and record
-    /// (record conditional on the claim's token). Returns the actions and the index of the
-    /// run record's action.
+    /// A superseded turn's messages as their own `msg#{arrival}` item: written without a
+    /// condition on the context, so overlapping turns never contend for it.
+    fn superseded_item(&self, commit: &TurnCommit) -> Result<Item, StoreError> {
+        let thread = thread_after(
+            runway_core::turn_state::CommitDecision::Superseded,
+            None,
+            commit,
+        );
+        let json =
+            serde_json::to_vec(&thread.messages).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut item = Item::new();
+        item.insert("pk".into(), s(format!("thread#{}", commit.thread_key)));
+        item.insert("sk".into(), s(format!("msg#{:020}", commit.arrival)));
+        item.insert("arr".into(), n(commit.arrival));
+        item.insert("data".into(), b(deflate(&json)));
+        expiry(&mut item, commit.context_expires_at_ms);
+        Ok(item)
+    }
+
+    /// The transaction of one commit attempt, in order: `thread_items` (the last one
+    /// conditional on the context's version when `version` is given), the arrivals item's
+    /// expiry (conditional on `latest` still being the latest arrival when given), deletes of
+    /// `folded` message items, then the run's recording and record (the record conditional on
+    /// the claim's token). Returns the actions and the indexes of the arrivals and run record
+    /// actions.
+    #[allow(clippy::too_many_arguments)]
     fn commit_actions(
         &self,
         commit: &TurnCommit,
-        context_items: Vec<Item>,
+        thread_items: Vec<Item>,
+        version: Option<u64>,
+        latest: Option<u64>,
+        folded: &[String],
         run_items: Vec<Item>,
-        head: ThreadHead,
-        superseded: bool,
-    ) -> Result<(Vec<TransactWriteItem>, usize), StoreError> {
+    ) -> Result<(Vec<TransactWriteItem>, usize, usize), StoreError> {
         let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Unavailable(e.to_string());
+        let thread_pk = format!("thread#{}", commit.thread_key);
         let mut actions = Vec::new();
-        let last_ctx = context_items.len() - 1;
-        for (i, item) in context_items.into_iter().enumerate() {
+        let last = thread_items.len().saturating_sub(1);
+        for (i, item) in thread_items.into_iter().enumerate() {
             let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
-            if i == last_ctx {
-                put = if head.version == 0 {
-                    put.condition_expression("attribute_not_exists(ver)")
-                } else {
-                    put.condition_expression("ver = :ver")
-                        .expression_attribute_values(":ver", n(head.version))
-                };
+            match version {
+                Some(0) if i == last => put = put.condition_expression("attribute_not_exists(ver)"),
+                Some(v) if i == last => {
+                    put = put
+                        .condition_expression("ver = :ver")
+                        .expression_attribute_values(":ver", n(v));
+                }
+                _ => {}
             }
             actions.push(
                 TransactWriteItem::builder()
@@ -496,7 +530,6 @@ impl DynamoStore {
                     .build(),
             );
         }
-        let thread_pk = format!("thread#{}", commit.thread_key);
         let mut live = Update::builder()
             .table_name(&self.table)
             .key("pk", s(&thread_pk))
@@ -504,16 +537,29 @@ impl DynamoStore {
             .update_expression("SET exp_ms = :exp, expires_at = :exps")
             .expression_attribute_values(":exp", n(commit.context_expires_at_ms))
             .expression_attribute_values(":exps", n(commit.context_expires_at_ms.div_ceil(1000)));
-        if !superseded {
+        if let Some(latest) = latest {
             live = live
                 .condition_expression("arrivals = :latest")
-                .expression_attribute_values(":latest", n(head.latest_arrival));
+                .expression_attribute_values(":latest", n(latest));
         }
+        let live_at = actions.len();
         actions.push(
             TransactWriteItem::builder()
                 .update(live.build().map_err(build)?)
                 .build(),
         );
+        // A transaction holds at most 100 actions: what does not fit is folded again (and
+        // deduplicated) on the next read, and deleted by a later commit.
+        let room = TX_MAX_ITEMS.saturating_sub(actions.len() + run_items.len() + 1);
+        for sk in folded.iter().take(room) {
+            let delete = aws_sdk_dynamodb::types::Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(&thread_pk))
+                .key("sk", s(sk))
+                .build()
+                .map_err(build)?;
+            actions.push(TransactWriteItem::builder().delete(delete).build());
+        }
         let run_at = actions.len() + run_items.len() - 1;
         for item in run_items {
             let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
@@ -529,7 +575,7 @@ impl DynamoStore {
                     .build(),
             );
         }
-        Ok((actions, run_at))
+        Ok((actions, live_at, run_at))
     }
 }
 
@@ -590,11 +636,19 @@ impl TurnStore for DynamoStore {
                     .ok_or_else(|| StoreError::Corrupt("arrivals not returned".into()))
             });
         match arrival.and_then(|a| Ok((a, decode_thread(&thread?, claim.now_ms)?))) {
-            Ok((arrival, (context, version))) => Ok(TurnStart::Claimed {
-                context,
-                version,
-                arrival,
-            }),
+            Ok((arrival, (context, version, folded))) => {
+                if !folded.is_empty() {
+                    self.folded
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(claim.token.clone(), folded);
+                }
+                Ok(TurnStart::Claimed {
+                    context,
+                    version,
+                    arrival,
+                })
+            }
             Err(e) => {
                 // The turn cannot start: free the run id for a later delivery.
                 self.release(&run_pk, claim).await;
@@ -605,25 +659,48 @@ impl TurnStore for DynamoStore {
 
     async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
         // First as if nothing else happened on the thread (one transaction, no read); when a
-        // condition says otherwise, read, decide, merge and try again on what was read.
+        // condition says otherwise, decide again on what the store holds.
         let mut head = ThreadHead {
             version: commit.base_version,
             latest_arrival: commit.arrival,
         };
         let mut stored: Option<ThreadContext> = None;
+        let mut folded = self
+            .folded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&commit.token)
+            .unwrap_or_default();
         let mut early_written = false;
+        let started = std::time::Instant::now();
         for attempt in 1..=COMMIT_ATTEMPTS {
+            if attempt > 1 {
+                if started.elapsed() > COMMIT_BUDGET {
+                    break;
+                }
+                // Overlapping turns commit at about the same time: spread them out.
+                tokio::time::sleep(contention_backoff(attempt)).await;
+            }
             let decision = decide_commit(head, commit);
-            let context = thread_after(decision, stored.take(), commit);
-            let context_items = self.context_items(commit, &context, head.version + 1)?;
-            let ctx_bytes: usize = context_items
+            let superseded = decision == runway_core::turn_state::CommitDecision::Superseded;
+            let (thread_items, version, latest) = if superseded {
+                (vec![self.superseded_item(commit)?], None, None)
+            } else {
+                let context = thread_after(decision, stored.take(), commit);
+                (
+                    self.context_items(commit, &context, head.version + 1)?,
+                    Some(head.version),
+                    Some(head.latest_arrival),
+                )
+            };
+            let thread_bytes: usize = thread_items
                 .iter()
                 .filter_map(|i| match i.get("data") {
                     Some(AttributeValue::B(d)) => Some(d.as_ref().len()),
                     _ => None,
                 })
                 .sum();
-            let (run_items, early) = self.run_items(commit, ctx_bytes);
+            let (run_items, early) = self.run_items(commit, thread_bytes);
             if !early.is_empty() && !early_written {
                 tracing::info!(
                     parts = early.len(),
@@ -632,21 +709,31 @@ impl TurnStore for DynamoStore {
                 self.batch_put(early).await?;
                 early_written = true;
             }
-            let superseded = decision == runway_core::turn_state::CommitDecision::Superseded;
-            let (actions, run_at) =
-                self.commit_actions(commit, context_items, run_items, head, superseded)?;
+            let deletes: &[String] = if superseded { &[] } else { &folded };
+            let (actions, live_at, run_at) =
+                self.commit_actions(commit, thread_items, version, latest, deletes, run_items)?;
+            let failed = |codes: &[String], i: usize| {
+                codes.get(i).map(String::as_str) == Some("ConditionalCheckFailed")
+            };
             match self.transact(actions).await {
                 Ok(()) => return Ok(decision.outcome()),
                 Err(TxFailure::Store(e)) => return Err(e),
                 Err(TxFailure::Condition(codes)) => {
-                    if codes.get(run_at).map(String::as_str) == Some("ConditionalCheckFailed") {
+                    if failed(&codes, run_at) {
                         return Ok(CommitOutcome::ClaimLost);
+                    }
+                    if failed(&codes, live_at) {
+                        // A newer turn arrived: this one is superseded, whatever the context.
+                        head.latest_arrival = head.latest_arrival.max(commit.arrival + 1);
+                        continue;
                     }
                     tracing::info!(attempt, "the thread moved on since it was read: merging");
                     let thread_pk = format!("thread#{}", commit.thread_key);
-                    let (context, read) = self.read_thread(&thread_pk, commit.now_ms).await?;
+                    let (context, read, now_folded) =
+                        self.read_thread(&thread_pk, commit.now_ms).await?;
                     stored = context;
                     head = read;
+                    folded = now_folded;
                 }
             }
         }
@@ -749,24 +836,60 @@ impl TurnStore for DynamoStore {
     }
 }
 
-/// The stored context among a thread's items (`None` if absent or expired at `now_ms`) and
-/// its version (0 if absent; a context written before versions existed is version 0 too).
-fn decode_thread(items: &[Item], now_ms: u64) -> Result<(Option<ThreadContext>, u64), StoreError> {
-    let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some("ctx")) else {
-        return Ok((None, 0));
+/// The stored context among a thread's items (`None` if absent or expired at `now_ms`), its
+/// version (0 if absent; a context written before versions existed is version 0 too), and the
+/// sort keys of the superseded turns' `msg#` items folded into it (in arrival order, each
+/// once: a message already in the context is not inserted again).
+fn decode_thread(
+    items: &[Item],
+    now_ms: u64,
+) -> Result<(Option<ThreadContext>, u64, Vec<String>), StoreError> {
+    let head = items.iter().find(|i| get_s(i, "sk") == Some("ctx"));
+    let version = head.and_then(|h| get_n(h, "ver")).unwrap_or(0);
+    let mut context = match head {
+        Some(head) if get_n(head, "exp_ms").unwrap_or(0) > now_ms => {
+            let compressed = match payload_ref(head)? {
+                PayloadRef::Inline(d) => d.to_vec(),
+                PayloadRef::Parts { tag, parts } => assemble(items, "part#", parts, Some(tag))?,
+            };
+            let json = inflate(&compressed)?;
+            Some(
+                serde_json::from_slice::<ThreadContext>(&json)
+                    .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))?,
+            )
+        }
+        _ => None,
     };
-    let version = get_n(head, "ver").unwrap_or(0);
-    if get_n(head, "exp_ms").unwrap_or(0) <= now_ms {
-        return Ok((None, version));
+    let mut folded = Vec::new();
+    let mut pending: Vec<&Item> = items
+        .iter()
+        .filter(|i| get_s(i, "sk").is_some_and(|sk| sk.starts_with("msg#")))
+        .filter(|i| get_n(i, "exp_ms").unwrap_or(0) > now_ms)
+        .collect();
+    pending.sort_by_key(|i| get_n(i, "arr").unwrap_or(0));
+    for item in pending {
+        let arrival = get_n(item, "arr").unwrap_or(0);
+        let Some(AttributeValue::B(data)) = item.get("data") else {
+            return Err(StoreError::Corrupt("message item without data".into()));
+        };
+        let messages: Vec<runway_core::Message> = serde_json::from_slice(&inflate(data.as_ref())?)
+            .map_err(|e| StoreError::Corrupt(format!("superseded turn's messages: {e}")))?;
+        let thread = context.get_or_insert_with(ThreadContext::default);
+        let already = thread.messages.iter().any(|m| {
+            m.arrival == Some(arrival) && messages.first().is_some_and(|f| f.run_id == m.run_id)
+        });
+        if !already {
+            let at = thread
+                .messages
+                .iter()
+                .position(|m| m.arrival.unwrap_or(0) > arrival)
+                .unwrap_or(thread.messages.len());
+            thread.messages.splice(at..at, messages);
+            thread.turns += 1;
+        }
+        folded.extend(get_s(item, "sk").map(str::to_owned));
     }
-    let compressed = match payload_ref(head)? {
-        PayloadRef::Inline(d) => d.to_vec(),
-        PayloadRef::Parts { tag, parts } => assemble(items, "part#", parts, Some(tag))?,
-    };
-    let json = inflate(&compressed)?;
-    serde_json::from_slice(&json)
-        .map(|c| (Some(c), version))
-        .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))
+    Ok((context, version, folded))
 }
 
 enum PayloadRef<'a> {
@@ -878,6 +1001,13 @@ fn inflate(data: &[u8]) -> Result<Vec<u8>, StoreError> {
 pub(crate) fn backoff(attempt: u32) -> Duration {
     let cap = 50u64.saturating_mul(1 << attempt.min(10)).min(2000);
     Duration::from_millis(fastrand::u64(cap / 4..=cap))
+}
+
+/// Full jitter for commits of overlapping turns: a random wait in
+/// `[0, min(400 ms, 10 ms × 2^attempt))`.
+fn contention_backoff(attempt: u32) -> Duration {
+    let cap = 10u64.saturating_mul(1 << attempt.min(10)).min(400);
+    Duration::from_millis(fastrand::u64(0..cap))
 }
 
 /// A [`StoreError`] for a failed SDK call: throttling after the SDK's own retries is
