@@ -4,13 +4,12 @@
 //! handler, with a SQLite-backed Durable Object per thread and KV for hosted files.
 //!
 //! On `wasm32` this crate is the Worker (built by `worker-build`, see `cloudflare/README.md`).
-//! On native targets only its target-independent parts compile — the record chunking, the
-//! Worker ↔ Durable Object wire format and the thread database logic — so the workspace's
+//! On native targets only its target-independent parts compile — the Worker ↔ Durable
+//! Object wire format and what the Durable Object answers (runway-core's shared SQLite
+//! store) — so the workspace's
 //! native `cargo clippy` and `cargo test` cover them without building the Workers SDK.
 #![warn(missing_docs)]
 
-pub mod parts;
-pub mod thread_db;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

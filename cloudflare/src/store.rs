@@ -2,19 +2,22 @@
 //! hosted files.
 //!
 //! - `start_turn` and `finish_turn` are one request each to the thread's Durable Object
-//!   (`id_from_name(thread_key)`), which runs [`crate::thread_db::ThreadDb`] on its SQLite
+//!   (`id_from_name(thread_key)`), which runs runway-core's shared SQLite store on its
 //!   storage: two Durable Object round trips per turn, strongly consistent and single-writer.
+//!   `latest_arrival` (a heartbeat's check for a newer turn) is one more, cheap one.
 //! - Hosted files go to KV with `expirationTtl`: written once, read by an unguessable token,
 //!   so KV's eventual consistency (a new key can take up to ~60 s to be visible in other
 //!   locations) only means a link opened on another continent within that minute may 404.
 
-use runway_core::{HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use runway_core::{
+    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::kv::KvStore;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
 
-use crate::wire::{ErrorReply, FINISH_PATH, FinishRequest, START_PATH, StartReply, StartRequest};
+use crate::wire::{ErrorReply, FINISH_PATH, LATEST_PATH, LatestRequest, START_PATH};
 
 /// KV's shortest accepted `expirationTtl`, in seconds.
 const KV_MIN_TTL_SECS: u64 = 60;
@@ -85,19 +88,26 @@ impl CloudflareStore {
 
 impl TurnStore for CloudflareStore {
     async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
-        let body = serde_json::to_string(&StartRequest::from(claim))
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let body = serde_json::to_string(claim).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let text = self.call(&claim.thread_key, START_PATH, body).await?;
-        serde_json::from_str::<StartReply>(&text)
-            .map_err(|e| StoreError::Corrupt(format!("start reply: {e}")))?
-            .into_turn_start()
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("start reply: {e}")))
     }
 
-    async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
-        let body = serde_json::to_string(&FinishRequest::from_commit(commit)?)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.call(&commit.thread_key, FINISH_PATH, body).await?;
-        Ok(())
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
+        let body = serde_json::to_string(commit).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let text = self.call(&commit.thread_key, FINISH_PATH, body).await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("finish reply: {e}")))
+    }
+
+    async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
+        let body = serde_json::to_string(&LatestRequest {
+            thread_key: thread_key.to_owned(),
+        })
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let text = self.call(thread_key, LATEST_PATH, body).await?;
+        text.trim()
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("latest reply: {e}")))
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

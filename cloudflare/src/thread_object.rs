@@ -1,8 +1,8 @@
 //! `RunwayThread`: the Durable Object holding one thread (SQLite-backed storage,
 //! `new_sqlite_classes` migration).
 //!
-//! It answers the Worker's two calls per turn (`/start`, `/finish`; see [`crate::wire`]) with
-//! [`ThreadDb`], and keeps one alarm set at the earliest expiry among its rows. When the alarm
+//! It answers the Worker's calls (`/start`, `/finish`, `/latest`; see [`crate::wire`]) with
+//! runway-core's shared SQLite store ([`SqlStore`]), and keeps one alarm set at the earliest expiry among its rows. When the alarm
 //! fires it deletes what expired (a finished run's recording after `recording_ttl`, the
 //! thread after `RUNWAY_CONTEXT_TTL_SECS` of idleness) and, once nothing is left, deletes the
 //! object's whole storage: an idle thread costs nothing.
@@ -14,8 +14,10 @@ use worker::{
     State, durable_object,
 };
 
-use crate::thread_db::{DbError, Sql, SqlValue, ThreadDb};
-use crate::wire::{ErrorReply, FINISH_PATH, FinishRequest, START_PATH, StartReply, StartRequest};
+use runway_core::sql::{DbError, Sql, SqlValue};
+use runway_core::sql_store::SqlStore;
+
+use crate::wire::{CallError, answer};
 
 /// `ctx.storage.sql` as a [`Sql`] connection.
 struct DoSql(SqlStorage);
@@ -69,23 +71,15 @@ pub struct RunwayThread {
     alarm_at: Cell<Option<Option<i64>>>,
 }
 
-fn error_response(e: &DbError) -> Result<Response> {
-    let kind = match e {
-        DbError::Corrupt(_) => "corrupt",
-        DbError::Sql(m) if m.contains("SQLITE_TOOBIG") || m.contains("too big") => "too_large",
-        DbError::Sql(_) => "unavailable",
-    };
-    tracing::error!(error = %e, "thread storage failed");
-    Ok(Response::from_json(&ErrorReply {
-        kind: kind.into(),
-        message: e.to_string(),
-    })?
-    .with_status(500))
+fn error_response(e: &CallError) -> Result<Response> {
+    let (status, reply) = e.reply();
+    tracing::error!(error = %e, "thread call failed");
+    Ok(Response::from_json(&reply)?.with_status(status))
 }
 
 impl RunwayThread {
-    fn db(&self) -> std::result::Result<ThreadDb<DoSql>, DbError> {
-        ThreadDb::open(DoSql(self.state.storage().sql()))
+    fn db(&self) -> std::result::Result<SqlStore<DoSql>, DbError> {
+        SqlStore::open(DoSql(self.state.storage().sql()))
     }
 
     /// Points the alarm at `next` (the earliest expiry), if it is not there already.
@@ -123,28 +117,11 @@ impl DurableObject for RunwayThread {
         let path = req.path();
         let body = req.text().await?;
         // Everything between reading the body and answering runs without an await on
-        // anything but this object's own storage: claims are serialized here.
-        let outcome = match path.as_str() {
-            START_PATH => {
-                let claim: StartRequest = serde_json::from_str(&body)?;
-                self.db().and_then(|db| {
-                    let reply = db.start(&claim)?;
-                    let next = match reply {
-                        StartReply::Claimed { .. } => Some(db.next_expiry()?),
-                        _ => None,
-                    };
-                    Ok((serde_json::to_string(&reply).unwrap_or_default(), next))
-                })
-            }
-            FINISH_PATH => {
-                let commit: FinishRequest = serde_json::from_str(&body)?;
-                self.db().and_then(|db| {
-                    db.finish(&commit)?;
-                    Ok(("{}".to_owned(), Some(db.next_expiry()?)))
-                })
-            }
-            _ => return Response::error("no such thread call", 404),
-        };
+        // anything but this object's own storage: claims and commits are serialized here.
+        let outcome = self
+            .db()
+            .map_err(CallError::from)
+            .and_then(|db| answer(&db, &path, &body));
         match outcome {
             Ok((json, next)) => {
                 if let Some(next) = next {

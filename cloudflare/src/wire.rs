@@ -1,124 +1,105 @@
 //! What the Worker and a thread's Durable Object say to each other: one JSON request per
-//! store call (`POST /start`, `POST /finish`), so a turn costs two Durable Object round trips.
+//! store call, so a turn costs two Durable Object round trips (`POST /start`,
+//! `POST /finish`), plus one cheap `POST /latest` per heartbeat while it runs.
 //!
-//! The thread context travels as the JSON text it is stored as: the Durable Object never
-//! parses it, the Worker does (and reports [`StoreError::Corrupt`] if it cannot).
+//! The bodies are runway-core's own types ([`TurnClaim`] → [`TurnStart`], [`TurnCommit`] →
+//! [`CommitOutcome`]); [`answer`] is everything the Durable Object does with them, on
+//! runway-core's shared SQLite store, so it is tested natively over rusqlite.
 
-use runway_core::{StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart};
+use runway_core::sql::{DbError, Sql};
+use runway_core::sql_store::SqlStore;
+use runway_core::{StoreError, TurnClaim, TurnCommit};
 use serde::{Deserialize, Serialize};
 
-/// Path of the claim call.
+/// Path of the claim call: [`TurnClaim`] in, [`runway_core::TurnStart`] out.
 pub const START_PATH: &str = "/start";
-/// Path of the commit call.
+/// Path of the commit call: [`TurnCommit`] in, [`runway_core::CommitOutcome`] out.
 pub const FINISH_PATH: &str = "/finish";
+/// Path of the heartbeat's check: [`LatestRequest`] in, the latest arrival (a number) out.
+pub const LATEST_PATH: &str = "/latest";
 
-/// `POST /start`: claim a run and load its thread.
+/// `POST /latest`: which arrival is the thread's live turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StartRequest {
-    /// [`TurnClaim::run_key`].
-    pub run_key: String,
-    /// [`TurnClaim::thread_key`].
+pub struct LatestRequest {
+    /// The thread.
     pub thread_key: String,
-    /// [`TurnClaim::fingerprint`].
-    pub fingerprint: String,
-    /// [`TurnClaim::now_ms`].
-    pub now_ms: u64,
-    /// [`TurnClaim::lease_until_ms`].
-    pub lease_until_ms: u64,
 }
 
-impl From<&TurnClaim> for StartRequest {
-    fn from(c: &TurnClaim) -> Self {
-        Self {
-            run_key: c.run_key.clone(),
-            thread_key: c.thread_key.clone(),
-            fingerprint: c.fingerprint.clone(),
-            now_ms: c.now_ms,
-            lease_until_ms: c.lease_until_ms,
-        }
-    }
+/// A Durable Object call that could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No such call.
+    #[error("no such thread call: {0}")]
+    NotFound(String),
+    /// The body is not the call's JSON.
+    #[error("bad thread call body: {0}")]
+    BadBody(String),
+    /// The thread's database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
 }
 
-/// The answer to `POST /start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum StartReply {
-    /// [`TurnStart::Claimed`], with the stored thread as JSON text.
-    Claimed {
-        /// The thread context's JSON, `None` if the thread is new or expired.
-        context: Option<String>,
-    },
-    /// [`TurnStart::Finished`].
-    Finished {
-        /// The recorded frames.
-        recording: String,
-    },
-    /// [`TurnStart::Running`].
-    Running,
-    /// [`TurnStart::Conflict`].
-    Conflict,
-}
-
-impl StartReply {
-    /// The core's view of the reply.
-    ///
-    /// # Errors
-    /// The stored context is not a [`ThreadContext`].
-    pub fn into_turn_start(self) -> Result<TurnStart, StoreError> {
-        Ok(match self {
-            Self::Claimed { context } => TurnStart::Claimed {
-                context: context
-                    .map(|json| {
-                        serde_json::from_str::<ThreadContext>(&json)
-                            .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))
-                    })
-                    .transpose()?,
+impl CallError {
+    /// The error answer sent back to the Worker, and its status.
+    pub fn reply(&self) -> (u16, ErrorReply) {
+        let (status, kind) = match self {
+            Self::NotFound(_) => (404, "unavailable"),
+            Self::BadBody(_) => (400, "unavailable"),
+            Self::Db(DbError::Corrupt(_)) => (500, "corrupt"),
+            Self::Db(DbError::Sql(m)) if m.contains("SQLITE_TOOBIG") || m.contains("too big") => {
+                (500, "too_large")
+            }
+            Self::Db(DbError::Sql(_)) => (500, "unavailable"),
+        };
+        (
+            status,
+            ErrorReply {
+                kind: kind.into(),
+                message: self.to_string(),
             },
-            Self::Finished { recording } => TurnStart::Finished { recording },
-            Self::Running => TurnStart::Running,
-            Self::Conflict => TurnStart::Conflict,
-        })
+        )
     }
 }
 
-/// `POST /finish`: save the thread and the run's recording in one write.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FinishRequest {
-    /// [`TurnCommit::run_key`].
-    pub run_key: String,
-    /// [`TurnCommit::fingerprint`].
-    pub fingerprint: String,
-    /// [`TurnCommit::thread_key`].
-    pub thread_key: String,
-    /// [`TurnCommit::context`] as JSON text.
-    pub context: String,
-    /// [`TurnCommit::context_expires_at_ms`].
-    pub context_expires_at_ms: u64,
-    /// [`TurnCommit::recording`].
-    pub recording: String,
-    /// [`TurnCommit::recording_expires_at_ms`].
-    pub recording_expires_at_ms: u64,
+/// What a thread's Durable Object answers to `path` with `body`: the reply's JSON, and, when
+/// rows were written, the earliest expiry to point the object's alarm at (`Some(None)`:
+/// nothing left). Runs without an `await`, so it is atomic inside the object.
+///
+/// # Errors
+/// An unknown path, a bad body, or the database failed.
+pub fn answer<S: Sql>(
+    db: &SqlStore<S>,
+    path: &str,
+    body: &str,
+) -> Result<(String, Option<Option<u64>>), CallError> {
+    let bad = |e: serde_json::Error| CallError::BadBody(e.to_string());
+    match path {
+        START_PATH => {
+            let claim: TurnClaim = serde_json::from_str(body).map_err(bad)?;
+            let reply = db.start(&claim)?;
+            let next = match reply {
+                runway_core::TurnStart::Claimed { .. } => Some(db.next_expiry()?),
+                _ => None,
+            };
+            Ok((json(&reply), next))
+        }
+        FINISH_PATH => {
+            let commit: TurnCommit = serde_json::from_str(body).map_err(bad)?;
+            let outcome = db.finish(&commit)?;
+            Ok((json(&outcome), Some(db.next_expiry()?)))
+        }
+        LATEST_PATH => {
+            let req: LatestRequest = serde_json::from_str(body).map_err(bad)?;
+            Ok((db.latest_arrival(&req.thread_key)?.to_string(), None))
+        }
+        other => Err(CallError::NotFound(other.to_owned())),
+    }
 }
 
-impl FinishRequest {
-    /// The request for `commit`.
-    ///
-    /// # Errors
-    /// The context cannot be serialized.
-    pub fn from_commit(commit: &TurnCommit) -> Result<Self, StoreError> {
-        Ok(Self {
-            run_key: commit.run_key.clone(),
-            fingerprint: commit.fingerprint.clone(),
-            thread_key: commit.thread_key.clone(),
-            context: serde_json::to_string(&commit.context)
-                .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))?,
-            context_expires_at_ms: commit.context_expires_at_ms,
-            recording: commit.recording.clone(),
-            recording_expires_at_ms: commit.recording_expires_at_ms,
-        })
-    }
+/// A reply as JSON (replies are plain data: serializing them cannot fail).
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// An error answer from the Durable Object (any status but 200).
@@ -144,31 +125,6 @@ impl ErrorReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn replies_round_trip_and_convert() {
-        let ctx = ThreadContext {
-            turns: 3,
-            ..ThreadContext::default()
-        };
-        let reply = StartReply::Claimed {
-            context: Some(serde_json::to_string(&ctx).unwrap()),
-        };
-        let json = serde_json::to_string(&reply).unwrap();
-        let back: StartReply = serde_json::from_str(&json).unwrap();
-        assert_eq!(
-            back.into_turn_start().unwrap(),
-            TurnStart::Claimed { context: Some(ctx) }
-        );
-        for r in [StartReply::Running, StartReply::Conflict] {
-            let j = serde_json::to_string(&r).unwrap();
-            assert_eq!(serde_json::from_str::<StartReply>(&j).unwrap(), r);
-        }
-        let bad = StartReply::Claimed {
-            context: Some("{not json".into()),
-        };
-        assert!(matches!(bad.into_turn_start(), Err(StoreError::Corrupt(_))));
-    }
 
     #[test]
     fn error_kinds_map_to_store_errors() {

@@ -36,6 +36,11 @@ pub struct Message {
     /// user saw before it stopped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The arrival number of the turn it came from on its thread (see
+    /// [`crate::turn_state`]): the transcript is kept in arrival order even when turns
+    /// overlap. Absent on messages stored before arrivals existed (they sort first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<u64>,
 }
 
 impl Message {
@@ -46,6 +51,7 @@ impl Message {
             content: content.into(),
             run_id: None,
             interrupted: false,
+            arrival: None,
         }
     }
 }
@@ -106,7 +112,8 @@ impl ThreadContext {
 }
 
 /// How much of a thread is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextPolicy {
     /// At most this many messages (default 100).
     pub max_messages: usize,

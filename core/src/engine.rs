@@ -30,7 +30,7 @@ use crate::frame_writer::Ending;
 use crate::output::{AgentEvent, Artifact, Output};
 use crate::runtime::Runtime;
 use crate::service::Shared;
-use crate::store::{HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::turn_body::BodySender;
 use crate::wire::Wire;
 
@@ -59,6 +59,8 @@ pub(crate) struct TurnPlan {
 enum Cut {
     Disconnected,
     Deadline,
+    /// A newer turn arrived on the thread (see [`crate::turn_state`]).
+    Superseded,
 }
 
 enum Stop {
@@ -191,6 +193,8 @@ pub(crate) struct Driver<'s, A, S, R: Runtime, W> {
     disconnected: Fuse<oneshot::Receiver<()>>,
     deadline: Fuse<Pin<Box<R::Sleep>>>,
     base_url: String,
+    /// The thread and this turn's arrival on it, once claimed: checked at every heartbeat.
+    live: Option<(String, u64)>,
 }
 
 impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
@@ -211,12 +215,46 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             disconnected: body.disconnected.fuse(),
             deadline,
             base_url: String::new(),
+            live: None,
             shared,
         }
     }
 
     fn now(&self) -> u64 {
         self.shared.rt.now_ms()
+    }
+
+    /// A fresh fencing token for this delivery's claim (128 random bits, hex).
+    fn claim_token(&self) -> String {
+        let mut raw = [0u8; 16];
+        self.shared.rt.fill_random(&mut raw);
+        raw.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Whether a newer turn arrived on this turn's thread: one cheap store read, made at
+    /// heartbeats. A store that cannot answer does not stop the turn (its commit is still
+    /// conditional, so nothing is lost either way).
+    async fn superseded(&mut self) -> bool {
+        let Some((thread_key, arrival)) = self.live.clone() else {
+            return false;
+        };
+        let rt = &self.shared.rt;
+        let latest = {
+            let fut = self.shared.store.latest_arrival(&thread_key).fuse();
+            let timer = rt.sleep(STORE_TIMEOUT).fuse();
+            pin_mut!(fut, timer);
+            select_biased! {
+                r = fut => r,
+                _ = timer => Err(StoreError::Unavailable("store call timed out".into())),
+            }
+        };
+        match latest {
+            Ok(latest) => latest > arrival,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check for a newer turn");
+                false
+            }
+        }
     }
 
     /// Awaits `fut` with heartbeats, until it completes or the deadline passes, or, when
@@ -301,8 +339,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             fingerprint: plan.fingerprint.clone(),
             now_ms: 0,
             lease_until_ms: 0,
+            token: self.claim_token(),
         };
-        let stored = loop {
+        let mut polls = 0;
+        let (stored, base_version, arrival) = loop {
             claim.now_ms = self.now();
             claim.lease_until_ms = claim.now_ms + lease.as_millis() as u64;
             // The claim always completes, even if the client has left: a claim abandoned
@@ -332,7 +372,11 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 Ok(Ok(s)) => s,
             };
             match started {
-                TurnStart::Claimed { context } => break context,
+                TurnStart::Claimed {
+                    context,
+                    version,
+                    arrival,
+                } => break (context, version, arrival),
                 TurnStart::Finished { recording } => {
                     tracing::info!("run already finished: replaying its recording");
                     let now = self.now();
@@ -350,7 +394,11 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 }
                 TurnStart::Running => {
                     tracing::info!("another delivery of this run is in progress: waiting");
-                    let poll = self.shared.rt.sleep(self.shared.config.duplicate_poll);
+                    let poll = self
+                        .shared
+                        .rt
+                        .sleep(duplicate_backoff(self.shared.config.duplicate_poll, polls));
+                    polls += 1;
                     if let Err(cut) = self.alive(poll, true).await {
                         if cut == Cut::Deadline {
                             return self
@@ -366,6 +414,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             }
         };
 
+        self.live = Some((plan.thread_key.clone(), arrival));
         let mut turn = plan.turn.clone();
         self.base_url.clone_from(&turn.public_base_url);
         turn.context = stored.unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
@@ -386,7 +435,9 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             self.link.flush(now).await;
         }
 
-        let commit = self.commit_of(&plan, turn, &ending, &previous_state);
+        let mut commit =
+            self.commit_of(&plan, turn, &ending, &previous_state, base_version, arrival);
+        commit.token = claim.token;
         let shared = self.shared;
         let rt = &shared.rt;
         let committed = {
@@ -400,7 +451,26 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         };
         let now = self.now();
         match committed {
-            Ok(()) => {
+            Ok(CommitOutcome::ClaimLost) => {
+                // The lease lapsed and a retry of this run took it over: its recording is
+                // the one kept; this delivery wrote nothing.
+                tracing::warn!(
+                    code = "CLAIM_LOST",
+                    "another delivery took this run over: nothing recorded"
+                );
+                let fin = self.link.wire.replacement_error(
+                    TurnErrorCode::Superseded,
+                    "Another delivery of this turn took over; its answer is the one kept.",
+                );
+                self.link.send(fin, now).await;
+            }
+            Ok(outcome) => {
+                if outcome == CommitOutcome::Superseded {
+                    tracing::info!(
+                        code = "SUPERSEDED",
+                        "a newer turn arrived while this one ran: recorded as interrupted"
+                    );
+                }
                 log_ending(&ending);
                 if let Some(fin) = self.link.wire.take_final() {
                     self.link.send(fin, now).await;
@@ -448,6 +518,9 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                     self.link.heartbeat(now).await;
                     if let Some(cut) = self.link.cut() {
                         break Stop::Cut(cut);
+                    }
+                    if self.superseded().await {
+                        break Stop::Cut(Cut::Superseded);
                     }
                 }
             }
@@ -575,6 +648,13 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 tracing::info!(code = "CANCELLED", "client disconnected: agent stopped");
                 Ending::error(TurnErrorCode::Cancelled, "The turn was cancelled.")
             }
+            Stop::Cut(Cut::Superseded) => {
+                tracing::info!(code = "SUPERSEDED", "a newer turn arrived: agent stopped");
+                Ending::error(
+                    TurnErrorCode::Superseded,
+                    "A newer message on this conversation took over; this answer was stopped.",
+                )
+            }
         }
     }
 
@@ -584,6 +664,8 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         turn: Turn,
         ending: &Ending,
         previous_state: &serde_json::Value,
+        base_version: u64,
+        arrival: u64,
     ) -> TurnCommit {
         let cfg = &self.shared.config;
         let validation = turn.is_validation();
@@ -600,7 +682,8 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         let per_message = cfg.context_policy.max_transcript_bytes / 4;
         let mut user = Message::new(Role::User, truncate(&plan.user_message, per_message));
         user.run_id = Some(turn.run_id.clone());
-        context.messages.push(user);
+        user.arrival = Some(arrival);
+        let mut messages = vec![user];
         let mut answer = self.link.wire.answer().to_owned();
         if let Ending::Interrupt(i) = ending {
             if !answer.is_empty() {
@@ -612,8 +695,10 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             let mut reply = Message::new(Role::Assistant, truncate(&answer, per_message));
             reply.run_id = Some(turn.run_id.clone());
             reply.interrupted = matches!(ending, Ending::Error { .. });
-            context.messages.push(reply);
+            reply.arrival = Some(arrival);
+            messages.push(reply);
         }
+        context.messages.extend(messages.iter().cloned());
         context.pending_interrupt = match ending {
             Ending::Interrupt(i) => Some(i.clone()),
             _ => None,
@@ -634,14 +719,33 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         TurnCommit {
             run_key: plan.run_key.clone(),
             fingerprint: plan.fingerprint.clone(),
+            token: String::new(),
             thread_key: plan.thread_key.clone(),
+            base_version,
+            arrival,
             context,
+            messages,
+            policy: cfg.context_policy,
+            now_ms: now,
             context_expires_at_ms: now + ttl.as_millis() as u64,
             recording: self.link.wire.recording().to_owned(),
             recording_expires_at_ms: now + recording_ttl.as_millis() as u64,
         }
     }
 }
+
+/// The wait before a duplicate delivery asks again whether the original finished: `first`,
+/// doubling with every poll, at most [`MAX_DUPLICATE_POLL`]. Each poll is a paid conditional
+/// write on DynamoDB and a subrequest on Workers (50 per request on the free plan), so a
+/// duplicate that waits out a 290-second turn polls about 40 times, not 1,160.
+fn duplicate_backoff(first: Duration, polls: u32) -> Duration {
+    first
+        .saturating_mul(1 << polls.min(16))
+        .min(MAX_DUPLICATE_POLL.max(first))
+}
+
+/// The longest wait between two polls of a duplicate delivery.
+const MAX_DUPLICATE_POLL: Duration = Duration::from_secs(8);
 
 fn log_ending(ending: &Ending) {
     match ending {

@@ -64,6 +64,9 @@ pub enum TurnErrorCode {
     Cancelled,
     /// The agent's state did not fit the store.
     StateTooLarge,
+    /// A newer turn on the same thread took over (or a retry of this run took its claim
+    /// over): this one was stopped and recorded as interrupted.
+    Superseded,
 }
 
 impl TurnErrorCode {
@@ -80,6 +83,7 @@ impl TurnErrorCode {
             Self::RunIdReused => "RUN_ID_REUSED",
             Self::Cancelled => "CANCELLED",
             Self::StateTooLarge => "STATE_TOO_LARGE",
+            Self::Superseded => "SUPERSEDED",
         }
     }
 }

@@ -36,11 +36,17 @@ mod refusal_log;
 mod routing;
 mod runtime;
 mod service;
+pub mod sql;
+pub mod sql_store;
 pub mod sse;
 mod store;
+#[cfg(any(test, feature = "store-tests"))]
+pub mod store_tests;
+pub mod text_parts;
 #[cfg(feature = "tokio")]
 mod tokio_runtime;
 mod turn_body;
+pub mod turn_state;
 mod wire;
 
 pub use abort_tail::PANIC_MESSAGE;
@@ -59,7 +65,7 @@ pub use output::{AgentEvent, Artifact, Output, OutputFile, ToolCall};
 pub use protocol::Interrupt;
 pub use runtime::Runtime;
 pub use service::{PlatformOrigin, Reply, Runway, json_error};
-pub use store::{HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+pub use store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 #[cfg(feature = "tokio")]
 pub use tokio_runtime::TokioRuntime;
 pub use turn_body::TurnBody;

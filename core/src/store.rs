@@ -8,15 +8,23 @@
 //!
 //! Expiry is exact in every implementation: an item past its `expires_at` is treated as absent
 //! on read, whether or not the backend has deleted it yet.
+//!
+//! Overlapping turns on one thread follow [`crate::turn_state`]: every claim is an *arrival*
+//! on its thread (numbered 1, 2, 3… by the store), the latest arrival is the live turn, and a
+//! commit is conditional on the thread's version and on the run's claim token. Every backend
+//! takes its decisions from [`crate::turn_state`] and supplies only the atomic primitives.
 
 use std::future::Future;
 
-use crate::context::ThreadContext;
+use serde::{Deserialize, Serialize};
+
+use crate::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
 use crate::maybe_send::{MaybeSend, MaybeSync};
 
 /// A request to run a turn, made before the agent starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TurnClaim {
     /// The idempotency key: the protocol's run id, namespaced per protocol.
     pub run_key: String,
@@ -29,16 +37,27 @@ pub struct TurnClaim {
     /// Until when the claim holds (ms since the epoch). A claim that outlives the process that
     /// made it (crash, timeout) expires then, and a later delivery may take the run over.
     pub lease_until_ms: u64,
+    /// The fencing token of this claim (random, unique per delivery): a commit is accepted
+    /// only while the run's record still carries it, so a delivery whose lease lapsed and was
+    /// taken over can never overwrite what the delivery that took over recorded.
+    pub token: String,
 }
 
 /// What the store says about a claimed run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
 pub enum TurnStart {
     /// The run is ours to execute. `context` is the thread as stored, `None` if the thread is
     /// new or expired.
     Claimed {
         /// The stored thread.
         context: Option<ThreadContext>,
+        /// The thread's version as loaded (0: no stored thread). The commit is conditional on
+        /// it ([`TurnCommit::base_version`]).
+        version: u64,
+        /// This claim's arrival number on the thread (1 for the first turn ever claimed on
+        /// it). The live turn is the latest arrival; an earlier one is superseded.
+        arrival: u64,
     },
     /// The run already finished: send the recording instead of running it again.
     Finished {
@@ -52,22 +71,54 @@ pub enum TurnStart {
 }
 
 /// A finished turn to persist, in one write.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TurnCommit {
     /// The run's key.
     pub run_key: String,
     /// The run's fingerprint.
     pub fingerprint: String,
+    /// The claim's fencing token ([`TurnClaim::token`]).
+    pub token: String,
     /// The conversation key.
     pub thread_key: String,
-    /// The thread after this turn.
+    /// The thread version this turn loaded ([`TurnStart::Claimed`]).
+    pub base_version: u64,
+    /// This turn's arrival number ([`TurnStart::Claimed`]).
+    pub arrival: u64,
+    /// The thread after this turn, if nothing else was committed on it since it was loaded.
     pub context: ThreadContext,
+    /// The messages this turn adds (its user message and its answer, stamped with
+    /// [`TurnCommit::arrival`]): what is merged into the stored thread when another turn
+    /// committed in between, or when this turn was superseded.
+    pub messages: Vec<Message>,
+    /// How much of the thread is kept after a merge.
+    pub policy: ContextPolicy,
+    /// Now, in ms since the epoch (a stored context expired by then merges as absent).
+    pub now_ms: u64,
     /// When the thread expires (ms since the epoch).
     pub context_expires_at_ms: u64,
     /// What a replay of this run sends.
     pub recording: String,
     /// When the recording expires (ms since the epoch).
     pub recording_expires_at_ms: u64,
+}
+
+/// What became of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitOutcome {
+    /// Nothing else was committed on the thread since the turn loaded it: saved as it is.
+    Applied,
+    /// Another (earlier) turn committed in between: this turn's messages were merged into the
+    /// stored thread in arrival order, with this turn's state.
+    Merged,
+    /// A newer turn arrived while this one ran: its messages were kept (the answer marked
+    /// interrupted) in arrival order, but its state and question were not.
+    Superseded,
+    /// The run's claim was taken over by another delivery (this one's lease lapsed): nothing
+    /// was written.
+    ClaimLost,
 }
 
 /// A file the agent produced, served to the user's browser by an unguessable token.
@@ -97,11 +148,21 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         claim: &TurnClaim,
     ) -> impl Future<Output = Result<TurnStart, StoreError>> + MaybeSend;
 
-    /// Saves the thread and the run's recording, and releases the claim.
+    /// Saves the thread and the run's recording, and releases the claim, as
+    /// [`crate::turn_state::decide_commit`] says: only while the run's record still carries
+    /// `commit.token`, and conditional on the thread's version (a stale version is merged, never
+    /// overwritten).
     fn finish_turn(
         &self,
         commit: &TurnCommit,
-    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend;
+    ) -> impl Future<Output = Result<CommitOutcome, StoreError>> + MaybeSend;
+
+    /// The latest arrival on the thread (0 if none): the running turn whose arrival is lower
+    /// has been superseded. Called at heartbeats, so it must be one cheap read.
+    fn latest_arrival(
+        &self,
+        thread_key: &str,
+    ) -> impl Future<Output = Result<u64, StoreError>> + MaybeSend;
 
     /// Stores a hosted file.
     fn put_file(

@@ -7,9 +7,11 @@
 //!
 //! | item | `pk` | `sk` | other attributes |
 //! |---|---|---|---|
-//! | run record | `run#{run key}` | `run` | `fp` fingerprint, `st` `running`/`done`, recording as `data` or `tag`+`parts` |
+//! | run record | `run#{run key}` | `run` | `fp` fingerprint, `st` `running`/`done`, `tok` the claim's fencing token, recording as `data` or `tag`+`parts` |
 //! | recording part | `run#{run key}` | `part#{tag}#{i}` | `data` |
-//! | thread context | `thread#{thread key}` | `ctx` | context JSON as `data` or `tag`+`parts` |
+//! | thread context | `thread#{thread key}` | `ctx` | `ver` version, context JSON as `data` or `tag`+`parts` |
+//! | thread arrivals | `thread#{thread key}` | `live` | `arrivals`: claims counted so far (the latest is the live turn) |
+//! | superseded turn | `thread#{thread key}` | `msg#{arrival}` | `arr`, its messages (JSON) as `data`: folded into the context on read, deleted by the next commit that writes them into it |
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
@@ -22,13 +24,21 @@
 //!
 //! - [`TurnStore::start_turn`]: a conditional `PutItem` claiming the run
 //!   (`attribute_not_exists(pk) OR exp_ms <= :now`, with `ReturnValuesOnConditionCheckFailure`
-//!   so a refused claim brings the existing record back) and a consistent `Query` of the
-//!   thread's items, sent **concurrently**: two requests, one round trip.
-//! - [`TurnStore::finish_turn`]: one `TransactWriteItems` saving the context and the finished
-//!   run record (and the recording's parts, when they fit the 4 MB transaction).
+//!   so a refused claim brings the existing record back). Only once claimed: an `UpdateItem`
+//!   counting the arrival (`ADD arrivals :1`) and a consistent `Query` of the thread's items,
+//!   sent concurrently. A duplicate delivery costs one conditional write per poll and reads
+//!   nothing else.
+//! - [`TurnStore::finish_turn`]: one `TransactWriteItems` saving the context (conditional on
+//!   its version), the finished run record (conditional on the claim's token) and the
+//!   arrivals item's expiry, checking the turn is still the latest arrival. When a condition
+//!   fails because the thread moved on, the thread is read and the commit merged as
+//!   [`runway_core::turn_state`] decides, and written again, conditional on the version read.
+//! - [`TurnStore::latest_arrival`]: one consistent `GetItem` of the small `live` item, at
+//!   each heartbeat while the agent runs.
 //!
-//! So an ordinary turn costs three requests whatever the thread's length. Only exceptional
-//! turns cost more: a recording too large for one transaction (its parts are written first
+//! So an ordinary turn costs four requests whatever the thread's length (plus one small read
+//! per heartbeat). Only exceptional turns cost more: overlapping turns (a `Query` and a
+//! second transaction), a recording too large for one transaction (its parts are written first
 //! with `BatchWriteItem`), a replay of a recording kept in parts (one `Query`), a thread larger
 //! than a 1 MB query page.
 //!
@@ -54,11 +64,15 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, PutRequest, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    WriteRequest,
+    AttributeValue, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update, WriteRequest,
+};
+use runway_core::turn_state::{
+    ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
 };
 use runway_core::{
-    HostedFile, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    CommitOutcome, HostedFile, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart,
+    TurnStore,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -88,12 +102,29 @@ const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 const TX_ATTEMPTS: u32 = 4;
 /// Attempts for the unprocessed remainder of a `BatchWriteItem`.
 const BATCH_ATTEMPTS: u32 = 6;
+/// Attempts of a commit whose thread keeps moving (each: read, merge, conditional write),
+/// within [`COMMIT_BUDGET`].
+const COMMIT_ATTEMPTS: u32 = 40;
+/// How long a commit keeps retrying a thread that keeps moving: under the engine's 8-second
+/// bound on one store call.
+const COMMIT_BUDGET: Duration = Duration::from_secs(6);
+
+/// Why a transaction was not written.
+enum TxFailure {
+    /// A condition failed: the cancellation reason code of each action, in order.
+    Condition(Vec<String>),
+    /// Anything else.
+    Store(StoreError),
+}
 
 /// The DynamoDB store. Cheap to clone (the SDK client is shared).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Per claim token: the `msg#` items the claim's thread read folded into the context, for
+    /// the turn's commit to delete once the context it writes holds them.
+    folded: std::sync::Arc<std::sync::Mutex<HashMap<String, Vec<String>>>>,
 }
 
 impl DynamoStore {
@@ -102,6 +133,7 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
+            folded: std::sync::Arc::default(),
         }
     }
 
@@ -138,7 +170,7 @@ impl DynamoStore {
 
     /// Runs `items` as one transaction, retrying cancellations caused by throttling or a
     /// conflicting transaction with backoff and jitter.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), TxFailure> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -169,8 +201,22 @@ impl DynamoStore {
                 Some(TransactWriteItemsError::TransactionInProgressException(_)) => true,
                 _ => false,
             };
+            if let Some(TransactWriteItemsError::TransactionCanceledException(c)) =
+                e.as_service_error()
+                && !retryable
+                && c.cancellation_reasons()
+                    .iter()
+                    .any(|r| r.code() == Some("ConditionalCheckFailed"))
+            {
+                return Err(TxFailure::Condition(
+                    c.cancellation_reasons()
+                        .iter()
+                        .map(|r| r.code().unwrap_or("None").to_owned())
+                        .collect(),
+                ));
+            }
             if !retryable || attempt >= TX_ATTEMPTS {
-                return Err(match e.as_service_error() {
+                return Err(TxFailure::Store(match e.as_service_error() {
                     Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
                         let codes: Vec<&str> = c
                             .cancellation_reasons()
@@ -189,7 +235,7 @@ impl DynamoStore {
                         }
                     }
                     _ => sdk_error("TransactWriteItems", e),
-                });
+                }));
             }
             tracing::warn!(attempt, "transaction cancelled by contention: retrying");
             tokio::time::sleep(backoff(attempt)).await;
@@ -280,13 +326,23 @@ impl DynamoStore {
                 }
             }
         };
-        if get_s(&record, "fp") != Some(claim.fingerprint.as_str()) {
-            return Ok(TurnStart::Conflict);
+        let stored = RunRecord {
+            fingerprint: get_s(&record, "fp").unwrap_or_default(),
+            phase: if get_s(&record, "st") == Some("done") {
+                RunPhase::Done
+            } else {
+                RunPhase::Running
+            },
+            until_ms: get_n(&record, "exp_ms").unwrap_or(0),
+            token: get_s(&record, "tok").unwrap_or_default(),
+        };
+        match decide_claim(Some(stored), claim) {
+            ClaimDecision::Replay => self.replay_of(run_pk, &record).await,
+            ClaimDecision::Conflict => Ok(TurnStart::Conflict),
+            // Refused by the condition yet free by now (it lapsed in between): the next poll
+            // takes it.
+            ClaimDecision::Wait | ClaimDecision::Take => Ok(TurnStart::Running),
         }
-        if get_s(&record, "st") == Some("done") {
-            return self.replay_of(run_pk, &record).await;
-        }
-        Ok(TurnStart::Running)
     }
 
     /// Best-effort release of a claim whose turn cannot start (the thread read failed), so a
@@ -298,10 +354,9 @@ impl DynamoStore {
             .table_name(&self.table)
             .key("pk", s(run_pk))
             .key("sk", s("run"))
-            .condition_expression("st = :running AND fp = :fp AND exp_ms = :lease")
+            .condition_expression("st = :running AND tok = :tok")
             .expression_attribute_values(":running", s("running"))
-            .expression_attribute_values(":fp", s(&claim.fingerprint))
-            .expression_attribute_values(":lease", n(claim.lease_until_ms))
+            .expression_attribute_values(":tok", s(&claim.token))
             .send()
             .await;
         if let Err(e) = r {
@@ -310,101 +365,47 @@ impl DynamoStore {
     }
 }
 
-impl TurnStore for DynamoStore {
-    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
-        let run_pk = format!("run#{}", claim.run_key);
-        let thread_pk = format!("thread#{}", claim.thread_key);
-        let mut item = Item::new();
-        item.insert("pk".into(), s(&run_pk));
-        item.insert("sk".into(), s("run"));
-        item.insert("fp".into(), s(&claim.fingerprint));
-        item.insert("st".into(), s("running"));
-        expiry(&mut item, claim.lease_until_ms);
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk) OR exp_ms <= :now")
-            .expression_attribute_values(":now", n(claim.now_ms))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send();
-        let thread = self.query_all(&thread_pk, None);
-        let (put, thread) = futures::join!(put, thread);
-        match put {
-            Ok(_) => {}
-            Err(e) => {
-                return match e.as_service_error() {
-                    Some(PutItemError::ConditionalCheckFailedException(c)) => {
-                        let record = c.item().cloned();
-                        self.refused(claim, &run_pk, record).await
-                    }
-                    _ => Err(sdk_error("PutItem", e)),
-                };
-            }
-        }
-        match thread.and_then(|items| decode_thread(&items, claim.now_ms)) {
-            Ok(context) => Ok(TurnStart::Claimed { context }),
-            Err(e) => {
-                // The turn cannot start: free the run id for a later delivery.
-                self.release(&run_pk, claim).await;
-                Err(e)
-            }
-        }
+impl DynamoStore {
+    /// The thread as stored: context (`None` if absent or expired at `now_ms`) and head.
+    async fn read_thread(
+        &self,
+        thread_pk: &str,
+        now_ms: u64,
+    ) -> Result<(Option<ThreadContext>, ThreadHead, Vec<String>), StoreError> {
+        let items = self.query_all(thread_pk, None).await?;
+        let (context, version, folded) = decode_thread(&items, now_ms)?;
+        let latest_arrival = items
+            .iter()
+            .find(|i| get_s(i, "sk") == Some("live"))
+            .and_then(|i| get_n(i, "arrivals"))
+            .unwrap_or(0);
+        Ok((
+            context,
+            ThreadHead {
+                version,
+                latest_arrival,
+            },
+            folded,
+        ))
     }
 
-    async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
+    /// The run record (with its recording) as one `Put`, and the recording's parts: in the
+    /// transaction when they fit, else returned to be written first.
+    fn run_items(&self, commit: &TurnCommit, tx_bytes: usize) -> (Vec<Item>, Vec<Item>) {
         let run_pk = format!("run#{}", commit.run_key);
-        let thread_pk = format!("thread#{}", commit.thread_key);
-        let context =
-            serde_json::to_vec(&commit.context).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let context = deflate(&context);
         let recording = deflate(commit.recording.as_bytes());
-
-        let mut tx: Vec<Item> = Vec::new();
-        let mut tx_bytes = 0;
-
-        // The thread: head item, and fixed-index parts when it does not fit one item.
         let tag = new_tag();
-        let mut head = Item::new();
-        head.insert("pk".into(), s(&thread_pk));
-        head.insert("sk".into(), s("ctx"));
-        expiry(&mut head, commit.context_expires_at_ms);
-        if context.len() <= ITEM_PAYLOAD_BYTES {
-            head.insert("data".into(), b(context.clone()));
-        } else {
-            let parts: Vec<&[u8]> = context.chunks(ITEM_PAYLOAD_BYTES).collect();
-            if parts.len() > MAX_CONTEXT_PARTS {
-                return Err(StoreError::TooLarge(format!(
-                    "thread context of {} compressed bytes",
-                    context.len()
-                )));
-            }
-            head.insert("tag".into(), s(&tag));
-            head.insert("parts".into(), n(parts.len() as u64));
-            for (i, part) in parts.into_iter().enumerate() {
-                let mut p = Item::new();
-                p.insert("pk".into(), s(&thread_pk));
-                p.insert("sk".into(), s(format!("part#{i:04}")));
-                p.insert("tag".into(), s(&tag));
-                p.insert("data".into(), b(part.to_vec()));
-                expiry(&mut p, commit.context_expires_at_ms);
-                tx.push(p);
-            }
-        }
-        tx_bytes += context.len();
-        tx.push(head);
-
-        // The run record, with the recording inline or in parts.
         let mut run = Item::new();
         run.insert("pk".into(), s(&run_pk));
         run.insert("sk".into(), s("run"));
         run.insert("fp".into(), s(&commit.fingerprint));
         run.insert("st".into(), s("done"));
+        run.insert("tok".into(), s(&commit.token));
         expiry(&mut run, commit.recording_expires_at_ms);
-        let mut early: Vec<Item> = Vec::new();
+        let mut in_tx = Vec::new();
+        let mut early = Vec::new();
         if recording.len() <= ITEM_PAYLOAD_BYTES {
-            run.insert("data".into(), b(recording.clone()));
+            run.insert("data".into(), b(recording));
         } else {
             let parts: Vec<Item> = recording
                 .chunks(ITEM_PAYLOAD_BYTES)
@@ -420,10 +421,8 @@ impl TurnStore for DynamoStore {
                 .collect();
             run.insert("tag".into(), s(&tag));
             run.insert("parts".into(), n(parts.len() as u64));
-            if tx_bytes + recording.len() <= TX_PAYLOAD_BYTES
-                && tx.len() + parts.len() < TX_MAX_ITEMS
-            {
-                tx.extend(parts);
+            if tx_bytes + recording.len() <= TX_PAYLOAD_BYTES && parts.len() + 8 < TX_MAX_ITEMS {
+                in_tx = parts;
             } else {
                 // Too big for one transaction: parts first (nothing points at them yet, and
                 // their keys carry this commit's generation), then the transaction that
@@ -431,28 +430,339 @@ impl TurnStore for DynamoStore {
                 early = parts;
             }
         }
-        tx_bytes += recording.len();
-        tx.push(run);
-        if !early.is_empty() {
-            tracing::info!(
-                parts = early.len(),
-                bytes = tx_bytes,
-                "recording larger than one transaction: writing its parts first"
-            );
-            self.batch_put(early).await?;
+        in_tx.push(run);
+        (in_tx, early)
+    }
+
+    /// The context's head item (version `version`) and its parts.
+    fn context_items(
+        &self,
+        commit: &TurnCommit,
+        context: &ThreadContext,
+        version: u64,
+    ) -> Result<Vec<Item>, StoreError> {
+        let thread_pk = format!("thread#{}", commit.thread_key);
+        let json = serde_json::to_vec(context).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let packed = deflate(&json);
+        let tag = new_tag();
+        let mut items = Vec::new();
+        let mut head = Item::new();
+        head.insert("pk".into(), s(&thread_pk));
+        head.insert("sk".into(), s("ctx"));
+        head.insert("ver".into(), n(version));
+        expiry(&mut head, commit.context_expires_at_ms);
+        if packed.len() <= ITEM_PAYLOAD_BYTES {
+            head.insert("data".into(), b(packed));
+        } else {
+            let parts: Vec<&[u8]> = packed.chunks(ITEM_PAYLOAD_BYTES).collect();
+            if parts.len() > MAX_CONTEXT_PARTS {
+                return Err(StoreError::TooLarge(format!(
+                    "thread context of {} compressed bytes",
+                    packed.len()
+                )));
+            }
+            head.insert("tag".into(), s(&tag));
+            head.insert("parts".into(), n(parts.len() as u64));
+            for (i, part) in parts.into_iter().enumerate() {
+                let mut p = Item::new();
+                p.insert("pk".into(), s(&thread_pk));
+                p.insert("sk".into(), s(format!("part#{i:04}")));
+                p.insert("tag".into(), s(&tag));
+                p.insert("data".into(), b(part.to_vec()));
+                expiry(&mut p, commit.context_expires_at_ms);
+                items.push(p);
+            }
         }
-        let actions = tx
-            .into_iter()
-            .map(|item| {
-                Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .build()
-                    .map(|p| TransactWriteItem::builder().put(p).build())
-                    .map_err(|e| StoreError::Unavailable(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.transact(actions).await
+        // The head last: [`DynamoStore::commit_actions`] puts its condition on it.
+        items.push(head);
+        Ok(items)
+    }
+
+    /// A superseded turn's messages as their own `msg#{arrival}` item: written without a
+    /// condition on the context, so overlapping turns never contend for it.
+    fn superseded_item(&self, commit: &TurnCommit) -> Result<Item, StoreError> {
+        let thread = thread_after(
+            runway_core::turn_state::CommitDecision::Superseded,
+            None,
+            commit,
+        );
+        let json =
+            serde_json::to_vec(&thread.messages).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut item = Item::new();
+        item.insert("pk".into(), s(format!("thread#{}", commit.thread_key)));
+        item.insert("sk".into(), s(format!("msg#{:020}", commit.arrival)));
+        item.insert("arr".into(), n(commit.arrival));
+        item.insert("data".into(), b(deflate(&json)));
+        expiry(&mut item, commit.context_expires_at_ms);
+        Ok(item)
+    }
+
+    /// The transaction of one commit attempt, in order: `thread_items` (the last one
+    /// conditional on the context's version when `version` is given), the arrivals item's
+    /// expiry (conditional on `latest` still being the latest arrival when given), deletes of
+    /// `folded` message items, then the run's recording and record (the record conditional on
+    /// the claim's token). Returns the actions and the indexes of the arrivals and run record
+    /// actions.
+    #[allow(clippy::too_many_arguments)]
+    fn commit_actions(
+        &self,
+        commit: &TurnCommit,
+        thread_items: Vec<Item>,
+        version: Option<u64>,
+        latest: Option<u64>,
+        folded: &[String],
+        run_items: Vec<Item>,
+    ) -> Result<(Vec<TransactWriteItem>, usize, usize), StoreError> {
+        let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Unavailable(e.to_string());
+        let thread_pk = format!("thread#{}", commit.thread_key);
+        let mut actions = Vec::new();
+        let last = thread_items.len().saturating_sub(1);
+        for (i, item) in thread_items.into_iter().enumerate() {
+            let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
+            match version {
+                Some(0) if i == last => put = put.condition_expression("attribute_not_exists(ver)"),
+                Some(v) if i == last => {
+                    put = put
+                        .condition_expression("ver = :ver")
+                        .expression_attribute_values(":ver", n(v));
+                }
+                _ => {}
+            }
+            actions.push(
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(build)?)
+                    .build(),
+            );
+        }
+        let mut live = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&thread_pk))
+            .key("sk", s("live"))
+            .update_expression("SET exp_ms = :exp, expires_at = :exps")
+            .expression_attribute_values(":exp", n(commit.context_expires_at_ms))
+            .expression_attribute_values(":exps", n(commit.context_expires_at_ms.div_ceil(1000)));
+        if let Some(latest) = latest {
+            live = live
+                .condition_expression("arrivals = :latest")
+                .expression_attribute_values(":latest", n(latest));
+        }
+        let live_at = actions.len();
+        actions.push(
+            TransactWriteItem::builder()
+                .update(live.build().map_err(build)?)
+                .build(),
+        );
+        // A transaction holds at most 100 actions: what does not fit is folded again (and
+        // deduplicated) on the next read, and deleted by a later commit.
+        let room = TX_MAX_ITEMS.saturating_sub(actions.len() + run_items.len() + 1);
+        for sk in folded.iter().take(room) {
+            let delete = aws_sdk_dynamodb::types::Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(&thread_pk))
+                .key("sk", s(sk))
+                .build()
+                .map_err(build)?;
+            actions.push(TransactWriteItem::builder().delete(delete).build());
+        }
+        let run_at = actions.len() + run_items.len() - 1;
+        for item in run_items {
+            let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
+            if actions.len() == run_at {
+                put = put
+                    .condition_expression("st = :running AND tok = :tok")
+                    .expression_attribute_values(":running", s("running"))
+                    .expression_attribute_values(":tok", s(&commit.token));
+            }
+            actions.push(
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(build)?)
+                    .build(),
+            );
+        }
+        Ok((actions, live_at, run_at))
+    }
+}
+
+impl TurnStore for DynamoStore {
+    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
+        let run_pk = format!("run#{}", claim.run_key);
+        let thread_pk = format!("thread#{}", claim.thread_key);
+        let mut item = Item::new();
+        item.insert("pk".into(), s(&run_pk));
+        item.insert("sk".into(), s("run"));
+        item.insert("fp".into(), s(&claim.fingerprint));
+        item.insert("st".into(), s("running"));
+        item.insert("tok".into(), s(&claim.token));
+        expiry(&mut item, claim.lease_until_ms);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR exp_ms <= :now")
+            .expression_attribute_values(":now", n(claim.now_ms))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        if let Err(e) = put {
+            return match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(c)) => {
+                    let record = c.item().cloned();
+                    self.refused(claim, &run_pk, record).await
+                }
+                _ => Err(sdk_error("PutItem", e)),
+            };
+        }
+        // Claimed: count the arrival and read the thread, together.
+        let arrive = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&thread_pk))
+            .key("sk", s("live"))
+            .update_expression(
+                "ADD arrivals :one SET exp_ms = if_not_exists(exp_ms, :exp), \
+                 expires_at = if_not_exists(expires_at, :exps)",
+            )
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(claim.lease_until_ms))
+            .expression_attribute_values(":exps", n(claim.lease_until_ms.div_ceil(1000)))
+            .return_values(ReturnValue::UpdatedNew)
+            .send();
+        let thread = self.query_all(&thread_pk, None);
+        let (arrive, thread) = futures::join!(arrive, thread);
+        let arrival = arrive
+            .map_err(|e| sdk_error("UpdateItem", e))
+            .and_then(|out| {
+                out.attributes
+                    .as_ref()
+                    .and_then(|a| get_n(a, "arrivals"))
+                    .ok_or_else(|| StoreError::Corrupt("arrivals not returned".into()))
+            });
+        match arrival.and_then(|a| Ok((a, decode_thread(&thread?, claim.now_ms)?))) {
+            Ok((arrival, (context, version, folded))) => {
+                if !folded.is_empty() {
+                    self.folded
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(claim.token.clone(), folded);
+                }
+                Ok(TurnStart::Claimed {
+                    context,
+                    version,
+                    arrival,
+                })
+            }
+            Err(e) => {
+                // The turn cannot start: free the run id for a later delivery.
+                self.release(&run_pk, claim).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
+        // First as if nothing else happened on the thread (one transaction, no read); when a
+        // condition says otherwise, decide again on what the store holds.
+        let mut head = ThreadHead {
+            version: commit.base_version,
+            latest_arrival: commit.arrival,
+        };
+        let mut stored: Option<ThreadContext> = None;
+        let mut folded = self
+            .folded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&commit.token)
+            .unwrap_or_default();
+        let mut early_written = false;
+        let started = std::time::Instant::now();
+        for attempt in 1..=COMMIT_ATTEMPTS {
+            if attempt > 1 {
+                if started.elapsed() > COMMIT_BUDGET {
+                    break;
+                }
+                // Overlapping turns commit at about the same time: spread them out.
+                tokio::time::sleep(contention_backoff(attempt)).await;
+            }
+            let decision = decide_commit(head, commit);
+            let superseded = decision == runway_core::turn_state::CommitDecision::Superseded;
+            let (thread_items, version, latest) = if superseded {
+                (vec![self.superseded_item(commit)?], None, None)
+            } else {
+                let context = thread_after(decision, stored.take(), commit);
+                (
+                    self.context_items(commit, &context, head.version + 1)?,
+                    Some(head.version),
+                    Some(head.latest_arrival),
+                )
+            };
+            let thread_bytes: usize = thread_items
+                .iter()
+                .filter_map(|i| match i.get("data") {
+                    Some(AttributeValue::B(d)) => Some(d.as_ref().len()),
+                    _ => None,
+                })
+                .sum();
+            let (run_items, early) = self.run_items(commit, thread_bytes);
+            if !early.is_empty() && !early_written {
+                tracing::info!(
+                    parts = early.len(),
+                    "recording larger than one transaction: writing its parts first"
+                );
+                self.batch_put(early).await?;
+                early_written = true;
+            }
+            let deletes: &[String] = if superseded { &[] } else { &folded };
+            let (actions, live_at, run_at) =
+                self.commit_actions(commit, thread_items, version, latest, deletes, run_items)?;
+            let failed = |codes: &[String], i: usize| {
+                codes.get(i).map(String::as_str) == Some("ConditionalCheckFailed")
+            };
+            match self.transact(actions).await {
+                Ok(()) => return Ok(decision.outcome()),
+                Err(TxFailure::Store(e)) => return Err(e),
+                Err(TxFailure::Condition(codes)) => {
+                    if failed(&codes, run_at) {
+                        return Ok(CommitOutcome::ClaimLost);
+                    }
+                    if failed(&codes, live_at) {
+                        // A newer turn arrived: this one is superseded, whatever the context.
+                        head.latest_arrival = head.latest_arrival.max(commit.arrival + 1);
+                        continue;
+                    }
+                    tracing::info!(attempt, "the thread moved on since it was read: merging");
+                    let thread_pk = format!("thread#{}", commit.thread_key);
+                    let (context, read, now_folded) =
+                        self.read_thread(&thread_pk, commit.now_ms).await?;
+                    stored = context;
+                    head = read;
+                    folded = now_folded;
+                }
+            }
+        }
+        Err(StoreError::Throttled(
+            "the thread kept changing while this turn was saved".into(),
+        ))
+    }
+
+    async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key("pk", s(format!("thread#{thread_key}")))
+            .key("sk", s("live"))
+            .projection_expression("arrivals")
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        Ok(out
+            .item
+            .as_ref()
+            .and_then(|i| get_n(i, "arrivals"))
+            .unwrap_or(0))
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
@@ -530,22 +840,60 @@ impl TurnStore for DynamoStore {
     }
 }
 
-/// The stored context among a thread's items, `None` if absent or expired at `now_ms`.
-fn decode_thread(items: &[Item], now_ms: u64) -> Result<Option<ThreadContext>, StoreError> {
-    let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some("ctx")) else {
-        return Ok(None);
+/// The stored context among a thread's items (`None` if absent or expired at `now_ms`), its
+/// version (0 if absent; a context written before versions existed is version 0 too), and the
+/// sort keys of the superseded turns' `msg#` items folded into it (in arrival order, each
+/// once: a message already in the context is not inserted again).
+fn decode_thread(
+    items: &[Item],
+    now_ms: u64,
+) -> Result<(Option<ThreadContext>, u64, Vec<String>), StoreError> {
+    let head = items.iter().find(|i| get_s(i, "sk") == Some("ctx"));
+    let version = head.and_then(|h| get_n(h, "ver")).unwrap_or(0);
+    let mut context = match head {
+        Some(head) if get_n(head, "exp_ms").unwrap_or(0) > now_ms => {
+            let compressed = match payload_ref(head)? {
+                PayloadRef::Inline(d) => d.to_vec(),
+                PayloadRef::Parts { tag, parts } => assemble(items, "part#", parts, Some(tag))?,
+            };
+            let json = inflate(&compressed)?;
+            Some(
+                serde_json::from_slice::<ThreadContext>(&json)
+                    .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))?,
+            )
+        }
+        _ => None,
     };
-    if get_n(head, "exp_ms").unwrap_or(0) <= now_ms {
-        return Ok(None);
+    let mut folded = Vec::new();
+    let mut pending: Vec<&Item> = items
+        .iter()
+        .filter(|i| get_s(i, "sk").is_some_and(|sk| sk.starts_with("msg#")))
+        .filter(|i| get_n(i, "exp_ms").unwrap_or(0) > now_ms)
+        .collect();
+    pending.sort_by_key(|i| get_n(i, "arr").unwrap_or(0));
+    for item in pending {
+        let arrival = get_n(item, "arr").unwrap_or(0);
+        let Some(AttributeValue::B(data)) = item.get("data") else {
+            return Err(StoreError::Corrupt("message item without data".into()));
+        };
+        let messages: Vec<runway_core::Message> = serde_json::from_slice(&inflate(data.as_ref())?)
+            .map_err(|e| StoreError::Corrupt(format!("superseded turn's messages: {e}")))?;
+        let thread = context.get_or_insert_with(ThreadContext::default);
+        let already = thread.messages.iter().any(|m| {
+            m.arrival == Some(arrival) && messages.first().is_some_and(|f| f.run_id == m.run_id)
+        });
+        if !already {
+            let at = thread
+                .messages
+                .iter()
+                .position(|m| m.arrival.unwrap_or(0) > arrival)
+                .unwrap_or(thread.messages.len());
+            thread.messages.splice(at..at, messages);
+            thread.turns += 1;
+        }
+        folded.extend(get_s(item, "sk").map(str::to_owned));
     }
-    let compressed = match payload_ref(head)? {
-        PayloadRef::Inline(d) => d.to_vec(),
-        PayloadRef::Parts { tag, parts } => assemble(items, "part#", parts, Some(tag))?,
-    };
-    let json = inflate(&compressed)?;
-    serde_json::from_slice(&json)
-        .map(Some)
-        .map_err(|e| StoreError::Corrupt(format!("thread context: {e}")))
+    Ok((context, version, folded))
 }
 
 enum PayloadRef<'a> {
@@ -659,6 +1007,13 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(fastrand::u64(cap / 4..=cap))
 }
 
+/// Full jitter for commits of overlapping turns: a random wait in
+/// `[0, min(400 ms, 10 ms × 2^attempt))`.
+fn contention_backoff(attempt: u32) -> Duration {
+    let cap = 10u64.saturating_mul(1 << attempt.min(10)).min(400);
+    Duration::from_millis(fastrand::u64(0..cap))
+}
+
 /// A [`StoreError`] for a failed SDK call: throttling after the SDK's own retries is
 /// [`StoreError::Throttled`], an item over the size limit [`StoreError::TooLarge`], anything
 /// else [`StoreError::Unavailable`].
@@ -744,8 +1099,8 @@ mod tests {
         );
         expiry(&mut head, 1_000);
         let items = vec![head];
-        assert!(decode_thread(&items, 999).unwrap().is_some());
-        assert!(decode_thread(&items, 1_000).unwrap().is_none());
+        assert!(decode_thread(&items, 999).unwrap().0.is_some());
+        assert!(decode_thread(&items, 1_000).unwrap().0.is_none());
     }
 
     #[test]

@@ -13,25 +13,14 @@ use runway_core::{
 use support::{moto, store};
 
 fn claim(run: &str, thread: &str, fp: &str, now: u64) -> TurnClaim {
-    TurnClaim {
-        run_key: run.into(),
-        thread_key: thread.into(),
-        fingerprint: fp.into(),
-        now_ms: now,
-        lease_until_ms: now + 1000,
-    }
+    runway_core::store_tests::claim(run, thread, fp, now, &format!("token-{run}-{now}"))
 }
 
-fn commit(run: &str, thread: &str, fp: &str, now: u64, context: ThreadContext) -> TurnCommit {
-    TurnCommit {
-        run_key: run.into(),
-        fingerprint: fp.into(),
-        thread_key: thread.into(),
-        context,
-        context_expires_at_ms: now + 10_000,
-        recording: format!("data: {{\"run\":\"{run}\"}}\n\n"),
-        recording_expires_at_ms: now + 20_000,
-    }
+/// The commit of a turn claimed with `c` (whose start was `started`), with `context`.
+fn commit(c: &TurnClaim, started: &TurnStart, context: ThreadContext) -> TurnCommit {
+    let mut commit = runway_core::store_tests::commit(c, started, "q", "a");
+    commit.context = context;
+    commit
 }
 
 fn random_text(n: usize) -> String {
@@ -40,70 +29,10 @@ fn random_text(n: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
-async fn semantics_match_the_reference_stores() {
-    let db = moto("semantics").await;
-    let (s, _) = store(&db.endpoint, "semantics").await;
-    let t = "agent/thread-1";
-    assert_eq!(
-        s.start_turn(&claim("r", t, "f", 0)).await.unwrap(),
-        TurnStart::Claimed { context: None }
-    );
-    assert_eq!(
-        s.start_turn(&claim("r", t, "f", 10)).await.unwrap(),
-        TurnStart::Running
-    );
-    assert_eq!(
-        s.start_turn(&claim("r", t, "g", 10)).await.unwrap(),
-        TurnStart::Conflict
-    );
-    // The lease lapsed (a crashed delivery): the run can be claimed again.
-    assert!(matches!(
-        s.start_turn(&claim("r", t, "f", 5000)).await.unwrap(),
-        TurnStart::Claimed { .. }
-    ));
-    let ctx = ThreadContext {
-        turns: 1,
-        messages: vec![Message::new(Role::User, "hello")],
-        ..ThreadContext::default()
-    };
-    s.finish_turn(&commit("r", t, "f", 5000, ctx.clone()))
-        .await
-        .unwrap();
-    assert_eq!(
-        s.start_turn(&claim("r", t, "f", 5001)).await.unwrap(),
-        TurnStart::Finished {
-            recording: "data: {\"run\":\"r\"}\n\n".into()
-        }
-    );
-    assert_eq!(
-        s.start_turn(&claim("r", t, "g", 5001)).await.unwrap(),
-        TurnStart::Conflict
-    );
-    let TurnStart::Claimed { context } = s.start_turn(&claim("r2", t, "f", 5002)).await.unwrap()
-    else {
-        panic!("r2 must be claimable")
-    };
-    assert_eq!(context, Some(ctx));
-    // Other threads and branches are other keys.
-    assert_eq!(
-        s.start_turn(&claim("r3", "agent/thread-1:2", "f", 5003))
-            .await
-            .unwrap(),
-        TurnStart::Claimed { context: None }
-    );
-    // Expired items are absent on read, exactly (moto never deletes them).
-    let TurnStart::Claimed { context } = s.start_turn(&claim("r4", t, "f", 15_000)).await.unwrap()
-    else {
-        panic!("r4 must be claimable")
-    };
-    assert!(context.is_none(), "context expired at 15000");
-    assert!(
-        matches!(
-            s.start_turn(&claim("r", t, "f", 25_000)).await.unwrap(),
-            TurnStart::Claimed { .. }
-        ),
-        "the recording expired at 25000: the run key is free again"
-    );
+async fn passes_the_store_conformance_suite() {
+    let db = moto("conformance").await;
+    let (s, _) = store(&db.endpoint, "conformance").await;
+    runway_core::store_tests::run_all(&s, "dynamo").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,7 +54,7 @@ async fn concurrent_claims_elect_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
-async fn an_ordinary_turn_costs_three_requests_whatever_the_thread_length() {
+async fn an_ordinary_turn_costs_four_requests_whatever_the_thread_length() {
     let db = moto("budget").await;
     let (s, rec) = store(&db.endpoint, "budget").await;
     let thread = "a/long-thread";
@@ -135,13 +64,13 @@ async fn an_ordinary_turn_costs_three_requests_whatever_the_thread_length() {
         let now = 1_000_000 + i * 10;
         let run = format!("run-{i}");
         rec.take();
-        let TurnStart::Claimed { context } =
-            s.start_turn(&claim(&run, thread, "f", now)).await.unwrap()
-        else {
+        let c = claim(&run, thread, "f", now);
+        let started = s.start_turn(&c).await.unwrap();
+        let TurnStart::Claimed { context, .. } = &started else {
             panic!("claim {i}")
         };
         let before_agent = rec.take();
-        assert_eq!(context.unwrap_or_default().turns, ctx.turns);
+        assert_eq!(context.clone().unwrap_or_default().turns, ctx.turns);
         ctx.turns += 1;
         ctx.messages.push(Message::new(
             Role::User,
@@ -152,19 +81,22 @@ async fn an_ordinary_turn_costs_three_requests_whatever_the_thread_length() {
             format!("answer {i} {}", "y".repeat(1500)),
         ));
         ctx.trim(&runway_core::ContextPolicy::default());
-        let mut c = commit(&run, thread, "f", now, ctx.clone());
-        c.recording = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n".repeat(200);
-        s.finish_turn(&c).await.unwrap();
+        let mut cm = commit(&c, &started, ctx.clone());
+        cm.recording = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n".repeat(200);
+        assert_eq!(
+            s.finish_turn(&cm).await.unwrap(),
+            runway_core::CommitOutcome::Applied
+        );
         let after_agent = rec.take();
         let mut ops: Vec<&str> = before_agent.iter().map(|r| r.target.as_str()).collect();
         ops.sort_unstable();
+        // The claim first; only once it is won, the arrival and the thread read, together.
+        assert_eq!(before_agent[0].target, "PutItem", "turn {i}");
         assert_eq!(
             ops,
-            ["PutItem", "Query"],
+            ["PutItem", "Query", "UpdateItem"],
             "turn {i}: requests before the agent"
         );
-        // (That the two are sent together, one round trip, is measured end to end with a
-        // delaying proxy in tests/tests/lambda.rs.)
         let ops: Vec<&str> = after_agent.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(
             ops,
@@ -194,12 +126,11 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
         ("6 MB random", random_text(6_000_000), 3),
     ] {
         let run = format!("run-{label}");
-        assert!(matches!(
-            s.start_turn(&claim(&run, "a/t", "f", now)).await.unwrap(),
-            TurnStart::Claimed { .. }
-        ));
+        let cl = claim(&run, "a/t", "f", now);
+        let started = s.start_turn(&cl).await.unwrap();
+        assert!(matches!(started, TurnStart::Claimed { .. }));
         rec.take();
-        let mut c = commit(&run, "a/t", "f", now, ThreadContext::default());
+        let mut c = commit(&cl, &started, ThreadContext::default());
         c.recording = recording.clone();
         s.finish_turn(&c)
             .await
@@ -234,14 +165,14 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
         turns: 7,
         ..ThreadContext::default()
     };
-    s.finish_turn(&commit("ctx-1", "a/big", "f", now, big.clone()))
+    let c1 = claim("ctx-1", "a/big", "f", now);
+    let st1 = s.start_turn(&c1).await.unwrap();
+    s.finish_turn(&commit(&c1, &st1, big.clone()))
         .await
         .unwrap();
-    let TurnStart::Claimed { context } = s
-        .start_turn(&claim("ctx-2", "a/big", "f", now))
-        .await
-        .unwrap()
-    else {
+    let c2 = claim("ctx-2", "a/big", "f", now);
+    let st2 = s.start_turn(&c2).await.unwrap();
+    let TurnStart::Claimed { context, .. } = &st2 else {
         panic!("ctx-2")
     };
     assert_eq!(context.as_ref(), Some(&big));
@@ -250,10 +181,10 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
         turns: 8,
         ..ThreadContext::default()
     };
-    s.finish_turn(&commit("ctx-2", "a/big", "f", now, small.clone()))
+    s.finish_turn(&commit(&c2, &st2, small.clone()))
         .await
         .unwrap();
-    let TurnStart::Claimed { context } = s
+    let TurnStart::Claimed { context, .. } = s
         .start_turn(&claim("ctx-3", "a/big", "f", now))
         .await
         .unwrap()
@@ -321,8 +252,14 @@ async fn an_unreachable_dynamodb_is_a_store_error_in_bounded_time() {
         attempts >= 2,
         "the SDK retried a failed connection ({attempts} attempts)"
     );
+    let c = claim("r", "a/t", "f", 0);
+    let started = TurnStart::Claimed {
+        context: None,
+        version: 0,
+        arrival: 1,
+    };
     let r = s
-        .finish_turn(&commit("r", "a/t", "f", 0, ThreadContext::default()))
+        .finish_turn(&commit(&c, &started, ThreadContext::default()))
         .await;
     assert!(matches!(r, Err(StoreError::Unavailable(_))), "{r:?}");
 }

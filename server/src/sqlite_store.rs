@@ -1,31 +1,21 @@
 //! [`TurnStore`] in an embedded SQLite database: threads, run records and hosted files
 //! survive a restart.
 //!
-//! Each call runs on tokio's blocking pool inside one transaction. A run claim is a row
-//! inserted only if no live row exists, under `BEGIN IMMEDIATE`, so two concurrent deliveries
-//! of one run cannot both claim it.
+//! Turns and threads are runway-core's shared SQLite store ([`SqlStore`]: the same schema and
+//! statements a Cloudflare thread's Durable Object runs), each call inside one
+//! `BEGIN IMMEDIATE` transaction on tokio's blocking pool, so claims and commits are atomic.
+//! Hosted files are this store's own `files` table.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use runway_core::sql_store::SqlStore;
 use runway_core::{
-    HostedFile, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    run_key     TEXT PRIMARY KEY,
-    fingerprint TEXT NOT NULL,
-    done        INTEGER NOT NULL,
-    recording   TEXT,
-    expires_at  INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS threads (
-    thread_key  TEXT PRIMARY KEY,
-    context     TEXT NOT NULL,
-    expires_at  INTEGER NOT NULL
-);
+const FILES_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files (
     token       TEXT PRIMARY KEY,
     name        TEXT NOT NULL,
@@ -61,7 +51,10 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(FILES_SCHEMA)?;
+        for stmt in runway_core::sql_store::SCHEMA {
+            conn.execute_batch(stmt)?;
+        }
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -82,23 +75,34 @@ impl SqliteStore {
         .map_err(unavailable)?
     }
 
-    /// Deletes every expired row; returns how many went.
+    /// Runs `f` on the shared turn tables inside one `BEGIN IMMEDIATE` transaction, committed
+    /// only if `f` succeeds.
+    async fn in_transaction<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SqlStore<&Connection>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.with(move |c| {
+            let tx = c
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let out = f(&SqlStore::over(&*tx))?;
+            tx.commit().map_err(unavailable)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Deletes every expired row; returns how many files went (turn rows are counted by
+    /// nobody: they are gone either way).
     ///
     /// # Errors
     /// The database failed.
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
-        self.with(move |c| {
-            let now = now_ms as i64;
-            let mut n = 0;
-            for table in ["runs", "threads", "files"] {
-                n += c
-                    .execute(
-                        &format!("DELETE FROM {table} WHERE expires_at <= ?1"),
-                        [now],
-                    )
-                    .map_err(unavailable)?;
-            }
-            Ok(n)
+        self.in_transaction(move |db| {
+            db.purge(now_ms)?;
+            db.sql()
+                .execute("DELETE FROM files WHERE expires_at <= ?1", [now_ms as i64])
+                .map_err(unavailable)
         })
         .await
     }
@@ -107,88 +111,18 @@ impl SqliteStore {
 impl TurnStore for SqliteStore {
     async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
         let claim = claim.clone();
-        self.with(move |c| {
-            let tx = c
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
-            let now = claim.now_ms as i64;
-            let existing: Option<(String, bool, Option<String>)> = tx
-                .query_row(
-                    "SELECT fingerprint, done, recording FROM runs
-                     WHERE run_key = ?1 AND expires_at > ?2",
-                    params![claim.run_key, now],
-                    |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
-                )
-                .optional()
-                .map_err(unavailable)?;
-            if let Some((fingerprint, done, recording)) = existing {
-                return Ok(if fingerprint != claim.fingerprint {
-                    TurnStart::Conflict
-                } else if done {
-                    TurnStart::Finished {
-                        recording: recording.unwrap_or_default(),
-                    }
-                } else {
-                    TurnStart::Running
-                });
-            }
-            tx.execute(
-                "INSERT OR REPLACE INTO runs (run_key, fingerprint, done, recording, expires_at)
-                 VALUES (?1, ?2, 0, NULL, ?3)",
-                params![
-                    claim.run_key,
-                    claim.fingerprint,
-                    claim.lease_until_ms as i64
-                ],
-            )
-            .map_err(unavailable)?;
-            let context: Option<String> = tx
-                .query_row(
-                    "SELECT context FROM threads WHERE thread_key = ?1 AND expires_at > ?2",
-                    params![claim.thread_key, now],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(unavailable)?;
-            tx.commit().map_err(unavailable)?;
-            let context = context
-                .map(|json| {
-                    serde_json::from_str::<ThreadContext>(&json)
-                        .map_err(|e| StoreError::Corrupt(e.to_string()))
-                })
-                .transpose()?;
-            Ok(TurnStart::Claimed { context })
-        })
-        .await
+        self.in_transaction(move |db| Ok(db.start(&claim)?)).await
     }
 
-    async fn finish_turn(&self, commit: &TurnCommit) -> Result<(), StoreError> {
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
         let commit = commit.clone();
-        self.with(move |c| {
-            let context =
-                serde_json::to_string(&commit.context).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let tx = c
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
-            tx.execute(
-                "INSERT OR REPLACE INTO threads (thread_key, context, expires_at) VALUES (?1, ?2, ?3)",
-                params![commit.thread_key, context, commit.context_expires_at_ms as i64],
-            )
-            .map_err(unavailable)?;
-            tx.execute(
-                "INSERT OR REPLACE INTO runs (run_key, fingerprint, done, recording, expires_at)
-                 VALUES (?1, ?2, 1, ?3, ?4)",
-                params![
-                    commit.run_key,
-                    commit.fingerprint,
-                    commit.recording,
-                    commit.recording_expires_at_ms as i64
-                ],
-            )
-            .map_err(unavailable)?;
-            tx.commit().map_err(unavailable)
-        })
-        .await
+        self.in_transaction(move |db| Ok(db.finish(&commit)?)).await
+    }
+
+    async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
+        let thread_key = thread_key.to_owned();
+        self.with(move |c| Ok(SqlStore::over(&*c).latest_arrival(&thread_key)?))
+            .await
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
@@ -239,81 +173,63 @@ impl TurnStore for SqliteStore {
 mod tests {
     use super::*;
 
-    fn claim(run: &str, fp: &str, now: u64) -> TurnClaim {
-        TurnClaim {
-            run_key: run.into(),
-            thread_key: "a/t".into(),
-            fingerprint: fp.into(),
-            now_ms: now,
-            lease_until_ms: now + 1000,
-        }
-    }
-
-    fn commit(run: &str, fp: &str, now: u64) -> TurnCommit {
-        TurnCommit {
-            run_key: run.into(),
-            fingerprint: fp.into(),
-            thread_key: "a/t".into(),
-            context: ThreadContext {
-                turns: 1,
-                ..ThreadContext::default()
-            },
-            context_expires_at_ms: now + 10_000,
-            recording: "data: x\n\n".into(),
-            recording_expires_at_ms: now + 10_000,
-        }
-    }
-
-    #[tokio::test]
-    async fn claim_replay_conflict_and_expiry() {
-        let dir = tempdir();
-        let s = SqliteStore::open(&dir.join("db")).unwrap();
-        assert_eq!(
-            s.start_turn(&claim("r", "f", 0)).await.unwrap(),
-            TurnStart::Claimed { context: None }
-        );
-        assert_eq!(
-            s.start_turn(&claim("r", "f", 10)).await.unwrap(),
-            TurnStart::Running
-        );
-        assert_eq!(
-            s.start_turn(&claim("r", "g", 10)).await.unwrap(),
-            TurnStart::Conflict
-        );
-        // The lease lapsed (a crashed delivery): the run can be claimed again.
-        assert!(matches!(
-            s.start_turn(&claim("r", "f", 5000)).await.unwrap(),
-            TurnStart::Claimed { .. }
-        ));
-        s.finish_turn(&commit("r", "f", 5000)).await.unwrap();
-        assert_eq!(
-            s.start_turn(&claim("r", "f", 5001)).await.unwrap(),
-            TurnStart::Finished {
-                recording: "data: x\n\n".into()
-            }
-        );
-        let TurnStart::Claimed { context } = s.start_turn(&claim("r2", "f", 5002)).await.unwrap()
-        else {
-            panic!("r2 must be claimable")
-        };
-        assert_eq!(context.unwrap().turns, 1);
-        // Expired rows are invisible before they are purged.
-        let TurnStart::Claimed { context } = s.start_turn(&claim("r3", "f", 20_000)).await.unwrap()
-        else {
-            panic!("r3 must be claimable")
-        };
-        assert!(context.is_none());
-        assert!(s.purge_expired(100_000).await.unwrap() >= 2);
-    }
-
-    fn tempdir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "runway-sqlite-test-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+    fn tempdir(name: &str) -> std::path::PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("runway-sqlite-test-{}-{name}", std::process::id(),));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn passes_the_store_conformance_suite() {
+        let dir = tempdir("conformance");
+        let s = SqliteStore::open(&dir.join("db")).unwrap();
+        runway_core::store_tests::run_all(&s, "sqlite").await;
+    }
+
+    #[tokio::test]
+    async fn purge_deletes_expired_rows() {
+        let dir = tempdir("purge");
+        let s = SqliteStore::open(&dir.join("db")).unwrap();
+        let c = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+        let started = s.start_turn(&c).await.unwrap();
+        let commit = runway_core::store_tests::commit(&c, &started, "q", "a");
+        s.finish_turn(&commit).await.unwrap();
+        s.purge_expired(100_000).await.unwrap();
+        let c = runway_core::store_tests::claim("r2", "a/t", "f", 100_001, "k2");
+        assert!(matches!(
+            s.start_turn(&c).await.unwrap(),
+            TurnStart::Claimed {
+                context: None,
+                version: 0,
+                arrival: 1
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_thread_versions_opens_and_serves() {
+        // The schema of the previous release: its tables are left alone, never read.
+        let dir = tempdir("old");
+        let path = dir.join("db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE runs (run_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,
+                 done INTEGER NOT NULL, recording TEXT, expires_at INTEGER NOT NULL);
+             CREATE TABLE threads (thread_key TEXT PRIMARY KEY, context TEXT NOT NULL,
+                 expires_at INTEGER NOT NULL);
+             INSERT INTO threads VALUES ('a/t', '{\"turns\":1}', 99999999999999);
+             INSERT INTO runs VALUES ('r', 'f', 1, 'data: x', 99999999999999);",
+        )
+        .unwrap();
+        drop(old);
+        let s = SqliteStore::open(&path).unwrap();
+        let c = runway_core::store_tests::claim("r", "a/t", "f", 1, "k");
+        assert!(matches!(
+            s.start_turn(&c).await.unwrap(),
+            TurnStart::Claimed { context: None, .. }
+        ));
+        s.purge_expired(2).await.unwrap();
     }
 }

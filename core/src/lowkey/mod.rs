@@ -11,8 +11,9 @@
 //! # The turn
 //!
 //! - **Context** is keyed by `sessionHandle.id` (Lowkey's resume key) and
-//!   `sessionHandle.agentId`: `lowkey:` + [`crate::thread_key`]`(agentId, sessionHandle.id)`
-//!   (the prefix keeps Lowkey sessions apart from Console threads), through
+//!   `sessionHandle.agentId`: `lowkey/` + [`crate::thread_key`]`(agentId, sessionHandle.id)`
+//!   (two `/` where a Console key has one, and ids cannot contain `/`: no Console input can
+//!   name a Lowkey session; sessions stored under the old `lowkey:` prefix are not migrated), through
 //!   [`storage_id`] so any id Lowkey sends makes a safe key.
 //! - **`transcriptWindow`** seeds a conversation the store does not know (first turn, or after
 //!   the context TTL), so the agent never answers as if it were the first message

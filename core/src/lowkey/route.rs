@@ -43,9 +43,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         let seed = req.seed_messages();
         let session_key = storage_id(&req.session_handle.id);
         let run_key = format!("lowkey/{session_key}/{}", storage_id(&req.turn.turn_id));
-        // Namespaced so a Lowkey session can never share a thread with a Console one.
+        // Namespaced so no Console input can name a Lowkey session: a Console key is
+        // `agent/thread` (one `/`; ids cannot contain it), a Lowkey key has two.
         let thread_key = format!(
-            "lowkey:{}",
+            "lowkey/{}",
             thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
         );
         // Ids are logged in their storage form: free of control characters, bounded.

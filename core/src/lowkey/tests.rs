@@ -656,6 +656,20 @@ async fn second_turn_on_a_session_sees_the_first() {
 }
 
 #[tokio::test]
+async fn a_console_caller_cannot_name_a_lowkey_session() {
+    // Console ids may contain `:`, so `lowkey:` + a Console-shaped key was reachable from
+    // Console's agentId (issue 11, item 6).
+    let rw = runway(Config::default());
+    turn(&rw, &request("sess1", "t1", "lowkey secret")).await;
+    let body = json!({"protocolVersion": "1", "runId": "r1", "threadId": "sess1",
+                      "agentId": "lowkey:runway-demo", "workspaceId": "w", "input": "hi"});
+    let a = send(&rw, post("/runs", &body)).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(!a.body.contains("lowkey secret"), "{}", a.body);
+    assert!(a.body.contains("first thing you said"), "{}", a.body);
+}
+
+#[tokio::test]
 async fn transcript_window_seeds_an_unknown_session_only() {
     let rw = runway(Config::default());
     let mut body = request("sess-seeded", "t9", "B");

@@ -1,4 +1,4 @@
-//! Splitting long text into rows that fit a Durable Object's SQLite row limit.
+//! Splitting long text into rows that fit a SQLite row (a Durable Object row holds 2 MB).
 //!
 //! A Durable Object row (string or BLOB) holds at most 2 MB. A run's recording can reach
 //! Console's whole-stream limit (8 MiB), so it is stored as ordered parts of at most

@@ -1,0 +1,150 @@
+//! The Durable Object's storage logic, natively: one rusqlite database per thread (as one
+//! Durable Object per thread), driven through the same JSON calls the Worker sends
+//! ([`runway_cloudflare::wire::answer`]), against the store conformance suite.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use runway_cloudflare::wire::{FINISH_PATH, LATEST_PATH, LatestRequest, START_PATH, answer};
+use runway_core::sql_store::SqlStore;
+use runway_core::{
+    CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
+
+/// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
+#[derive(Default)]
+struct NativeThreadObjects {
+    objects: Mutex<HashMap<String, SqlStore<rusqlite::Connection>>>,
+    files: MemoryStore,
+}
+
+impl NativeThreadObjects {
+    /// One call to the thread's object, serialized like a Durable Object's input gate.
+    fn call(&self, thread_key: &str, path: &str, body: String) -> Result<String, StoreError> {
+        let mut objects = self.objects.lock().unwrap();
+        let db = objects.entry(thread_key.to_owned()).or_insert_with(|| {
+            SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap()
+        });
+        answer(db, path, &body)
+            .map(|(json, _alarm)| json)
+            .map_err(|e| e.reply().1.into_store_error())
+    }
+}
+
+impl TurnStore for NativeThreadObjects {
+    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
+        let text = self.call(
+            &claim.thread_key,
+            START_PATH,
+            serde_json::to_string(claim).unwrap(),
+        )?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
+        let text = self.call(
+            &commit.thread_key,
+            FINISH_PATH,
+            serde_json::to_string(commit).unwrap(),
+        )?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
+        let body = serde_json::to_string(&LatestRequest {
+            thread_key: thread_key.into(),
+        })
+        .unwrap();
+        Ok(self.call(thread_key, LATEST_PATH, body)?.parse().unwrap())
+    }
+
+    async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
+        self.files.put_file(file).await
+    }
+
+    async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
+        self.files.get_file(token, now_ms).await
+    }
+}
+
+#[test]
+fn the_durable_objects_storage_passes_the_store_conformance_suite() {
+    let store = NativeThreadObjects::default();
+    futures::executor::block_on(runway_core::store_tests::run_all(&store, "do"));
+}
+
+#[test]
+fn alarm_planning_and_purge_empty_an_idle_thread() {
+    let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
+    assert_eq!(db.next_expiry().unwrap(), None);
+    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let (started, alarm) =
+        answer(&db, START_PATH, &serde_json::to_string(&claim).unwrap()).unwrap();
+    assert_eq!(alarm, Some(Some(1000)));
+    let started: TurnStart = serde_json::from_str(&started).unwrap();
+    let commit = runway_core::store_tests::commit(&claim, &started, "q", "a");
+    let (_, alarm) = answer(&db, FINISH_PATH, &serde_json::to_string(&commit).unwrap()).unwrap();
+    // Context at 10 000, recording at 20 000 (the thread row keeps the lease's 1000 or later).
+    assert_eq!(alarm, Some(Some(10_000)));
+    assert_eq!(db.purge(9_999).unwrap(), Some(10_000));
+    assert_eq!(db.purge(10_000).unwrap(), Some(20_000));
+    assert_eq!(db.purge(20_000).unwrap(), None);
+    let left = rusqlite::Connection::query_row(
+        db.sql(),
+        "SELECT (SELECT COUNT(*) FROM turn_runs) + (SELECT COUNT(*) FROM turn_threads)
+              + (SELECT COUNT(*) FROM turn_parts)",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[test]
+fn a_bad_call_is_an_error_reply_not_a_crash() {
+    let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
+    let e = answer(&db, START_PATH, "{not json").unwrap_err();
+    assert_eq!(e.reply().0, 400);
+    assert_eq!(answer(&db, "/nope", "{}").unwrap_err().reply().0, 404);
+    // Storage written by the previous release (other tables) is never read.
+    db.sql()
+        .execute_batch(
+            "CREATE TABLE runs (run_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,
+                 done INTEGER NOT NULL, parts INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+             INSERT INTO runs VALUES ('r', 'f', 1, 3, 99999999999999);",
+        )
+        .unwrap();
+    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let (reply, _) = answer(&db, START_PATH, &serde_json::to_string(&claim).unwrap()).unwrap();
+    assert!(reply.contains("\"claimed\""), "{reply}");
+}
+
+#[test]
+fn recordings_larger_than_a_row_are_stored_in_parts() {
+    use runway_core::text_parts::PART_BYTES;
+    let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
+    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let started = db.start(&claim).unwrap();
+    let mut commit = runway_core::store_tests::commit(&claim, &started, "q", "a");
+    commit.recording = "é".repeat(3 * PART_BYTES / 2 + 17);
+    db.finish(&commit).unwrap();
+    let (parts, largest): (i64, i64) = db
+        .sql()
+        .query_row(
+            "SELECT COUNT(*), MAX(length(CAST(data AS BLOB))) FROM turn_parts WHERE owner = 'r/r'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(parts, 4);
+    assert!(largest <= PART_BYTES as i64);
+    let replay = runway_core::store_tests::claim("r", "a/t", "f", 1, "k2");
+    assert_eq!(
+        db.start(&replay).unwrap(),
+        TurnStart::Finished {
+            recording: commit.recording
+        }
+    );
+}
