@@ -23,6 +23,7 @@ use crate::engine::{Driver, TurnPlan};
 use crate::error::StoreError;
 use crate::frame_writer::FrameWriter;
 use crate::hosted_files;
+use crate::http_client::{Http, HttpClient};
 use crate::maybe_send::BoxFuture;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION, RunRequest};
 use crate::runtime::Runtime;
@@ -72,12 +73,15 @@ impl<A, S, R: Runtime> Shared<A, S, R> {
 /// An agent, a store and a runtime, serving Console's and Lowkey's protocols.
 pub struct Runway<A, S, R> {
     shared: Arc<Shared<A, S, R>>,
+    /// What [`crate::Turn::http`] sends through (none: agents get `HttpError::Unavailable`).
+    http: Option<Arc<dyn HttpClient>>,
 }
 
 impl<A, S, R> Clone for Runway<A, S, R> {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
+            http: self.http.clone(),
         }
     }
 }
@@ -93,7 +97,16 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 config,
                 last_store_error_ms: AtomicU64::new(0),
             }),
+            http: None,
         }
+    }
+
+    /// Gives the agent an HTTP client ([`crate::Turn::http`]): `ReqwestClient` on native
+    /// targets, `runway-cloudflare`'s on Workers. Without one, the agent's requests fail with
+    /// `HttpError::Unavailable`.
+    pub fn with_http_client(mut self, client: impl HttpClient) -> Self {
+        self.http = Some(Arc::new(client));
+        self
     }
 
     /// The configuration.
@@ -215,6 +228,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 resume: run.resume,
                 context: ThreadContext::default(),
                 public_base_url,
+                http: Http::default(),
             },
         };
         let writer = FrameWriter::new(plan.turn.run_id.clone(), self.shared.config.limits);
@@ -232,7 +246,16 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         wire.start();
         let (sender, body) = body_with_first_chunk(wire.take_output());
         let shared = Arc::clone(&self.shared);
+        let mut plan = plan;
+        let (http, http_guard) = Http::for_turn(
+            self.http.clone(),
+            Arc::clone(&shared) as _,
+            shared.config.turn_deadline,
+        );
+        plan.turn.http = http;
         let turn = async move {
+            // Dropped when the turn ends or is dropped: ends every request the agent started.
+            let _http_guard = http_guard;
             Driver::new(&shared, wire, sender).drive(plan).await;
         }
         .instrument(span);

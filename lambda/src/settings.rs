@@ -6,6 +6,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use runway_core::agents::BuiltinAgent;
+use runway_core::http_client::ReqwestClient;
 use runway_core::{Config, Runway, TokioRuntime};
 
 use crate::App;
@@ -145,7 +146,7 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"
     );
-    Ok(Runway::new(agent, store, rt, config))
+    Ok(Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new()))
 }
 
 async fn read_secure_parameter(sdk: &SdkConfig, name: &str) -> Result<String, InitError> {

@@ -11,6 +11,7 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use runway_core::agents::BuiltinAgent;
+use runway_core::http_client::ReqwestClient;
 use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
 
 use crate::sqlite_store::SqliteStore;
@@ -81,7 +82,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     spawn_purger(store.clone());
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
-    let runway = Runway::new(agent, store, rt, config);
+    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
     let app = Router::new().fallback(handle).with_state(runway);
 
     let listener = tokio::net::TcpListener::bind(args.listen)

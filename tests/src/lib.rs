@@ -8,6 +8,7 @@
 mod checks;
 pub mod client;
 mod lowkey;
+pub mod paced_server;
 mod process;
 
 pub use client::{Client, TurnStream};
