@@ -124,6 +124,8 @@ pub struct Http {
 impl Http {
     /// The client of a turn that ends at `deadline` from now, and the guard whose drop ends its
     /// requests. Without a `client`, every request fails with [`HttpError::Unavailable`].
+    // On wasm32 nothing is `Send` and there is one thread; `Arc` keeps one type for both.
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
     pub(crate) fn for_turn(
         client: Option<Arc<dyn HttpClient>>,
         clock: Arc<dyn TurnClock>,
