@@ -132,13 +132,8 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         settings.table.clone(),
     );
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&settings.agent, &rt).ok_or_else(|| {
-        InitError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            settings.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
+    let agent =
+        BuiltinAgent::from_settings(&settings.agent, &rt, &get).map_err(InitError::Config)?;
     tracing::info!(
         table = %settings.table,
         agent = %settings.agent,

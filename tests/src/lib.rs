@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod client;
+pub mod http_probe;
 mod lowkey;
 pub mod paced_server;
 mod process;

@@ -21,7 +21,7 @@ pub enum PacedEvent {
     Sent(usize),
     /// The body is complete (terminating chunk written).
     Finished,
-    /// The client closed the connection after `pieces_sent` pieces.
+    /// The client closed the connection after `pieces_sent` pieces, before the body ended.
     Closed {
         /// Pieces written before the close.
         pieces_sent: usize,
@@ -113,7 +113,7 @@ async fn serve(
         String::from_utf8_lossy(&head).into_owned(),
     ));
     let response_head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\n\
-                         transfer-encoding: chunked\r\ncache-control: no-store\r\n\r\n";
+                         transfer-encoding: chunked\r\ncache-control: no-store\r\nconnection: close\r\n\r\n";
     if conn.write_all(response_head.as_bytes()).await.is_err() {
         let _ = tx.send(PacedEvent::Closed { pieces_sent: 0 });
         return;
@@ -143,23 +143,8 @@ async fn serve(
             }
         }
     }
+    // `connection: close`: the body ends and the connection with it, so no client reuses it.
     if conn.write_all(b"0\r\n\r\n").await.is_ok() {
         let _ = tx.send(PacedEvent::Finished);
     }
-    // Report when the client closes, without holding up the next connection.
-    let tx = tx.clone();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 512];
-        let closed = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Ok(n) = conn.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        })
-        .await;
-        if closed.is_ok() {
-            let _ = tx.send(PacedEvent::Closed { pieces_sent: sent });
-        }
-    });
 }
