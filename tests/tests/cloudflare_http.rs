@@ -35,7 +35,7 @@ async fn start_worker(probe_url: &str) -> AgentProcess {
 async fn the_worker_streams_a_fetched_body_and_aborts_it_on_hang_up() {
     let mut server = PacedServer::start(probe_pieces()).await;
     let worker = start_worker(&format!("{}/probe", server.base_url)).await;
-    let checks = check_http_probe(worker.base_url(), &mut server);
+    let checks = check_http_probe(worker.base_url(), &mut server, true);
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
     worker.stop().await;
     if let Err(failure) = result {

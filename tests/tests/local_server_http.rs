@@ -24,7 +24,7 @@ async fn runway_serve_streams_a_fetched_body_and_aborts_it_on_hang_up() {
         )
         .env("RUNWAY_LOG", "warn");
     let agent = AgentProcess::start(cmd, Duration::from_secs(30)).await;
-    let checks = check_http_probe(agent.base_url(), &mut server);
+    let checks = check_http_probe(agent.base_url(), &mut server, true);
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
     agent.stop().await;
     let _ = std::fs::remove_dir_all(dir);
