@@ -13,6 +13,7 @@ use runway_core::{BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, j
 use worker::{Context, Env, Request, event};
 
 use crate::console_log::ConsoleLog;
+use crate::fetch_client::FetchClient;
 use crate::live::{Pump, install_panic_hook};
 use crate::runtime::WorkersRuntime;
 use crate::store::CloudflareStore;
@@ -35,7 +36,7 @@ thread_local! {
 enum SetupError {
     #[error("configuration: {0}")]
     Config(#[from] BadRequest),
-    #[error("configuration: unknown RUNWAY_AGENT {0:?}: choose one of demo, echo")]
+    #[error("configuration: {0}")]
     Agent(String),
     #[error("binding {0} is missing: check wrangler.toml")]
     Binding(&'static str),
@@ -58,14 +59,16 @@ fn app(env: &Env) -> Result<App, SetupError> {
     let config = Config::from_lookup(|k| setting(env, k))?;
     let rt = WorkersRuntime;
     let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
-    let agent = BuiltinAgent::from_name(name.trim(), &rt).ok_or(SetupError::Agent(name))?;
+    let agent = BuiltinAgent::from_settings(name.trim(), &rt, |k| setting(env, k))
+        .map_err(SetupError::Agent)?;
     let threads = env
         .durable_object(THREADS_BINDING)
         .map_err(|_| SetupError::Binding(THREADS_BINDING))?;
     let files = env
         .kv(FILES_BINDING)
         .map_err(|_| SetupError::Binding(FILES_BINDING))?;
-    let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config);
+    let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config)
+        .with_http_client(FetchClient);
     APP.with(|a| *a.borrow_mut() = Some(app.clone()));
     Ok(app)
 }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 
 use crate::context::ThreadContext;
+use crate::http_client::Http;
 use crate::maybe_send::{MaybeSend, MaybeSync};
 use crate::output::Output;
 use crate::protocol::{Attachment, Interrupt, Resume};
@@ -45,9 +46,18 @@ pub struct Turn {
     pub context: ThreadContext,
     /// Absolute base URL this agent is reachable at (used for hosted-file links).
     pub public_base_url: String,
+    /// This turn's HTTP client (see [`Turn::http`]).
+    pub(crate) http: Http,
 }
 
 impl Turn {
+    /// An HTTP client for calling models and APIs during this turn: requests end by the turn's
+    /// deadline and when the turn ends, bodies stream as they arrive, and no URL or header
+    /// value is logged. See [`Http`].
+    pub fn http(&self) -> &Http {
+        &self.http
+    }
+
     /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.
     pub fn is_validation(&self) -> bool {
         crate::protocol::is_validation_thread(&self.thread_id)

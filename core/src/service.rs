@@ -25,6 +25,7 @@ use crate::engine::{Driver, TurnPlan};
 use crate::error::{StoreError, TurnErrorCode};
 use crate::frame_writer::FrameWriter;
 use crate::hosted_files;
+use crate::http_client::{Http, HttpClient};
 use crate::maybe_send::BoxFuture;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION, RunRequest};
 use crate::refusal_log::RefusalLog;
@@ -77,12 +78,15 @@ impl<A, S, R: Runtime> Shared<A, S, R> {
 /// An agent, a store and a runtime, serving Console's and Lowkey's protocols.
 pub struct Runway<A, S, R> {
     shared: Arc<Shared<A, S, R>>,
+    /// What [`crate::Turn::http`] sends through (none: agents get `HttpError::Unavailable`).
+    http: Option<Arc<dyn HttpClient>>,
 }
 
 impl<A, S, R> Clone for Runway<A, S, R> {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
+            http: self.http.clone(),
         }
     }
 }
@@ -99,7 +103,16 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 last_store_error_ms: AtomicU64::new(0),
                 refusals: RefusalLog::default(),
             }),
+            http: None,
         }
+    }
+
+    /// Gives the agent an HTTP client ([`crate::Turn::http`]): `ReqwestClient` on native
+    /// targets, `runway-cloudflare`'s on Workers. Without one, the agent's requests fail with
+    /// `HttpError::Unavailable`.
+    pub fn with_http_client(mut self, client: impl HttpClient) -> Self {
+        self.http = Some(Arc::new(client));
+        self
     }
 
     /// The configuration.
@@ -237,6 +250,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 resume: run.resume,
                 context: ThreadContext::default(),
                 public_base_url,
+                http: Http::default(),
             },
         };
         // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of
@@ -260,7 +274,16 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         let abort_tail = wire.abort_tail(TurnErrorCode::AgentPanic, PANIC_MESSAGE);
         let (sender, body) = body_with_first_chunk(first, abort_tail);
         let shared = Arc::clone(&self.shared);
+        let mut plan = plan;
+        let (http, http_guard) = Http::for_turn(
+            self.http.clone(),
+            Arc::clone(&shared) as _,
+            shared.config.turn_deadline,
+        );
+        plan.turn.http = http;
         let turn = async move {
+            // Dropped when the turn ends or is dropped: ends every request the agent started.
+            let _http_guard = http_guard;
             Driver::new(&shared, wire, sender).drive(plan).await;
         }
         .instrument(span);

@@ -6,6 +6,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use runway_core::agents::BuiltinAgent;
+use runway_core::http_client::ReqwestClient;
 use runway_core::{Config, Runway, TokioRuntime};
 
 use crate::App;
@@ -133,13 +134,8 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         settings.table.clone(),
     );
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&settings.agent, &rt).ok_or_else(|| {
-        InitError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            settings.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
+    let agent =
+        BuiltinAgent::from_settings(&settings.agent, &rt, &get).map_err(InitError::Config)?;
     tracing::info!(
         table = %settings.table,
         agent = %settings.agent,
@@ -147,7 +143,7 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"
     );
-    Ok(Runway::new(agent, store, rt, config))
+    Ok(Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new()))
 }
 
 /// Reads of the auth parameter at init before giving up. A burst of cold starts can be

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use runway_core::agents::BuiltinAgent;
+use runway_core::http_client::ReqwestClient;
 use runway_core::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
     json_error,
@@ -32,7 +33,7 @@ pub struct ServeArgs {
     /// Where the SQLite database lives.
     #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
     data_dir: PathBuf,
-    /// Which agent to serve: demo or echo.
+    /// Which agent to serve: demo, echo or http-probe (relays RUNWAY_HTTP_PROBE_URL).
     #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
     agent: String,
 }
@@ -72,13 +73,8 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     env.check().map_err(|e| ServeError::Config(e.to_string()))?;
     let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
-        ServeError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            args.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
+    let agent = BuiltinAgent::from_settings(&args.agent, &rt, |k| std::env::var(k).ok())
+        .map_err(ServeError::Config)?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
     let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))
@@ -88,7 +84,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
     let page = PageSettings::serve(&config.auth);
     let base_path = config.base_path.clone();
-    let runway = Runway::new(agent, store, rt, config);
+    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
 
     let fd_limit = crate::listener::raise_fd_limit();
     let listener =

@@ -7,7 +7,9 @@
 
 mod checks;
 pub mod client;
+pub mod http_probe;
 mod lowkey;
+pub mod paced_server;
 mod process;
 pub mod raw_http;
 mod stalled_reader;

@@ -684,3 +684,36 @@ async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
         "a turn with the SSM header set"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_agents_read_a_streamed_http_body_incrementally() {
+    // The agents' HTTP client (reqwest) in the real bootstrap: the built-in http-probe agent
+    // relays a loopback server's body piece by piece.
+    let mut server =
+        runway_e2e::paced_server::PacedServer::start(runway_e2e::http_probe::probe_pieces()).await;
+    let moto = Moto::start("http-probe").await;
+    let mut cmd = Command::new(local_script());
+    cmd.args([
+        "--dynamodb-endpoint",
+        &moto.endpoint,
+        "--table",
+        "http-probe",
+        "--concurrency",
+        "1",
+    ])
+    .envs(TARGET_ENV)
+    .env("RUNWAY_AGENT", "http-probe")
+    .env(
+        "RUNWAY_HTTP_PROBE_URL",
+        format!("{}/probe", server.base_url),
+    )
+    .env("RUNWAY_LOG", "warn");
+    let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
+    let checks = runway_e2e::http_probe::check_http_probe(function.base_url(), &mut server, false);
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
+    function.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}

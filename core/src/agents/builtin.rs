@@ -2,7 +2,7 @@ use crate::agent::{Agent, AgentResult, Turn};
 use crate::output::Output;
 use crate::runtime::Runtime;
 
-use super::{DemoAgent, EchoAgent};
+use super::{DemoAgent, EchoAgent, HttpProbeAgent};
 
 /// One of the shipped agents, chosen by name at start-up (`RUNWAY_AGENT`).
 #[derive(Debug, Clone)]
@@ -11,6 +11,8 @@ pub enum BuiltinAgent<R> {
     Demo(DemoAgent<R>),
     /// [`EchoAgent`].
     Echo(EchoAgent),
+    /// [`HttpProbeAgent`].
+    HttpProbe(HttpProbeAgent),
 }
 
 impl<R: Runtime + Clone> BuiltinAgent<R> {
@@ -25,6 +27,27 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
             _ => None,
         }
     }
+
+    /// The agent called `name`, with the settings it needs read through `setting`: like
+    /// [`BuiltinAgent::from_name`], plus `http-probe` (which needs `RUNWAY_HTTP_PROBE_URL`).
+    pub fn from_settings(
+        name: &str,
+        rt: &R,
+        setting: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        if name == "http-probe" {
+            let url = setting(HttpProbeAgent::URL_SETTING).ok_or_else(|| {
+                format!(
+                    "RUNWAY_AGENT=http-probe needs {}",
+                    HttpProbeAgent::URL_SETTING
+                )
+            })?;
+            return Ok(Self::HttpProbe(HttpProbeAgent::new(url.trim())));
+        }
+        Self::from_name(name, rt).ok_or_else(|| {
+            format!("unknown RUNWAY_AGENT {name:?}: choose one of demo, echo, http-probe")
+        })
+    }
 }
 
 impl<R: Runtime> Agent for BuiltinAgent<R> {
@@ -32,6 +55,7 @@ impl<R: Runtime> Agent for BuiltinAgent<R> {
         match self {
             Self::Demo(a) => a.run(turn, out).await,
             Self::Echo(a) => a.run(turn, out).await,
+            Self::HttpProbe(a) => a.run(turn, out).await,
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::agent::{Agent, Protocol, Turn};
 use crate::config::MAX_BODY_BYTES;
 use crate::context::{ThreadContext, thread_key};
 use crate::engine::TurnPlan;
+use crate::http_client::Http;
 use crate::runtime::Runtime;
 use crate::service::{Reply, Runway, json_error};
 use crate::store::TurnStore;
@@ -78,6 +79,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 resume: None,
                 context: ThreadContext::default(),
                 public_base_url,
+                http: Http::default(),
             },
         };
         let writer = NdjsonWriter::new(self.config().limits);

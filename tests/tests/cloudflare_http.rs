@@ -1,0 +1,44 @@
+//! The agents' HTTP client on Workers (`fetch`), under `wrangler dev`: the built-in
+//! `http-probe` agent fetches a loopback server fixed by configuration
+//! (`RUNWAY_HTTP_PROBE_URL`) and relays the body. Each piece is only sent once the previous one
+//! has come out of the Worker's SSE stream, so the test fails unless the Worker reads the body
+//! incrementally; and when the user hangs up, the Worker aborts its fetch.
+//!
+//! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runway_e2e::http_probe::{check_http_probe, probe_pieces};
+use runway_e2e::paced_server::PacedServer;
+use runway_e2e::{AgentProcess, TARGET_ENV};
+use tokio::process::Command;
+
+async fn start_worker(probe_url: &str) -> AgentProcess {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
+    let mut cmd = Command::new(script);
+    cmd.envs(TARGET_ENV)
+        .env("RUNWAY_AGENT", "http-probe")
+        .env("RUNWAY_HTTP_PROBE_URL", probe_url)
+        .env("RUNWAY_LOG", "warn")
+        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
+    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
+    if prebuilt {
+        cmd.arg("--no-build");
+    }
+    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
+    AgentProcess::start(cmd, within).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn the_worker_streams_a_fetched_body_and_aborts_it_on_hang_up() {
+    let mut server = PacedServer::start(probe_pieces()).await;
+    let worker = start_worker(&format!("{}/probe", server.base_url)).await;
+    let checks = check_http_probe(worker.base_url(), &mut server, true);
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
+    worker.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
