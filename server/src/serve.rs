@@ -29,7 +29,7 @@ pub struct ServeArgs {
     /// Where the SQLite database lives.
     #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
     data_dir: PathBuf,
-    /// Which agent to serve: demo or echo.
+    /// Which agent to serve: demo, echo or model (the RUNWAY_MODEL_* settings).
     #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
     agent: String,
 }
@@ -68,13 +68,18 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let config = Config::from_lookup(|k| std::env::var(k).ok())
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
-        ServeError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            args.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
+    let agent = if args.agent == "model" {
+        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+        BuiltinAgent::model(&rt, |k| std::env::var(k).ok(), read).map_err(ServeError::Config)?
+    } else {
+        BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
+            ServeError::Config(format!(
+                "unknown agent {:?}: choose one of {:?}",
+                args.agent,
+                BuiltinAgent::<TokioRuntime>::NAMES
+            ))
+        })?
+    };
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
     let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))

@@ -10,6 +10,7 @@ pub mod client;
 mod lowkey;
 pub mod paced_server;
 mod process;
+pub mod scripted_server;
 
 pub use client::{Client, TurnStream};
 pub use process::{AgentProcess, free_data_dir, runway_binary, runway_check};
