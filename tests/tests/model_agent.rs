@@ -59,13 +59,9 @@ impl Served {
     }
 }
 
-/// `runway serve` with the model agent pointed at `model`, tools at `tools` (if any). With
+/// `runway serve` with the model agent pointed at `model_base_url`, tools at `tools` (if any). With
 /// `capture_log`, stderr goes to a file returned by [`Served::stop`].
-async fn serve(
-    model: &ScriptedServer,
-    tools: Option<&ScriptedServer>,
-    capture_log: bool,
-) -> Served {
+async fn serve(model_base_url: &str, tools: Option<&ScriptedServer>, capture_log: bool) -> Served {
     let data_dir = free_data_dir("model-agent");
     let log = capture_log.then(|| data_dir.join("stderr.log"));
     std::fs::create_dir_all(&data_dir).unwrap();
@@ -87,7 +83,7 @@ async fn serve(
         }
     };
     cmd.env("RUNWAY_AGENT", "model")
-        .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url))
+        .env("RUNWAY_MODEL_BASE_URL", format!("{model_base_url}/v1"))
         .env("RUNWAY_MODEL", "test-model")
         .env("RUNWAY_MODEL_API_KEY", KEY)
         .env("RUNWAY_SYSTEM_PROMPT", SYSTEM)
@@ -159,7 +155,7 @@ async fn plain_text_streams_as_it_arrives_and_the_thread_is_remembered() {
         chunk::finish("stop"),
     ]);
     let model = ScriptedServer::script(vec![first, second]).await;
-    let s = serve(&model, None, false).await;
+    let s = serve(&model.base_url, None, false).await;
     let thread = fresh_id();
 
     let t = s
@@ -228,7 +224,7 @@ async fn reasoning_is_sent_as_reasoning() {
         chunk::usage(),
     ])])
     .await;
-    let s = serve(&model, None, false).await;
+    let s = serve(&model.base_url, None, false).await;
     let t = s
         .client
         .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
@@ -282,7 +278,7 @@ async fn parallel_tool_calls_run_and_the_model_gets_their_results() {
         ]),
     ])
     .await;
-    let s = serve(&model, Some(&tools), false).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
     let t = s
         .client
         .turn(&run_body(&fresh_id(), &fresh_id(), "Weather, and note it"))
@@ -385,7 +381,7 @@ async fn approval_round_trip(resume: Value) -> (TurnStream, Vec<Recorded>, Value
         Reply::sse(&[chunk::role(), chunk::text("Done."), chunk::finish("stop")]),
     ])
     .await;
-    let s = serve(&model, Some(&tools), false).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
     let thread = fresh_id();
     let t = s
         .client
@@ -471,7 +467,7 @@ async fn respond_passes_the_users_words() {
 #[tokio::test]
 async fn a_resume_with_nothing_pending_gets_a_clear_answer() {
     let model = ScriptedServer::script(vec![]).await;
-    let s = serve(&model, None, false).await;
+    let s = serve(&model.base_url, None, false).await;
     let t = s
         .client
         .turn(&resume_body(&fresh_id(), json!({"decision": "approve"})))
@@ -497,7 +493,7 @@ async fn a_429_before_the_first_token_is_retried_after_retry_after() {
         ]),
     ])
     .await;
-    let s = serve(&model, None, false).await;
+    let s = serve(&model.base_url, None, false).await;
     let t = s
         .client
         .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
@@ -532,7 +528,7 @@ async fn a_stream_cut_mid_answer_ends_with_run_error_and_keeps_what_arrived() {
         ]),
     ])
     .await;
-    let s = serve(&model, None, true).await;
+    let s = serve(&model.base_url, None, true).await;
     let thread = fresh_id();
     let t = s
         .client
@@ -574,7 +570,7 @@ async fn a_slow_stream_keeps_heartbeats_going() {
     pieces.push(Piece::Data(format!("data: {}\n\n", chunk::finish("stop"))));
     pieces.push(Piece::Data("data: [DONE]\n\n".into()));
     let model = ScriptedServer::script(vec![Reply::stream(pieces)]).await;
-    let s = serve(&model, None, false).await;
+    let s = serve(&model.base_url, None, false).await;
     let t = s
         .client
         .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
@@ -599,7 +595,7 @@ async fn a_refused_model_call_shows_a_safe_message_and_logs_the_detail_without_t
         &json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}),
     )])
     .await;
-    let s = serve(&model, None, true).await;
+    let s = serve(&model.base_url, None, true).await;
     let t = s
         .client
         .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
@@ -648,4 +644,92 @@ async fn a_bad_tools_file_refuses_to_start_with_its_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("line 5"), "{stderr}");
     assert!(stderr.contains("aproval"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_new_message_instead_of_a_decision_settles_the_pending_call() {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model = ScriptedServer::script(vec![
+        refund_call(),
+        Reply::sse(&[chunk::role(), chunk::text("Sure."), chunk::finish("stop")]),
+    ])
+    .await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let thread = fresh_id();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .await;
+    assert_eq!(outcome(&t)["type"], "interrupt");
+    let t = s
+        .client
+        .turn(&run_body(
+            &fresh_id(),
+            &thread,
+            "Actually, check the weather",
+        ))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert!(
+        tools.requests().is_empty(),
+        "the refund ran without a decision"
+    );
+    let req = &model_calls(&model)[1];
+    // A valid transcript: the call answered, the user's words with it.
+    assert_eq!(roles(req), ["system", "user", "assistant", "tool"]);
+    let answer = req["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        answer.contains("Not run") && answer.contains("check the weather"),
+        "{answer}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_replayed_run_id_never_calls_the_model_again() {
+    let model = ScriptedServer::script(vec![Reply::sse(&[
+        chunk::role(),
+        chunk::text("Once."),
+        chunk::finish("stop"),
+    ])])
+    .await;
+    let s = serve(&model.base_url, None, false).await;
+    let body = run_body(&fresh_id(), &fresh_id(), "Hi");
+    let first = s.client.turn(&body).await;
+    let again = s.client.turn(&body).await;
+    assert_eq!(first.text(), "Once.");
+    assert_eq!(again.frames, first.frames);
+    assert_eq!(model.requests().len(), 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_model_is_retried_then_reported() {
+    // A port that refuses connections: bind, note it, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = serve(&format!("http://127.0.0.1:{port}"), None, true).await;
+    let started = std::time::Instant::now();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    let took = started.elapsed();
+    let last = t.last();
+    assert_eq!(last["type"], "RUN_ERROR", "{:?}", t.frames);
+    assert_eq!(
+        last["message"],
+        "The model is not available right now. Please try again in a moment."
+    );
+    // 5 attempts: 0.5 + 1 + 2 + 4 s of backoff between them.
+    assert!(
+        took >= Duration::from_millis(7400),
+        "gave up after {took:?}"
+    );
+    let log = s.stop().await;
+    assert_eq!(log.matches("retrying").count(), 4, "{log}");
+    assert!(log.contains("could not connect"), "{log}");
+    assert!(!log.contains(KEY));
 }
