@@ -6,8 +6,8 @@
 //! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
 //! ```
 
-mod playground;
 mod listener;
+mod playground;
 mod request_body;
 mod serve;
 mod sqlite_store;

@@ -33,7 +33,8 @@ pub struct ServeArgs {
     /// Where the SQLite database lives.
     #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
     data_dir: PathBuf,
-    /// Which agent to serve: demo, echo or http-probe (relays RUNWAY_HTTP_PROBE_URL).
+    /// Which agent to serve: demo, echo, model (the RUNWAY_MODEL_* settings) or http-probe
+    /// (relays RUNWAY_HTTP_PROBE_URL).
     #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
     agent: String,
 }
@@ -73,8 +74,13 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     env.check().map_err(|e| ServeError::Config(e.to_string()))?;
     let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_settings(&args.agent, &rt, |k| std::env::var(k).ok())
-        .map_err(ServeError::Config)?;
+    let agent = if args.agent == "model" {
+        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+        BuiltinAgent::model(&rt, |k| std::env::var(k).ok(), read).map_err(ServeError::Config)?
+    } else {
+        BuiltinAgent::from_settings(&args.agent, &rt, |k| std::env::var(k).ok())
+            .map_err(ServeError::Config)?
+    };
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
     let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))

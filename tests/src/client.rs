@@ -56,6 +56,8 @@ pub struct TurnStream {
     pub arrivals: Vec<Duration>,
     /// Arrival of the first frame.
     pub first_frame: Option<Duration>,
+    /// Arrival of each frame in `frames`, from the request start.
+    pub frame_arrivals: Vec<Duration>,
     /// All bytes received.
     pub total_bytes: usize,
     /// The raw body when the response was not a stream.
@@ -269,6 +271,7 @@ impl Client {
                         let frame: Value =
                             serde_json::from_str(data.trim_start()).unwrap_or(Value::Null);
                         t.frames.push(frame);
+                        t.frame_arrivals.push(at);
                         t.frame_sizes.push(event.len());
                         t.first_frame.get_or_insert(at);
                         t.arrivals.push(at);

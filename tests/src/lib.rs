@@ -12,6 +12,7 @@ mod lowkey;
 pub mod paced_server;
 mod process;
 pub mod raw_http;
+pub mod scripted_server;
 mod stalled_reader;
 
 pub use client::{Client, TurnStream};

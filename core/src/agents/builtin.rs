@@ -2,7 +2,7 @@ use crate::agent::{Agent, AgentResult, Turn};
 use crate::output::Output;
 use crate::runtime::Runtime;
 
-use super::{DemoAgent, EchoAgent, HttpProbeAgent};
+use super::{DemoAgent, EchoAgent, HttpProbeAgent, ModelAgent, ModelSettings};
 
 /// One of the shipped agents, chosen by name at start-up (`RUNWAY_AGENT`).
 #[derive(Debug, Clone)]
@@ -13,6 +13,8 @@ pub enum BuiltinAgent<R> {
     Echo(EchoAgent),
     /// [`HttpProbeAgent`].
     HttpProbe(HttpProbeAgent),
+    /// [`ModelAgent`].
+    Model(ModelAgent<R>),
 }
 
 impl<R: Runtime + Clone> BuiltinAgent<R> {
@@ -29,7 +31,9 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
     }
 
     /// The agent called `name`, with the settings it needs read through `setting`: like
-    /// [`BuiltinAgent::from_name`], plus `http-probe` (which needs `RUNWAY_HTTP_PROBE_URL`).
+    /// [`BuiltinAgent::from_name`], plus `http-probe` (which needs `RUNWAY_HTTP_PROBE_URL`)
+    /// and `model` (the `RUNWAY_MODEL_*` settings; tools from `RUNWAY_TOOLS`, since this
+    /// runtime has no files: use [`BuiltinAgent::model`] where `RUNWAY_TOOLS_FILE` can be read).
     pub fn from_settings(
         name: &str,
         rt: &R,
@@ -44,9 +48,31 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
             })?;
             return Ok(Self::HttpProbe(HttpProbeAgent::new(url.trim())));
         }
+        if name == "model" {
+            return Self::model(rt, setting, |_| {
+                Err("this runtime has no files: put the tools in RUNWAY_TOOLS".into())
+            });
+        }
         Self::from_name(name, rt).ok_or_else(|| {
-            format!("unknown RUNWAY_AGENT {name:?}: choose one of demo, echo, http-probe")
+            format!("unknown RUNWAY_AGENT {name:?}: choose one of demo, echo, http-probe, model")
         })
+    }
+}
+
+impl<R: Runtime + Clone> BuiltinAgent<R> {
+    /// The `model` agent ([`ModelAgent`]) from the settings read through `setting`, reading
+    /// `RUNWAY_TOOLS_FILE` with `read_file`.
+    ///
+    /// # Errors
+    /// A setting that is missing or unusable, or a tools file refused (line and reason).
+    pub fn model(
+        rt: &R,
+        setting: impl Fn(&str) -> Option<String>,
+        read_file: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<Self, String> {
+        let settings = ModelSettings::from_lookup(setting, read_file)
+            .map_err(|e| format!("RUNWAY_AGENT=model: {e}"))?;
+        Ok(Self::Model(ModelAgent::new(settings, rt.clone())))
     }
 }
 
@@ -56,6 +82,7 @@ impl<R: Runtime> Agent for BuiltinAgent<R> {
             Self::Demo(a) => a.run(turn, out).await,
             Self::Echo(a) => a.run(turn, out).await,
             Self::HttpProbe(a) => a.run(turn, out).await,
+            Self::Model(a) => a.run(turn, out).await,
         }
     }
 }

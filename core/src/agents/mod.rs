@@ -6,8 +6,10 @@ mod builtin;
 mod demo;
 mod echo;
 mod http_probe;
+mod model;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;
 pub use echo::EchoAgent;
 pub use http_probe::HttpProbeAgent;
+pub use model::*;

@@ -1,0 +1,17 @@
+//! [`ModelAgent`]: a Digital Worker backed by any OpenAI-compatible chat-completions endpoint,
+//! with HTTP tools and human approval, configured by settings (`RUNWAY_AGENT=model`) or in code.
+
+mod chat_stream;
+mod model_agent;
+mod secret;
+mod settings;
+mod tool_runner;
+mod tools_file;
+mod transcript;
+
+pub use chat_stream::{ChatStreamError, ChatStreamEvent, ChatStreamParser};
+pub use model_agent::ModelAgent;
+pub use secret::Secret;
+pub use settings::{ModelSettings, ModelSettingsError, SETTING_NAMES};
+pub use tools_file::{HttpTool, ToolsFileError, parse_tools};
+pub use transcript::{ChatMessage, FunctionCall, ModelToolCall, STATE_KEY, Transcript};

@@ -1,0 +1,241 @@
+//! What a [`ModelAgent`](super::ModelAgent) is configured with: in code, or from the
+//! `RUNWAY_MODEL_*` settings.
+
+use super::secret::Secret;
+use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
+
+/// The settings a model-backed agent reads (see [`ModelSettings::from_lookup`]).
+pub const SETTING_NAMES: [&str; 6] = [
+    "RUNWAY_MODEL_BASE_URL",
+    "RUNWAY_MODEL",
+    "RUNWAY_MODEL_API_KEY",
+    "RUNWAY_SYSTEM_PROMPT",
+    "RUNWAY_TOOLS_FILE",
+    "RUNWAY_TOOLS",
+];
+
+/// How the model agent talks to an OpenAI-compatible chat-completions endpoint.
+///
+/// `Debug` never shows the API key or a tool's header values.
+#[derive(Debug, Clone)]
+pub struct ModelSettings {
+    /// Base URL; the agent POSTs `{base_url}/chat/completions` (e.g.
+    /// `https://api.openai.com/v1`, or `http://127.0.0.1:11434/v1` for Ollama).
+    pub base_url: url::Url,
+    /// The model name sent in each request.
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` when set.
+    pub api_key: Option<Secret>,
+    /// Sent first in every request; never stored with a thread.
+    pub system_prompt: Option<String>,
+    /// HTTP tools the model may call.
+    pub tools: Vec<HttpTool>,
+    /// Model calls per turn at most (each tool round is one more call). Default 8.
+    pub max_rounds: usize,
+    /// Budget of the stored transcript sent back to the model, in bytes of JSON (default
+    /// 40 KiB, inside the thread state's 64 KiB): the oldest messages go first, a tool call
+    /// never without its result.
+    pub window_bytes: usize,
+    /// Longest tool result kept and sent to the model, in bytes (default 8 KiB).
+    pub max_tool_result_bytes: usize,
+    /// How long one tool call may take (default 30 s, and never past the turn's deadline).
+    pub tool_timeout: std::time::Duration,
+}
+
+/// A model setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelSettingsError {
+    /// A required setting is missing.
+    #[error("{0} is required by the model agent")]
+    Missing(&'static str),
+    /// A setting is present but unusable.
+    #[error("{setting}: {reason}")]
+    Invalid {
+        /// The setting.
+        setting: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The tools file is refused.
+    #[error("tools: {0}")]
+    Tools(#[from] ToolsFileError),
+}
+
+impl ModelSettings {
+    /// Settings for `model` at `base_url`, with no key, prompt or tools.
+    ///
+    /// # Errors
+    /// `base_url` is not an absolute http(s) URL.
+    pub fn new(base_url: &str, model: impl Into<String>) -> Result<Self, ModelSettingsError> {
+        Ok(Self {
+            base_url: parse_base_url(base_url)?,
+            model: model.into(),
+            api_key: None,
+            system_prompt: None,
+            tools: Vec::new(),
+            max_rounds: 8,
+            window_bytes: 40 * 1024,
+            max_tool_result_bytes: 8 * 1024,
+            tool_timeout: std::time::Duration::from_secs(30),
+        })
+    }
+
+    /// Reads `RUNWAY_MODEL_BASE_URL`, `RUNWAY_MODEL` (both required), `RUNWAY_MODEL_API_KEY`,
+    /// `RUNWAY_SYSTEM_PROMPT`, and the tools from `RUNWAY_TOOLS` (TOML inline) or
+    /// `RUNWAY_TOOLS_FILE` (a path, read with `read_file`; set one, not both). `${NAME}` in a
+    /// tool's header values is read through `get` too.
+    ///
+    /// Every problem refuses to start: a setting present but unusable never falls back to
+    /// something else.
+    ///
+    /// # Errors
+    /// The first setting that is missing or unusable; for the tools, with line and column.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        read_file: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<Self, ModelSettingsError> {
+        let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let base = non_empty("RUNWAY_MODEL_BASE_URL")
+            .ok_or(ModelSettingsError::Missing("RUNWAY_MODEL_BASE_URL"))?;
+        let model = non_empty("RUNWAY_MODEL").ok_or(ModelSettingsError::Missing("RUNWAY_MODEL"))?;
+        let mut s = Self::new(base.trim(), model.trim())?;
+        s.api_key = non_empty("RUNWAY_MODEL_API_KEY").map(|k| Secret::new(k.trim()));
+        if let Some(k) = &s.api_key
+            && http::HeaderValue::try_from(format!("Bearer {}", k.expose())).is_err()
+        {
+            return Err(ModelSettingsError::Invalid {
+                setting: "RUNWAY_MODEL_API_KEY",
+                reason: "not usable in an HTTP header".into(),
+            });
+        }
+        s.system_prompt = non_empty("RUNWAY_SYSTEM_PROMPT");
+        let setting = |name: &str| get(name);
+        match (non_empty("RUNWAY_TOOLS"), non_empty("RUNWAY_TOOLS_FILE")) {
+            (Some(_), Some(_)) => {
+                return Err(ModelSettingsError::Invalid {
+                    setting: "RUNWAY_TOOLS",
+                    reason: "set RUNWAY_TOOLS or RUNWAY_TOOLS_FILE, not both".into(),
+                });
+            }
+            (Some(inline), None) => s.tools = parse_tools(&inline, "RUNWAY_TOOLS", &setting)?,
+            (None, Some(path)) => {
+                let path = path.trim();
+                let text = read_file(path).map_err(|e| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_TOOLS_FILE",
+                    reason: format!("cannot read {path}: {e}"),
+                })?;
+                s.tools = parse_tools(&text, path, &setting)?;
+            }
+            (None, None) => {}
+        }
+        Ok(s)
+    }
+
+    /// `{base_url}/chat/completions`.
+    pub fn completions_url(&self) -> String {
+        format!(
+            "{}/chat/completions",
+            self.base_url.as_str().trim_end_matches('/')
+        )
+    }
+}
+
+fn parse_base_url(raw: &str) -> Result<url::Url, ModelSettingsError> {
+    let invalid = |reason: &str| ModelSettingsError::Invalid {
+        setting: "RUNWAY_MODEL_BASE_URL",
+        reason: reason.into(),
+    };
+    let url = url::Url::parse(raw).map_err(|_| invalid("not a URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(invalid("must be an absolute http or https URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            "must not embed credentials (use RUNWAY_MODEL_API_KEY)",
+        ));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn no_files(_: &str) -> Result<String, String> {
+        Err("no such file".into())
+    }
+
+    #[test]
+    fn reads_every_setting_and_hides_the_key() {
+        let s = ModelSettings::from_lookup(
+            lookup(&[
+                ("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:11434/v1/"),
+                ("RUNWAY_MODEL", "llama3"),
+                ("RUNWAY_MODEL_API_KEY", "sk-very-secret"),
+                ("RUNWAY_SYSTEM_PROMPT", "Be brief."),
+                (
+                    "RUNWAY_TOOLS",
+                    "[[tools]]\nname = \"t\"\nmethod = \"GET\"\nurl = \"http://127.0.0.1:9/x\"\n",
+                ),
+            ]),
+            no_files,
+        )
+        .unwrap();
+        assert_eq!(
+            s.completions_url(),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert_eq!(s.model, "llama3");
+        assert_eq!(s.api_key.as_ref().unwrap().expose(), "sk-very-secret");
+        assert_eq!(s.system_prompt.as_deref(), Some("Be brief."));
+        assert_eq!(s.tools.len(), 1);
+        let debug = format!("{s:?}");
+        assert!(!debug.contains("sk-very-secret"), "{debug}");
+    }
+
+    #[test]
+    fn missing_or_bad_settings_refuse_to_start() {
+        let e = ModelSettings::from_lookup(lookup(&[("RUNWAY_MODEL", "m")]), no_files);
+        assert_eq!(
+            e.unwrap_err(),
+            ModelSettingsError::Missing("RUNWAY_MODEL_BASE_URL")
+        );
+        let e = ModelSettings::from_lookup(
+            lookup(&[("RUNWAY_MODEL_BASE_URL", "ftp://x/"), ("RUNWAY_MODEL", "m")]),
+            no_files,
+        );
+        assert!(matches!(e, Err(ModelSettingsError::Invalid { .. })));
+        let e = ModelSettings::from_lookup(
+            lookup(&[
+                ("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:1/v1"),
+                ("RUNWAY_MODEL", "m"),
+                ("RUNWAY_TOOLS_FILE", "/nope.toml"),
+            ]),
+            no_files,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("/nope.toml"), "{e}");
+        let e = ModelSettings::from_lookup(
+            lookup(&[
+                ("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:1/v1"),
+                ("RUNWAY_MODEL", "m"),
+                ("RUNWAY_TOOLS_FILE", "tools.toml"),
+            ]),
+            |_| Ok("[[tools]]\nname = \"t\"\n\nmethod = 3\n".into()),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("tools: tools.toml, line 4"),
+            "{e}"
+        );
+    }
+}

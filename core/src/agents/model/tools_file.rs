@@ -1,0 +1,375 @@
+//! The tools file (`RUNWAY_TOOLS_FILE` / `RUNWAY_TOOLS`): HTTP tools the model may call,
+//! checked at start-up so a mistake is refused with its line and the reason.
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use super::secret::Secret;
+
+/// An HTTP endpoint the model may call as a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpTool {
+    /// What the model calls (`^[A-Za-z0-9_-]{1,64}$`, unique).
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+    /// `GET`, `DELETE` (arguments fill the URL's `{arg}` placeholders, URL-encoded), or
+    /// `POST`, `PUT`, `PATCH` (placeholders are filled too, and the arguments are the JSON body).
+    pub method: http::Method,
+    /// The URL, with `{arg}` placeholders.
+    pub url: String,
+    /// Request headers; values had their `${NAME}` references filled from the settings.
+    pub headers: Vec<(http::HeaderName, Secret)>,
+    /// Ask the user before running it (a `review` interrupt).
+    pub approval: bool,
+}
+
+/// A tools file that cannot be used: where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}, line {line}, column {column}: {reason}")]
+pub struct ToolsFileError {
+    /// `RUNWAY_TOOLS` or the file's path.
+    pub origin: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Each tool's `headers` table with its span (a `${NAME}` problem points at it).
+#[derive(Deserialize)]
+struct RawHeaders {
+    #[serde(default)]
+    tools: Vec<HeadersOnly>,
+}
+
+#[derive(Deserialize)]
+struct HeadersOnly {
+    #[serde(default)]
+    headers: Option<Spanned<toml::Table>>,
+}
+
+/// Parses and checks a tools file. `origin` names it in errors; `setting` reads `${NAME}`
+/// references in header values (a reference to a setting that is not set is an error: a tool
+/// must not silently run without its credentials).
+///
+/// # Errors
+/// The first problem, with its line and column.
+pub fn parse_tools(
+    source: &str,
+    origin: &str,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<HttpTool>, ToolsFileError> {
+    let err_at = |offset: usize, reason: String| {
+        let (line, column) = line_column(source, offset);
+        ToolsFileError {
+            origin: origin.to_owned(),
+            line,
+            column,
+            reason,
+        }
+    };
+    let de_err = |e: toml::de::Error| {
+        let offset = e.span().map_or(0, |s| s.start);
+        err_at(offset, e.message().trim().to_owned())
+    };
+    // Headers are read as a table (any names), the rest strictly.
+    let headers: RawHeaders = toml::from_str(source).map_err(de_err)?;
+    let raw: RawFile = toml::from_str(source).map_err(de_err)?;
+    let mut tools = Vec::new();
+    for (i, t) in raw.tools.into_iter().enumerate() {
+        let name = t.name.get_ref().trim().to_owned();
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(err_at(
+                t.name.span().start,
+                "a tool name must be 1-64 characters of A-Z a-z 0-9 _ -".into(),
+            ));
+        }
+        if tools.iter().any(|x: &HttpTool| x.name == name) {
+            return Err(err_at(
+                t.name.span().start,
+                format!("a second tool named {name:?}"),
+            ));
+        }
+        let method = match t.method.get_ref().trim().to_ascii_uppercase().as_str() {
+            "GET" => http::Method::GET,
+            "DELETE" => http::Method::DELETE,
+            "POST" => http::Method::POST,
+            "PUT" => http::Method::PUT,
+            "PATCH" => http::Method::PATCH,
+            _ => {
+                return Err(err_at(
+                    t.method.span().start,
+                    "method must be GET, POST, PUT, PATCH or DELETE".into(),
+                ));
+            }
+        };
+        let parameters = match t.parameters {
+            None => serde_json::json!({"type": "object", "properties": {}}),
+            Some(p) => {
+                let span = p.span();
+                let v = p.into_inner();
+                if !v.is_object() {
+                    return Err(err_at(
+                        span.start,
+                        "parameters must be a JSON Schema object".into(),
+                    ));
+                }
+                v
+            }
+        };
+        let url = t.url.get_ref().trim().to_owned();
+        let placeholders = match placeholders(&url) {
+            Ok(p) => p,
+            Err(reason) => return Err(err_at(t.url.span().start, reason)),
+        };
+        let declared = parameters.get("properties").and_then(Value::as_object);
+        for p in &placeholders {
+            if !declared.is_some_and(|d| d.contains_key(p)) {
+                return Err(err_at(
+                    t.url.span().start,
+                    format!("the url's {{{p}}} is not one of the tool's parameters"),
+                ));
+            }
+        }
+        let probe = fill_placeholders(&url, &|_| Some("x".into()));
+        match probe.as_deref().map(url::Url::parse) {
+            Ok(Ok(u)) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            _ => {
+                return Err(err_at(
+                    t.url.span().start,
+                    "url must be an absolute http or https URL".into(),
+                ));
+            }
+        }
+        let mut tool_headers = Vec::new();
+        if let Some(table) = headers.tools.get(i).and_then(|h| h.headers.as_ref()) {
+            let at = table.span().start;
+            for (k, v) in table.get_ref() {
+                let Ok(name) = http::HeaderName::try_from(k.as_str()) else {
+                    return Err(err_at(at, format!("{k:?} is not a valid header name")));
+                };
+                let Some(v) = v.as_str() else {
+                    return Err(err_at(at, format!("header {k} must be a string")));
+                };
+                let value = fill_settings(v, setting).map_err(|r| err_at(at, r))?;
+                if http::HeaderValue::try_from(value.as_str()).is_err() {
+                    return Err(err_at(
+                        at,
+                        format!("header {k}'s value is not a valid header value"),
+                    ));
+                }
+                tool_headers.push((name, Secret::new(value)));
+            }
+        }
+        tools.push(HttpTool {
+            name,
+            description: t.description,
+            parameters,
+            method,
+            url,
+            headers: tool_headers,
+            approval: t.approval,
+        });
+    }
+    Ok(tools)
+}
+
+/// The file's format: unknown keys are refused (a typo like `aproval` must not silently
+/// turn approval off).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    tools: Vec<RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    parameters: Option<Spanned<Value>>,
+    method: Spanned<String>,
+    url: Spanned<String>,
+    /// Read again through [`RawHeaders`], with its span.
+    #[serde(default, rename = "headers")]
+    _headers: Option<toml::Table>,
+    #[serde(default)]
+    approval: bool,
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// The `{name}` placeholders of a URL template.
+pub(crate) fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| "an unclosed { in url".to_owned())?;
+        let name = &after[..close];
+        if name.is_empty() || name.contains('{') {
+            return Err("an empty or nested {} in url".into());
+        }
+        out.push(name.to_owned());
+        rest = &after[close + 1..];
+    }
+    Ok(out)
+}
+
+/// Fills `{name}` placeholders with `value(name)`, percent-encoded (everything but
+/// `A-Z a-z 0-9 - . _ ~`), so an argument can never change the URL's structure.
+pub(crate) fn fill_placeholders(
+    template: &str,
+    value: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| "an unclosed { in url".to_owned())?;
+        let name = &after[..close];
+        let v = value(name).ok_or_else(|| format!("the argument {name:?} is missing"))?;
+        for b in v.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Fills `${NAME}` references from the settings; a reference to an unset setting is an error.
+fn fill_settings(value: &str, setting: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(open) = rest.find("${") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| "an unclosed ${ in a header value".to_owned())?;
+        let name = &after[..close];
+        let v = setting(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("the header needs the setting {name}, which is not set"))?;
+        out.push_str(&v);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[tools]]
+name = "get_weather"
+description = "Current weather in a city"
+parameters = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
+method = "GET"
+url = "https://weather.example.com/now?city={city}"
+
+[[tools]]
+name = "issue_refund"
+description = "Refund an order"
+parameters = { type = "object", properties = { order = { type = "string" }, amount = { type = "number" } }, required = ["order", "amount"] }
+method = "POST"
+url = "https://shop.example.com/refunds"
+headers = { Authorization = "Bearer ${SHOP_TOKEN}" }
+approval = true
+"#;
+
+    fn settings(name: &str) -> Option<String> {
+        (name == "SHOP_TOKEN").then(|| "tok-123".to_owned())
+    }
+
+    #[test]
+    fn the_issue_example_parses() {
+        let tools = parse_tools(GOOD, "RUNWAY_TOOLS", &settings).unwrap();
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].method, http::Method::GET);
+        assert!(!tools[0].approval);
+        assert_eq!(tools[1].headers[0].0, "authorization");
+        assert_eq!(tools[1].headers[0].1.expose(), "Bearer tok-123");
+        assert!(tools[1].approval);
+        assert!(!format!("{tools:?}").contains("tok-123"));
+    }
+
+    fn error_of(src: &str) -> ToolsFileError {
+        parse_tools(src, "tools.toml", &settings).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_reason() {
+        let e = error_of(&GOOD.replace("method = \"POST\"", "method = \"FETCH\""));
+        assert_eq!(e.line, 13, "{e}");
+        assert!(e.reason.contains("method must be"), "{e}");
+        assert!(e.to_string().starts_with("tools.toml, line 13"), "{e}");
+
+        let e = error_of(&GOOD.replace("approval = true", "aproval = true"));
+        assert_eq!(e.line, 16, "{e}");
+        assert!(e.reason.contains("aproval"), "{e}");
+
+        let e = error_of("[[tools]]\nname = \"x\"\nmethod = \"GET\"\nurl = \"https://a.example/\n");
+        assert_eq!(e.line, 4, "{e}");
+
+        let e = error_of(&GOOD.replace("${SHOP_TOKEN}", "${MISSING}"));
+        assert_eq!(e.line, 15, "{e}");
+        assert!(e.reason.contains("MISSING"), "{e}");
+
+        let e = error_of(&GOOD.replace("city={city}", "city={town}"));
+        assert_eq!(e.line, 7, "{e}");
+        assert!(e.reason.contains("{town}"), "{e}");
+
+        let e = error_of(&GOOD.replace("issue_refund", "get_weather"));
+        assert_eq!(e.line, 10, "{e}");
+
+        let e = error_of(&GOOD.replace("get_weather", "get weather"));
+        assert_eq!(e.line, 3, "{e}");
+
+        let e = error_of(&GOOD.replace("https://shop.example.com/refunds", "file:///etc/passwd"));
+        assert_eq!(e.line, 14, "{e}");
+    }
+
+    #[test]
+    fn placeholders_are_percent_encoded() {
+        let url = fill_placeholders("https://a.example/x/{p}?q={q}", &|n| {
+            Some(if n == "p" { "../admin" } else { "a b&c=d#e" }.to_owned())
+        })
+        .unwrap();
+        assert_eq!(url, "https://a.example/x/..%2Fadmin?q=a%20b%26c%3Dd%23e");
+        assert!(fill_placeholders("https://a.example/{p}", &|_| None).is_err());
+    }
+}

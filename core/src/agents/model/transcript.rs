@@ -1,0 +1,228 @@
+//! The model's view of a thread, kept in the thread's state: the messages in the
+//! chat-completions shape (tool calls and results included) and the tool calls waiting for the
+//! user's approval. The system prompt is configuration and is never stored here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The key of the thread state under which the transcript is kept.
+pub const STATE_KEY: &str = "model";
+
+/// One message as the chat-completions API takes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ChatMessage {
+    /// The person chatting.
+    User {
+        /// What they said.
+        content: String,
+    },
+    /// The model.
+    Assistant {
+        /// Its text (absent when it only called tools).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The tools it called.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ModelToolCall>,
+    },
+    /// A tool's result.
+    Tool {
+        /// The call it answers.
+        tool_call_id: String,
+        /// The result.
+        content: String,
+    },
+}
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    /// The model's id for the call.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Name and arguments.
+    pub function: FunctionCall,
+}
+
+/// The function of a [`ModelToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as JSON text.
+    pub arguments: String,
+}
+
+impl ModelToolCall {
+    /// A function call.
+    pub fn new(id: String, name: String, arguments: String) -> Self {
+        Self {
+            id,
+            kind: "function".into(),
+            function: FunctionCall { name, arguments },
+        }
+    }
+}
+
+/// What the thread state holds for the model agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Messages, oldest first.
+    #[serde(default)]
+    pub messages: Vec<ChatMessage>,
+    /// Calls of the last assistant message still waiting for the user's decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<ModelToolCall>,
+}
+
+impl Transcript {
+    /// The transcript kept in `state` (empty when there is none or it does not parse: a thread
+    /// whose state was written by another agent starts afresh rather than failing).
+    pub fn from_state(state: &Value) -> Self {
+        state
+            .get(STATE_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the transcript into `state` (other keys are kept).
+    pub fn save(&self, state: &mut Value) {
+        if !state.is_object() {
+            *state = Value::Object(Default::default());
+        }
+        if let Some(obj) = state.as_object_mut() {
+            obj.insert(
+                STATE_KEY.into(),
+                serde_json::to_value(self).unwrap_or(Value::Null),
+            );
+        }
+    }
+
+    /// Drops the oldest messages until the transcript's JSON fits `budget` bytes. A tool call
+    /// and its results go together, and the kept window starts at a user message (what every
+    /// chat template expects after the system prompt).
+    pub fn trim(&mut self, budget: usize) {
+        let size = |m: &ChatMessage| serde_json::to_vec(m).map_or(0, |v| v.len() + 1);
+        let mut total: usize = self.messages.iter().map(size).sum();
+        let mut drop = 0;
+        // Drop whole units: a message, plus the tool results that follow an assistant's calls.
+        while total > budget && drop < self.messages.len() {
+            total -= size(&self.messages[drop]);
+            drop += 1;
+            while drop < self.messages.len()
+                && matches!(self.messages[drop], ChatMessage::Tool { .. })
+            {
+                total -= size(&self.messages[drop]);
+                drop += 1;
+            }
+        }
+        if drop > 0 {
+            while drop < self.messages.len()
+                && !matches!(self.messages[drop], ChatMessage::User { .. })
+            {
+                drop += 1;
+            }
+            self.messages.drain(..drop);
+        }
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, marked when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [truncated]", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(s: &str) -> ChatMessage {
+        ChatMessage::User { content: s.into() }
+    }
+
+    fn calls(ids: &[&str]) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: None,
+            tool_calls: ids
+                .iter()
+                .map(|i| ModelToolCall::new((*i).into(), "t".into(), "{}".into()))
+                .collect(),
+        }
+    }
+
+    fn result(id: &str, s: &str) -> ChatMessage {
+        ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: s.into(),
+        }
+    }
+
+    fn answer(s: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: Some(s.into()),
+            tool_calls: vec![],
+        }
+    }
+
+    #[test]
+    fn the_window_never_splits_a_call_from_its_results() {
+        let big = "x".repeat(400);
+        let mut t = Transcript {
+            messages: vec![
+                user("first"),
+                calls(&["a", "b"]),
+                result("a", &big),
+                result("b", &big),
+                answer("done"),
+                user("second"),
+                calls(&["c"]),
+                result("c", "small"),
+                answer("ok"),
+            ],
+            pending: vec![],
+        };
+        let full: usize = t
+            .messages
+            .iter()
+            .map(|m| serde_json::to_vec(m).unwrap().len() + 1)
+            .sum();
+        // Just too much: the oldest message goes, and with it everything up to the next user
+        // message (never an orphan tool result or a call without results).
+        t.trim(full - 1);
+        assert_eq!(t.messages[0], user("second"));
+        assert_eq!(t.messages.len(), 4);
+        for (i, m) in t.messages.iter().enumerate() {
+            if let ChatMessage::Tool { tool_call_id, .. } = m {
+                assert!(t.messages[..i].iter().any(|p| matches!(p,
+                    ChatMessage::Assistant { tool_calls, .. }
+                        if tool_calls.iter().any(|c| &c.id == tool_call_id))));
+            }
+        }
+    }
+
+    #[test]
+    fn it_round_trips_through_the_state_beside_other_keys() {
+        let mut state = serde_json::json!({"mine": 1});
+        let t = Transcript {
+            messages: vec![user("hi"), calls(&["a"])],
+            pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+        };
+        t.save(&mut state);
+        assert_eq!(state["mine"], 1);
+        assert_eq!(Transcript::from_state(&state), t);
+        assert_eq!(
+            Transcript::from_state(&serde_json::json!({"model": 3})),
+            Transcript::default()
+        );
+    }
+}

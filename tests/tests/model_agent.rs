@@ -1,0 +1,735 @@
+//! The model-backed agent (`RUNWAY_AGENT=model`) served by the real `runway serve` binary,
+//! against an OpenAI-compatible endpoint in this test that replays realistic chunk sequences,
+//! and a business API for its tools, both on loopback.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::scripted_server::{Piece, Recorded, Reply, ScriptedServer, chunk};
+use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const KEY: &str = "sk-test-4f9d2c81e7";
+const SYSTEM: &str = "You are the order desk. Be brief.";
+const TOOL_TOKEN: &str = "tooltok-77a1";
+
+const TOOLS: &str = r#"
+[[tools]]
+name = "get_weather"
+description = "Current weather in a city"
+parameters = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
+method = "GET"
+url = "TOOLS_BASE/now?city={city}"
+headers = { X-Token = "Bearer ${TOOL_TOKEN}" }
+
+[[tools]]
+name = "create_note"
+description = "Save a note"
+parameters = { type = "object", properties = { text = { type = "string" } }, required = ["text"] }
+method = "POST"
+url = "TOOLS_BASE/notes"
+
+[[tools]]
+name = "issue_refund"
+description = "Refund an order"
+parameters = { type = "object", properties = { order = { type = "string" }, amount = { type = "number" } }, required = ["order", "amount"] }
+method = "POST"
+url = "TOOLS_BASE/refunds"
+approval = true
+"#;
+
+struct Served {
+    process: AgentProcess,
+    client: Client,
+    data_dir: PathBuf,
+    log: Option<PathBuf>,
+}
+
+impl Served {
+    async fn stop(self) -> String {
+        self.process.stop().await;
+        let log = self
+            .log
+            .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+            .unwrap_or_default();
+        let _ = std::fs::remove_dir_all(self.data_dir);
+        log
+    }
+}
+
+/// `runway serve` with the model agent pointed at `model_base_url`, tools at `tools` (if any). With
+/// `capture_log`, stderr goes to a file returned by [`Served::stop`].
+async fn serve(model_base_url: &str, tools: Option<&ScriptedServer>, capture_log: bool) -> Served {
+    let data_dir = free_data_dir("model-agent");
+    let log = capture_log.then(|| data_dir.join("stderr.log"));
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let mut cmd = match &log {
+        Some(log) => {
+            let mut c = Command::new("bash");
+            c.arg("-c")
+                .arg(r#"exec "$0" serve --listen 127.0.0.1:0 --data-dir "$1" 2>"$2""#)
+                .arg(runway_binary())
+                .arg(&data_dir)
+                .arg(log);
+            c
+        }
+        None => {
+            let mut c = Command::new(runway_binary());
+            c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(&data_dir);
+            c
+        }
+    };
+    cmd.env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_MODEL_BASE_URL", format!("{model_base_url}/v1"))
+        .env("RUNWAY_MODEL", "test-model")
+        .env("RUNWAY_MODEL_API_KEY", KEY)
+        .env("RUNWAY_SYSTEM_PROMPT", SYSTEM)
+        .env("TOOL_TOKEN", TOOL_TOKEN)
+        .env("RUNWAY_HEARTBEAT_SECS", "1")
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_LOG", if capture_log { "info" } else { "warn" })
+        .env_remove("RUNWAY_TOOLS_FILE")
+        .env_remove("RUNWAY_AUTH_HEADERS");
+    match tools {
+        Some(t) => cmd.env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &t.base_url)),
+        None => cmd.env_remove("RUNWAY_TOOLS"),
+    };
+    let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let client = Client::new(process.base_url(), vec![]);
+    Served {
+        process,
+        client,
+        data_dir,
+        log,
+    }
+}
+
+fn of_type<'a>(t: &'a TurnStream, ty: &str) -> Vec<&'a Value> {
+    t.frames.iter().filter(|f| f["type"] == ty).collect()
+}
+
+fn outcome(t: &TurnStream) -> Value {
+    let last = t.last();
+    assert_eq!(last["type"], "RUN_FINISHED", "{:?}", t.frames);
+    last["outcome"].clone()
+}
+
+fn model_calls(model: &ScriptedServer) -> Vec<Value> {
+    model
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.target == "/v1/chat/completions")
+        .map(Recorded::json)
+        .collect()
+}
+
+fn roles(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn plain_text_streams_as_it_arrives_and_the_thread_is_remembered() {
+    let pause = Duration::from_millis(700);
+    let first = Reply::stream(vec![
+        Piece::Data(format!("data: {}\n\n", chunk::role())),
+        Piece::Data(format!("data: {}\n\n", chunk::text("Order DH-99217 "))),
+        Piece::Pause(pause),
+        Piece::Data(format!("data: {}\n\n", chunk::text("is in Hà Nội"))),
+        Piece::Pause(pause),
+        Piece::Data(format!("data: {}\n\n", chunk::text(" today."))),
+        Piece::Data(format!("data: {}\n\n", chunk::finish("stop"))),
+        Piece::Data(format!("data: {}\n\n", chunk::usage())),
+        Piece::Data("data: [DONE]\n\n".into()),
+    ]);
+    let second = Reply::sse(&[
+        chunk::role(),
+        chunk::text("Yes, tomorrow."),
+        chunk::finish("stop"),
+    ]);
+    let model = ScriptedServer::script(vec![first, second]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let thread = fresh_id();
+
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Where is order DH-99217?"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let deltas: Vec<&str> = of_type(&t, "TEXT_MESSAGE_CONTENT")
+        .iter()
+        .map(|f| f["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, ["Order DH-99217 ", "is in Hà Nội", " today."]);
+    // Streamed, not buffered: each delta left when the model sent it.
+    let arrivals: Vec<Duration> = t
+        .frames
+        .iter()
+        .zip(&t.frame_arrivals)
+        .filter(|(f, _)| f["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|(_, a)| *a)
+        .collect();
+    assert!(
+        arrivals[2] - arrivals[0] >= pause * 2 - Duration::from_millis(200),
+        "deltas arrived together: {arrivals:?}"
+    );
+
+    let req = &model_calls(&model)[0];
+    assert_eq!(req["model"], "test-model");
+    assert_eq!(req["stream"], true);
+    assert_eq!(
+        req["messages"][0],
+        json!({"role": "system", "content": SYSTEM})
+    );
+    assert_eq!(
+        req["messages"][1],
+        json!({"role": "user", "content": "Where is order DH-99217?"})
+    );
+    assert!(req.get("tools").is_none(), "no tools configured: {req}");
+    let auth = model.requests()[0]
+        .header("authorization")
+        .map(str::to_owned);
+    assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+
+    // The next turn on the thread sends the transcript, the system prompt once, first.
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Tomorrow too?"))
+        .await;
+    assert_eq!(t.text(), "Yes, tomorrow.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(
+        req["messages"][2]["content"],
+        "Order DH-99217 is in Hà Nội today."
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn reasoning_is_sent_as_reasoning() {
+    let model = ScriptedServer::script(vec![Reply::sse(&[
+        chunk::role(),
+        chunk::reasoning_content("The user greets; "),
+        chunk::reasoning("answer kindly."),
+        chunk::text("Hello!"),
+        chunk::finish("stop"),
+        chunk::usage(),
+    ])])
+    .await;
+    let s = serve(&model.base_url, None, false).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let reasoning: String = of_type(&t, "REASONING_MESSAGE_CONTENT")
+        .iter()
+        .map(|f| f["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasoning, "The user greets; answer kindly.");
+    let types = t.types();
+    let end = types
+        .iter()
+        .position(|x| *x == "REASONING_MESSAGE_END")
+        .unwrap();
+    let text = types
+        .iter()
+        .position(|x| *x == "TEXT_MESSAGE_START")
+        .unwrap();
+    assert!(end < text, "{types:?}");
+    assert_eq!(t.text(), "Hello!");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_run_and_the_model_gets_their_results() {
+    let tools = ScriptedServer::start(|r| {
+        if r.target.starts_with("/now") {
+            Reply::json(&json!({"summary": "sunny, 31°C"}))
+        } else {
+            Reply::json(&json!({"saved": true}))
+        }
+    })
+    .await;
+    let model = ScriptedServer::script(vec![
+        Reply::sse(&[
+            chunk::role(),
+            chunk::text("Let me check."),
+            chunk::tool_start(0, "call_w", "get_weather", ""),
+            chunk::tool_args(0, "{\"ci"),
+            chunk::tool_start(1, "call_n", "create_note", "{\"text\":"),
+            chunk::tool_args(0, "ty\":\"Hà Nội & Huế\"}"),
+            chunk::tool_args(1, "\"bring an umbrella\"}"),
+            chunk::finish("tool_calls"),
+            chunk::usage(),
+        ]),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::text("Sunny, note saved."),
+            chunk::finish("stop"),
+        ]),
+    ])
+    .await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Weather, and note it"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+
+    let starts = of_type(&t, "TOOL_CALL_START");
+    assert_eq!(starts.len(), 2, "{:?}", t.types());
+    assert_eq!(starts[0]["toolCallName"], "get_weather");
+    assert_eq!(starts[1]["toolCallName"], "create_note");
+    let args_of = |id: &Value| -> String {
+        of_type(&t, "TOOL_CALL_ARGS")
+            .iter()
+            .filter(|f| f["toolCallId"] == *id)
+            .map(|f| f["delta"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        args_of(&starts[0]["toolCallId"]),
+        "{\"city\":\"Hà Nội & Huế\"}"
+    );
+    assert_eq!(
+        args_of(&starts[1]["toolCallId"]),
+        "{\"text\":\"bring an umbrella\"}"
+    );
+    let results = of_type(&t, "TOOL_CALL_RESULT");
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["content"].as_str().unwrap().contains("sunny"));
+
+    // Text before and after the tools are two messages.
+    let message_ids: Vec<&Value> = of_type(&t, "TEXT_MESSAGE_START")
+        .iter()
+        .map(|f| &f["messageId"])
+        .collect();
+    assert_eq!(message_ids.len(), 2);
+    assert_ne!(message_ids[0], message_ids[1]);
+
+    // The tools were called as declared: placeholders URL-encoded, ${TOOL_TOKEN} filled,
+    // POST with the arguments as JSON.
+    let calls = tools.requests();
+    let get = calls.iter().find(|r| r.method == "GET").expect("GET /now");
+    assert_eq!(
+        get.target,
+        "/now?city=H%C3%A0%20N%E1%BB%99i%20%26%20Hu%E1%BA%BF"
+    );
+    assert_eq!(
+        get.header("x-token"),
+        Some(format!("Bearer {TOOL_TOKEN}").as_str())
+    );
+    let post = calls
+        .iter()
+        .find(|r| r.method == "POST")
+        .expect("POST /notes");
+    assert_eq!(post.target, "/notes");
+    assert_eq!(post.json(), json!({"text": "bring an umbrella"}));
+
+    // The second model call carries the calls and their results, ids matched.
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "tool", "tool"]);
+    assert_eq!(req["tools"].as_array().unwrap().len(), 3);
+    let assistant = &req["messages"][2];
+    assert_eq!(assistant["content"], "Let me check.");
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_w");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"],
+        "{\"city\":\"Hà Nội & Huế\"}"
+    );
+    assert_eq!(req["messages"][3]["tool_call_id"], "call_w");
+    assert!(
+        req["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("sunny")
+    );
+    assert_eq!(req["messages"][4]["tool_call_id"], "call_n");
+    s.stop().await;
+}
+
+fn refund_call() -> Reply {
+    Reply::sse(&[
+        chunk::role(),
+        chunk::tool_start(0, "call_r", "issue_refund", "{\"order\":\"DH-1\","),
+        chunk::tool_args(0, "\"amount\":20}"),
+        chunk::finish("tool_calls"),
+    ])
+}
+
+fn resume_body(thread: &str, resume: Value) -> Value {
+    let mut b = run_body(&fresh_id(), thread, "");
+    b["resume"] = resume;
+    b
+}
+
+/// Turn 1 asks for approval of a refund (nothing is called yet); turn 2 resumes with `resume`.
+/// Returns turn 2's stream, the tool server's requests and the second model request.
+async fn approval_round_trip(resume: Value) -> (TurnStream, Vec<Recorded>, Value) {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model = ScriptedServer::script(vec![
+        refund_call(),
+        Reply::sse(&[chunk::role(), chunk::text("Done."), chunk::finish("stop")]),
+    ])
+    .await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let thread = fresh_id();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .await;
+    let o = outcome(&t);
+    assert_eq!(o["type"], "interrupt", "{o}");
+    assert_eq!(o["interrupts"][0]["kind"], "review");
+    assert_eq!(o["interrupts"][0]["items"][0]["name"], "issue_refund");
+    assert_eq!(
+        o["interrupts"][0]["items"][0]["arguments"],
+        json!({"order": "DH-1", "amount": 20})
+    );
+    assert!(tools.requests().is_empty(), "ran before approval");
+
+    let t = s.client.turn(&resume_body(&thread, resume)).await;
+    let calls = model_calls(&model);
+    assert_eq!(calls.len(), 2, "the loop went on after resume");
+    s.stop().await;
+    (t, tools.requests(), calls[1].clone())
+}
+
+#[tokio::test]
+async fn approve_runs_the_pending_call_and_continues() {
+    let (t, tool_calls, req) = approval_round_trip(json!({"decision": "approve"})).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(tool_calls.len(), 1);
+    assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 20}));
+    assert_eq!(of_type(&t, "TOOL_CALL_RESULT").len(), 1);
+    assert_eq!(t.text(), "Done.");
+    assert_eq!(roles(&req), ["system", "user", "assistant", "tool"]);
+    assert_eq!(req["messages"][3]["tool_call_id"], "call_r");
+    assert!(
+        req["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("refunded")
+    );
+}
+
+#[tokio::test]
+async fn edit_runs_the_call_with_the_edited_arguments() {
+    let (t, tool_calls, req) = approval_round_trip(json!({"decision": "edit",
+        "editedAction": {"name": "issue_refund", "arguments": "{\"order\":\"DH-1\",\"amount\":5}"}}))
+    .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(tool_calls.len(), 1);
+    assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 5}));
+    assert_eq!(
+        req["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        "{\"order\":\"DH-1\",\"amount\":20}",
+        "the model's own call stays as it made it"
+    );
+}
+
+#[tokio::test]
+async fn reject_tells_the_model_and_runs_nothing() {
+    let (t, tool_calls, req) = approval_round_trip(json!({"decision": "reject"})).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert!(tool_calls.is_empty());
+    assert_eq!(roles(&req), ["system", "user", "assistant", "tool"]);
+    assert!(
+        req["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("rejected")
+    );
+}
+
+#[tokio::test]
+async fn respond_passes_the_users_words() {
+    let (_, tool_calls, req) =
+        approval_round_trip(json!({"decision": "respond", "message": "Only refund 10"})).await;
+    assert!(tool_calls.is_empty());
+    assert!(
+        req["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Only refund 10")
+    );
+}
+
+#[tokio::test]
+async fn a_resume_with_nothing_pending_gets_a_clear_answer() {
+    let model = ScriptedServer::script(vec![]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let t = s
+        .client
+        .turn(&resume_body(&fresh_id(), json!({"decision": "approve"})))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert!(t.text().contains("nothing waiting"), "{}", t.text());
+    assert!(model.requests().is_empty());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_429_before_the_first_token_is_retried_after_retry_after() {
+    let model = ScriptedServer::script(vec![
+        Reply::status(
+            429,
+            &[("retry-after", "1")],
+            &json!({"error": {"message": "Rate limit reached", "type": "rate_limit"}}),
+        ),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::text("Here you go."),
+            chunk::finish("stop"),
+        ]),
+    ])
+    .await;
+    let s = serve(&model.base_url, None, false).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text(), "Here you go.");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2);
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(
+        gap >= Duration::from_millis(950),
+        "Retry-After ignored: {gap:?}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_answer_ends_with_run_error_and_keeps_what_arrived() {
+    let model = ScriptedServer::script(vec![
+        Reply::stream(vec![
+            Piece::Data(format!("data: {}\n\n", chunk::role())),
+            Piece::Data(format!(
+                "data: {}\n\n",
+                chunk::text("The refund policy is ")
+            )),
+            Piece::Cut,
+        ]),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::text("30 days."),
+            chunk::finish("stop"),
+        ]),
+    ])
+    .await;
+    let s = serve(&model.base_url, None, true).await;
+    let thread = fresh_id();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Refund policy?"))
+        .await;
+    let last = t.last();
+    assert_eq!(last["type"], "RUN_ERROR", "{:?}", t.frames);
+    assert_eq!(
+        last["message"],
+        "The model's answer was cut off. Please try again."
+    );
+    assert_eq!(t.text(), "The refund policy is ");
+    assert_eq!(model.requests().len(), 1, "no retry once text went out");
+
+    // What arrived stays in the thread the model sees next.
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Go on"))
+        .await;
+    assert_eq!(t.text(), "30 days.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(req["messages"][2]["content"], "The refund policy is ");
+    let log = s.stop().await;
+    assert!(
+        log.contains("stream broke"),
+        "the log has the detail: {log}"
+    );
+    assert!(!log.contains(KEY), "the key reached the log");
+}
+
+#[tokio::test]
+async fn a_slow_stream_keeps_heartbeats_going() {
+    let mut pieces = vec![Piece::Data(format!("data: {}\n\n", chunk::role()))];
+    for word in ["Slow ", "and ", "steady."] {
+        pieces.push(Piece::Pause(Duration::from_millis(2500)));
+        pieces.push(Piece::Data(format!("data: {}\n\n", chunk::text(word))));
+    }
+    pieces.push(Piece::Data(format!("data: {}\n\n", chunk::finish("stop"))));
+    pieces.push(Piece::Data("data: [DONE]\n\n".into()));
+    let model = ScriptedServer::script(vec![Reply::stream(pieces)]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text(), "Slow and steady.");
+    assert!(t.comments >= 4, "heartbeats: {}", t.comments);
+    assert!(
+        t.longest_silence() < Duration::from_millis(1800),
+        "silence of {:?}",
+        t.longest_silence()
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_model_call_shows_a_safe_message_and_logs_the_detail_without_the_key() {
+    // Some endpoints echo the key they refused.
+    let model = ScriptedServer::script(vec![Reply::status(
+        401,
+        &[],
+        &json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}),
+    )])
+    .await;
+    let s = serve(&model.base_url, None, true).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    let last = t.last();
+    assert_eq!(last["type"], "RUN_ERROR");
+    assert_eq!(
+        last["message"],
+        "The agent could not get an answer from its model."
+    );
+    assert!(!t.frames.iter().any(|f| f.to_string().contains(KEY)));
+    assert_eq!(model.requests().len(), 1, "a 401 is not retried");
+    let log = s.stop().await;
+    assert!(log.contains("HTTP 401"), "the log has the detail: {log}");
+    assert!(!log.contains(KEY), "the key reached the log: {log}");
+}
+
+#[tokio::test]
+async fn a_bad_tools_file_refuses_to_start_with_its_line() {
+    let dir = free_data_dir("model-agent-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.toml");
+    std::fs::write(
+        &file,
+        "[[tools]]\nname = \"a\"\nmethod = \"GET\"\nurl = \"http://127.0.0.1:9/x\"\naproval = true\n",
+    )
+    .unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        Command::new(runway_binary())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .env("RUNWAY_AGENT", "model")
+            .env("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("RUNWAY_MODEL", "m")
+            .env("RUNWAY_TOOLS_FILE", &file)
+            .env_remove("RUNWAY_TOOLS")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits at once")
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 5"), "{stderr}");
+    assert!(stderr.contains("aproval"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_new_message_instead_of_a_decision_settles_the_pending_call() {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model = ScriptedServer::script(vec![
+        refund_call(),
+        Reply::sse(&[chunk::role(), chunk::text("Sure."), chunk::finish("stop")]),
+    ])
+    .await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let thread = fresh_id();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .await;
+    assert_eq!(outcome(&t)["type"], "interrupt");
+    let t = s
+        .client
+        .turn(&run_body(
+            &fresh_id(),
+            &thread,
+            "Actually, check the weather",
+        ))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert!(
+        tools.requests().is_empty(),
+        "the refund ran without a decision"
+    );
+    let req = &model_calls(&model)[1];
+    // A valid transcript: the call answered, the user's words with it.
+    assert_eq!(roles(req), ["system", "user", "assistant", "tool"]);
+    let answer = req["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        answer.contains("Not run") && answer.contains("check the weather"),
+        "{answer}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_replayed_run_id_never_calls_the_model_again() {
+    let model = ScriptedServer::script(vec![Reply::sse(&[
+        chunk::role(),
+        chunk::text("Once."),
+        chunk::finish("stop"),
+    ])])
+    .await;
+    let s = serve(&model.base_url, None, false).await;
+    let body = run_body(&fresh_id(), &fresh_id(), "Hi");
+    let first = s.client.turn(&body).await;
+    let again = s.client.turn(&body).await;
+    assert_eq!(first.text(), "Once.");
+    assert_eq!(again.frames, first.frames);
+    assert_eq!(model.requests().len(), 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_model_is_retried_then_reported() {
+    // A port that refuses connections: bind, note it, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = serve(&format!("http://127.0.0.1:{port}"), None, true).await;
+    let started = std::time::Instant::now();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    let took = started.elapsed();
+    let last = t.last();
+    assert_eq!(last["type"], "RUN_ERROR", "{:?}", t.frames);
+    assert_eq!(
+        last["message"],
+        "The model is not available right now. Please try again in a moment."
+    );
+    // 5 attempts: 0.5 + 1 + 2 + 4 s of backoff between them.
+    assert!(
+        took >= Duration::from_millis(7400),
+        "gave up after {took:?}"
+    );
+    let log = s.stop().await;
+    assert_eq!(log.matches("retrying").count(), 4, "{log}");
+    assert!(log.contains("could not connect"), "{log}");
+    assert!(!log.contains(KEY));
+}
