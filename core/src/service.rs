@@ -151,10 +151,17 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         &self,
         parts: &http::request::Parts,
     ) -> Result<(), Box<http::Response<Bytes>>> {
-        if file_route(parts.uri.path()).is_some() || self.shared.config.auth.check(&parts.headers) {
+        // Hosted files need no auth (a browser opens the link) and unknown paths are a 404.
+        let open = matches!(
+            route(parts.uri.path(), &self.shared.config.base_path),
+            Some(Route::File { .. }) | None
+        );
+        if open || self.shared.config.auth.check(&parts.headers) {
             return Ok(());
         }
-        tracing::warn!(path = %parts.uri.path(), "request refused before its body: missing or wrong auth headers");
+        if let Some(unlogged) = self.shared.refusals.admit(self.shared.rt.now_ms()) {
+            tracing::warn!(path = %parts.uri.path(), unlogged, "request refused before its body: missing or wrong auth headers");
+        }
         Err(Box::new(json_error(401, "unauthorized")))
     }
 
