@@ -45,7 +45,7 @@ impl fmt::Debug for HeaderNames<'_> {
 }
 
 /// What a platform provides so agents can call HTTP APIs: `reqwest` on native targets
-/// ([`ReqwestClient`](super::ReqwestClient), feature `reqwest`), `fetch` on Cloudflare Workers
+/// (`ReqwestClient`, feature `reqwest`), `fetch` on Cloudflare Workers
 /// (`runway-cloudflare`).
 ///
 /// Agents do not use this trait: they call [`Turn::http`](crate::Turn::http), which bounds
