@@ -131,3 +131,53 @@ async fn cloudflare_worker_passes_the_suite() {
     println!("{report}");
     assert!(passed, "runway check failed against the Worker:\n{report}");
 }
+
+/// With an unusable auth header set the Worker answers 500 `agent misconfigured` and logs
+/// the reason naming the setting; `infra/cloudflare/local` reports it and stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn worker_refuses_unusable_auth_settings() {
+    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
+    for (label, value) in [
+        ("empty", ""),
+        ("blank", " \n "),
+        ("no colon", "X-API-Key k"),
+    ] {
+        let mut cmd = Command::new(local_script());
+        cmd.arg("--port")
+            .arg(free_port().to_string())
+            .envs(TARGET_ENV)
+            .env("RUNWAY_AUTH_HEADERS", value)
+            .env("RUNWAY_LOG", "warn")
+            .env("RUNWAY_CF_WRANGLER_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        if prebuilt {
+            cmd.arg("--no-build");
+        }
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let out = tokio::time::timeout(Duration::from_secs(1800), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("{label}: infra/cloudflare/local still running"))
+            .expect("infra/cloudflare/local runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{label}: it served:\n{stdout}\n{stderr}"
+        );
+        assert!(
+            !stdout.contains("base_url"),
+            "{label}: it served:\n{stdout}"
+        );
+        assert!(
+            stderr.contains("HTTP 500") && stderr.contains("misconfigured"),
+            "{label}: /health did not answer 500 misconfigured:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("RUNWAY_AUTH_HEADERS"),
+            "{label}: the Worker's log does not name the setting:\n{stderr}"
+        );
+    }
+}

@@ -717,3 +717,45 @@ async fn lambda_agents_read_a_streamed_http_body_incrementally() {
         std::panic::resume_unwind(failure);
     }
 }
+
+/// Under cargo-lambda's emulator, the real `bootstrap` with an unusable auth header set fails
+/// its init naming the setting, and `infra/aws/local` stops instead of serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_init_refuses_unusable_auth_settings() {
+    for (label, value) in [
+        ("empty", ""),
+        ("blank", " \n "),
+        ("no colon", "X-API-Key k"),
+    ] {
+        let mut cmd = Command::new(local_script());
+        cmd.arg("--port")
+            .arg(free_port().to_string())
+            .envs(TARGET_ENV)
+            .env("RUNWAY_AUTH_HEADERS", value)
+            .env("RUNWAY_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        // The first start may install the tools and compile the function.
+        let out = tokio::time::timeout(Duration::from_secs(900), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("{label}: infra/aws/local still running"))
+            .expect("infra/aws/local runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{label}: it served:\n{stdout}\n{stderr}"
+        );
+        assert!(
+            !stdout.contains("base_url"),
+            "{label}: it served:\n{stdout}"
+        );
+        assert!(
+            stderr.contains("RUNWAY_AUTH_HEADERS"),
+            "{label}: the function's error does not name the setting:\n{stderr}"
+        );
+    }
+}
