@@ -8,6 +8,7 @@
 mod checks;
 pub mod client;
 mod lowkey;
+mod overlap;
 mod process;
 
 pub use client::{Client, TurnStream};
