@@ -41,7 +41,8 @@ pub struct Config {
     /// Public base URL (for hosted-file links). When unset it is derived from the request's
     /// `Host` and `X-Forwarded-Proto` headers.
     pub public_url: Option<String>,
-    /// How often a duplicate delivery checks whether the original finished (default 250 ms).
+    /// How soon a duplicate delivery first checks whether the original finished (default
+    /// 250 ms); the wait doubles with every check, up to 8 s.
     pub duplicate_poll: Duration,
     /// `/health` says `degraded` for this long after a store error (default 60 s).
     pub degraded_after_store_error: Duration,
