@@ -53,12 +53,6 @@ pub(crate) async fn overlapping_turns(c: &Client) -> Check {
         "later turn: {}",
         final_frame(&b)
     );
-    ensure!(
-        a.last()["code"] == "SUPERSEDED",
-        "the slow turn was not superseded: {} after {:?}",
-        final_frame(&a),
-        a.arrivals.last()
-    );
     let lines = transcript(c, &thread).await?;
     let slow_at = lines.iter().position(|l| l == "user: /slow 6");
     let later_at = lines.iter().position(|l| l == "user: the later question");
@@ -71,6 +65,12 @@ pub(crate) async fn overlapping_turns(c: &Client) -> Check {
             .iter()
             .any(|l| l.starts_with("assistant: You said \"the later question\"")),
         "the later turn's answer was lost: {lines:?}"
+    );
+    ensure!(
+        a.last()["code"] == "SUPERSEDED",
+        "the slow turn was not superseded: {} after {:?}",
+        final_frame(&a),
+        a.arrivals.last()
     );
     ensure!(
         !lines.iter().any(|l| l.contains("Done waiting")),
