@@ -48,7 +48,8 @@ pub struct Config {
     /// trailing slash. `{base_path}/runs`, `{base_path}/health`, `{base_path}/lowkey/turn`
     /// and `{base_path}/files/…` are served; nothing else.
     pub base_path: String,
-    /// How often a duplicate delivery checks whether the original finished (default 250 ms).
+    /// How soon a duplicate delivery first checks whether the original finished (default
+    /// 250 ms); the wait doubles with every check, up to 8 s.
     pub duplicate_poll: Duration,
     /// `/health` says `degraded` for this long after a store error (default 60 s).
     pub degraded_after_store_error: Duration,

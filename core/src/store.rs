@@ -3,8 +3,9 @@
 //! One trait, [`TurnStore`], shaped by the serverless budgets: a turn costs one round trip to
 //! start ([`TurnStore::start_turn`]: claim the run and load the thread together) and one to
 //! finish ([`TurnStore::finish_turn`]: save the thread and the run's recording together). That
-//! is what lets the DynamoDB adapter stay within three requests per turn and the Durable
-//! Object adapter within two round trips.
+//! is what lets the DynamoDB adapter stay within four requests per turn and the Durable
+//! Object adapter within two round trips (plus one cheap [`TurnStore::latest_arrival`] read per
+//! heartbeat while the agent runs).
 //!
 //! Expiry is exact in every implementation: an item past its `expires_at` is treated as absent
 //! on read, whether or not the backend has deleted it yet.

@@ -263,3 +263,24 @@ async fn an_unreachable_dynamodb_is_a_store_error_in_bounded_time() {
         .await;
     assert!(matches!(r, Err(StoreError::Unavailable(_))), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn a_duplicate_poll_is_one_conditional_write_and_reads_nothing() {
+    // Item 13 of issue 11: the thread was queried beside every claim, so each poll of a
+    // waiting duplicate paid for a thread read too.
+    let db = moto("poll").await;
+    let (s, rec) = store(&db.endpoint, "poll").await;
+    let original = claim("r", "a/t", "f", 100);
+    assert!(matches!(
+        s.start_turn(&original).await.unwrap(),
+        TurnStart::Claimed { .. }
+    ));
+    rec.take();
+    assert_eq!(
+        s.start_turn(&claim("r", "a/t", "f", 200)).await.unwrap(),
+        TurnStart::Running
+    );
+    let ops: Vec<String> = rec.take().into_iter().map(|r| r.target).collect();
+    assert_eq!(ops, ["PutItem"]);
+}

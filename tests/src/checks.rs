@@ -41,6 +41,14 @@ pub(crate) async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
     record("heartbeat", heartbeat(&c).await);
     record("idempotent replay", replay(&c).await);
     record("concurrent duplicate", concurrent_duplicate(&c).await);
+    record(
+        "overlapping turns on one thread",
+        crate::overlap::overlapping_turns(&c).await,
+    );
+    record(
+        "50-turn burst on one thread",
+        crate::overlap::burst(&c, 50).await,
+    );
     record("runId reused with another body", reused_run_id(&c).await);
     record("interrupts and resume", interrupts(&c).await);
     record("tool call ordering", tool_call(&c).await);

@@ -9,6 +9,7 @@ mod checks;
 pub mod client;
 pub mod http_probe;
 mod lowkey;
+mod overlap;
 pub mod paced_server;
 mod process;
 pub mod raw_http;

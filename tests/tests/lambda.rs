@@ -425,8 +425,9 @@ async fn lambda_store_budget_and_faults() {
         }
     };
 
-    // Budget: every ordinary turn of a growing thread costs at most 3 requests, the two
-    // before the agent in one round trip (each request delayed so overlap is unambiguous).
+    // Budget: every ordinary turn of a growing thread costs at most 4 requests: the claim,
+    // then (only once it is won) the arrival count and the thread read in one round trip,
+    // and the commit (each request delayed so overlap is unambiguous).
     let thread = fresh_id();
     let mut r = Ok(());
     proxy.set_delay(Duration::from_millis(150));
@@ -444,7 +445,8 @@ async fn lambda_store_budget_and_faults() {
             r = Err(format!("turn {i} ended with {}", t.last()));
             break;
         }
-        if seen.len() > 3 || ops(&seen) != ["PutItem", "Query", "TransactWriteItems"] {
+        if seen.len() > 4 || ops(&seen) != ["PutItem", "Query", "TransactWriteItems", "UpdateItem"]
+        {
             r = Err(format!(
                 "turn {i}: {} requests {:?}",
                 seen.len(),
@@ -468,7 +470,7 @@ async fn lambda_store_budget_and_faults() {
             ops(&seen)
         );
     }
-    check("≤ 3 requests per turn, ≤ 2 round trips before the agent", r);
+    check("≤ 4 requests per turn, ≤ 2 round trips before the agent", r);
 
     // The first frame leaves before any DynamoDB answer.
     proxy.set_delay(Duration::from_millis(1500));

@@ -29,6 +29,7 @@ const MAX_LONG_BYTES: usize = 16 * 1024 * 1024;
 /// | `/fail` | the agent returns an error |
 /// | `/panic` | the agent panics |
 /// | `/count` | how many times the agent has run on this thread |
+/// | `/transcript` | the thread's stored messages, one line each: `role: text` (`role*` when interrupted) |
 #[derive(Debug, Clone)]
 pub struct DemoAgent<R> {
     rt: R,
@@ -175,6 +176,19 @@ impl<R: Runtime> Agent for DemoAgent<R> {
             "/panic" => panic!("demo panic requested with /panic"),
             "/count" => {
                 out.text(format!("The agent has run {runs} times on this thread."));
+            }
+            "/transcript" => {
+                let mut lines = format!("{} messages:\n", turn.context.messages.len());
+                for m in &turn.context.messages {
+                    let role = match m.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::System => "system",
+                    };
+                    let mark = if m.interrupted { "*" } else { "" };
+                    lines.push_str(&format!("{role}{mark}: {}\n", m.content));
+                }
+                out.text(lines);
             }
             _ => {
                 let previous = turn.context.last(Role::User).map(|m| m.content.clone());
