@@ -151,10 +151,11 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         &self,
         parts: &http::request::Parts,
     ) -> Result<(), Box<http::Response<Bytes>>> {
-        // Hosted files need no auth (a browser opens the link) and unknown paths are a 404.
+        // Hosted files need no auth (a browser opens the link). Anything else, an unknown path
+        // included, needs the header set, so a stranger's body is never read.
         let open = matches!(
             route(parts.uri.path(), &self.shared.config.base_path),
-            Some(Route::File { .. }) | None
+            Some(Route::File { .. })
         );
         if open || self.shared.config.auth.check(&parts.headers) {
             return Ok(());
