@@ -15,7 +15,7 @@ step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 cf_ensure_all
 
 step "clippy for wasm32-unknown-unknown"
-cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown --features builtin-worker -- -D warnings
 
 step "build the Worker"
 cf_build

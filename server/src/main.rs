@@ -3,15 +3,21 @@
 //! ```text
 //! runway serve [--listen 127.0.0.1:8787] [--data-dir ./.runway] [--agent demo]
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
+//! runway new DIR [--name NAME]
 //! ```
+//!
+//! `runway serve` serves a built-in agent through the library's public [`runway::run`], the
+//! same server a user's own binary gets from [`runway::serve`].
 
-mod serve;
-mod sqlite_store;
+mod new_crate;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use runway_core::adapter::TokioRuntime;
+use runway_core::agents::BuiltinAgent;
 
 #[derive(Parser)]
 #[command(
@@ -26,8 +32,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve an agent over Console's protocol with an embedded SQLite store.
-    Serve(serve::ServeArgs),
+    /// Serve a built-in agent over Console's protocol with an embedded SQLite store.
+    Serve {
+        #[command(flatten)]
+        serve: runway::ServeArgs,
+        /// Which built-in agent to serve: demo or echo.
+        #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
+        agent: String,
+    },
     /// Check any External Agent against Console's onboarding checklist
     /// (`runway check --help` for options).
     #[command(disable_help_flag = true)]
@@ -36,10 +48,22 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Write a starter crate for your own agent into DIR (served locally, on AWS Lambda and on
+    /// Cloudflare Workers), depending on this runway checkout.
+    New {
+        /// Where to create the crate (must not exist or be empty).
+        dir: PathBuf,
+        /// The crate's name (default: DIR's last component).
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::New { dir, name } = &cli.command {
+        return new(dir, name.as_deref());
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -51,10 +75,35 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => rt.block_on(serve::run(args)),
-        Command::Check { args } => {
-            let code = rt.block_on(runway_conformance::cli_main(args));
-            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        Command::Serve { serve, agent } => {
+            let Some(agent) = BuiltinAgent::from_name(&agent, &TokioRuntime) else {
+                eprintln!(
+                    "runway: configuration: unknown agent {agent:?}: choose one of {:?}",
+                    BuiltinAgent::<TokioRuntime>::NAMES
+                );
+                return ExitCode::FAILURE;
+            };
+            rt.block_on(runway::run(agent, serve))
+        }
+        Command::Check { args } => rt.block_on(runway::check(args)),
+        Command::New { dir, name } => new(&dir, name.as_deref()),
+    }
+}
+
+fn new(dir: &std::path::Path, name: Option<&str>) -> ExitCode {
+    match new_crate::create(dir, name) {
+        Ok(created) => {
+            let dir = created.dir.display();
+            println!("Created {} in {dir}. Next:", created.name);
+            println!("  cd {dir}");
+            println!("  cargo run -- serve");
+            println!("  runway check http://127.0.0.1:8787 --strict");
+            println!("README.md there shows deploying to AWS Lambda and Cloudflare Workers.");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("runway new: {e}");
+            ExitCode::FAILURE
         }
     }
 }

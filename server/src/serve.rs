@@ -10,30 +10,33 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use runway_core::agents::BuiltinAgent;
-use runway_core::{Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error};
+use runway_core::Agent;
+use runway_core::adapter::{
+    Config, MAX_BODY_BYTES, Reply, Runtime, Runway, TokioRuntime, json_error,
+};
 
 use crate::sqlite_store::SqliteStore;
 
-type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
+type App<A> = Runway<A, SqliteStore, TokioRuntime>;
 
-/// `runway serve` options. Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
+/// `serve` options (the `runway serve` flags; [`crate::serve`] gives a user's binary the same
+/// ones). Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
 /// (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
 /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_NAME`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "RUNWAY_LISTEN", default_value = "127.0.0.1:8787")]
-    listen: SocketAddr,
+    pub listen: SocketAddr,
     /// Where the SQLite database lives.
     #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
-    data_dir: PathBuf,
-    /// Which agent to serve: demo or echo.
-    #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
-    agent: String,
+    pub data_dir: PathBuf,
 }
 
-pub async fn run(args: ServeArgs) -> ExitCode {
+/// Serves `agent` as `args` and the `RUNWAY_*` settings say, until SIGINT or SIGTERM: logs
+/// to stderr (filter `RUNWAY_LOG`), prints the base URL on stdout once listening, and reports
+/// a start-up error (bad setting, unusable data directory or address) as a failure.
+pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUNWAY_LOG")
@@ -42,7 +45,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match serve(args).await {
+    match serve(agent, args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runway: {e}");
@@ -63,17 +66,10 @@ enum ServeError {
     Serve(std::io::Error),
 }
 
-async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let config = Config::from_lookup(|k| std::env::var(k).ok())
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&args.agent, &rt).ok_or_else(|| {
-        ServeError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            args.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
     let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))
@@ -81,8 +77,9 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     spawn_purger(store.clone());
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
+    let name = config.name.clone();
     let runway = Runway::new(agent, store, rt, config);
-    let app = Router::new().fallback(handle).with_state(runway);
+    let app = Router::new().fallback(handle::<A>).with_state(runway);
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -90,7 +87,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
-    print_banner(addr, &args.agent, &auth_names);
+    print_banner(addr, &name, &auth_names);
     // Frames are small writes: without TCP_NODELAY, Nagle's algorithm holds each one until
     // the previous is acknowledged (up to 40 ms with delayed ACKs).
     let listener = listener.tap_io(|tcp| {
@@ -105,7 +102,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
 }
 
 /// Reads the body (at most 1 MiB), lets the core answer, and spawns the turn if it streams.
-async fn handle(State(runway): State<App>, req: Request) -> Response {
+async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let too_long = parts
         .headers
@@ -149,13 +146,13 @@ fn spawn_purger(store: SqliteStore) {
     });
 }
 
-fn print_banner(addr: SocketAddr, agent: &str, auth_names: &[String]) {
+fn print_banner(addr: SocketAddr, name: &str, auth_names: &[String]) {
     let base = format!("http://{addr}");
     let headers: String = auth_names
         .iter()
         .map(|n| format!(" -H '{n}: <value>'"))
         .collect();
-    println!("runway serving the {agent} agent");
+    println!("runway serving {name}");
     println!("base_url: {base}");
     println!("try it:");
     println!(

@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod client;
+pub mod generated_crate;
 mod lowkey;
 mod process;
 
