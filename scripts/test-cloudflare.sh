@@ -3,7 +3,8 @@
 # `wrangler deploy --dry-run` (prints the upload size), an SSE timing probe under `wrangler dev`
 # (first frame and heartbeats timestamped on arrival), and the shared end-to-end suite under
 # `wrangler dev` with local Durable Objects and KV, including a wrangler restart, then
-# `runway check --strict` against the same Worker.
+# `runway check --strict` against the same Worker; then a crate written by `runway new` checked
+# the same way (tests/tests/new_crate_cloudflare.rs).
 # Run scripts/setup-cloudflare.sh first (this script installs what is missing too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,5 +54,8 @@ rm -f "$fifo"
 step "end-to-end suite and runway check under wrangler dev"
 cargo build -p runway
 cargo test -p runway-e2e --test cloudflare -- --ignored --nocapture
+
+step "runway new: the generated crate's Worker passes runway check under wrangler dev"
+cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
 step "done"
