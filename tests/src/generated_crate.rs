@@ -16,6 +16,31 @@ pub fn workspace_target_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
 }
 
+/// The variables cargo sets for a running test (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, …) that
+/// must not reach a nested cargo: build scripts such as ring's declare
+/// `rerun-if-env-changed` on them, so a nested build that sees them rebuilds ring and everything
+/// above it (the TLS stack, the AWS SDK), and the next ordinary build rebuilds it all again.
+pub fn cargo_test_env() -> Vec<std::ffi::OsString> {
+    const SET_BY_CARGO: [&str; 9] = [
+        "CARGO_MANIFEST_",
+        "CARGO_PKG_",
+        "CARGO_BIN_",
+        "CARGO_CRATE_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+        "CARGO_CFG_",
+    ];
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            k.to_str()
+                .is_some_and(|k| SET_BY_CARGO.iter().any(|p| k.starts_with(p)))
+        })
+        .collect()
+}
+
 /// A crate created by the real `runway new`; removed (with its parent temp dir) on drop.
 #[derive(Debug)]
 pub struct GeneratedCrate {
@@ -67,7 +92,11 @@ impl GeneratedCrate {
     /// failure. Returns how long it took.
     pub fn cargo(&self, args: &[&str]) -> std::time::Duration {
         let started = Instant::now();
-        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        for name in cargo_test_env() {
+            cmd.env_remove(name);
+        }
+        let status = cmd
             .args(args)
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", workspace_target_dir())

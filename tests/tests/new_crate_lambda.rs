@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use runway_e2e::generated_crate::{GeneratedCrate, check_turn_memory, workspace_target_dir};
+use runway_e2e::generated_crate::{
+    GeneratedCrate, cargo_test_env, check_turn_memory, workspace_target_dir,
+};
 use runway_e2e::{AgentProcess, runway_check, target_auth};
 use tokio::process::Command;
 
@@ -26,6 +28,9 @@ async fn runway_new_crate_passes_runway_check_under_cargo_lambda() {
 
     let started = Instant::now();
     let mut cmd = Command::new(local_script());
+    for name in cargo_test_env() {
+        cmd.env_remove(name);
+    }
     cmd.arg("--crate")
         .arg(generated.path())
         .env("CARGO_TARGET_DIR", workspace_target_dir())
