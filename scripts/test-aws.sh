@@ -51,6 +51,14 @@ for name, r in functions.items():
     print(f"{name}: InvokeMode RESPONSE_STREAM")
 PY
 
+step "runway new: the generated crate's template.yaml passes cfn-lint and sam validate --lint"
+timeout 1800 cargo build -p runway
+generated="$(mktemp -d "${TMPDIR:-/tmp}/runway-new-lint.XXXXXX")"
+"${CARGO_TARGET_DIR:-$repo/target}/debug/runway" new "$generated/my-agent" >/dev/null
+"$lint/bin/cfn-lint" "$generated/my-agent/template.yaml"
+(cd "$generated/my-agent" && SAM_CLI_TELEMETRY=0 "$lint/bin/sam" validate --lint --region us-east-1)
+rm -rf "$generated"
+
 step "runway-lambda unit and template tests"
 timeout 1800 cargo test -p runway-lambda
 
@@ -61,6 +69,9 @@ step "end-to-end suite against bootstrap under cargo lambda watch"
 # Build the function once so every start of infra/aws/local is quick.
 timeout 1800 cargo build -p runway-lambda --bin bootstrap
 timeout 1800 cargo test -p runway-e2e --test lambda -- --ignored --nocapture
+
+step "runway new: the generated crate's bootstrap passes runway check under cargo lambda watch"
+timeout 1800 cargo test -p runway-e2e --test new_crate_lambda -- --ignored --nocapture
 
 if [[ $build == 1 ]]; then
   step "cargo lambda build --release"

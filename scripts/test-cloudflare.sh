@@ -4,7 +4,8 @@
 # (first frame and heartbeats timestamped on arrival), and the shared end-to-end suite under
 # `wrangler dev` with local Durable Objects and KV, including a wrangler restart, then
 # `runway check --strict` against the same Worker, then an agent's streamed `fetch` of a
-# loopback server (and its abort when the user hangs up).
+# loopback server (and its abort when the user hangs up); then a crate written by `runway new`
+# checked the same way (tests/tests/new_crate_cloudflare.rs).
 # Run scripts/setup-cloudflare.sh first (this script installs what is missing too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 cf_ensure_all
 
 step "clippy for wasm32-unknown-unknown"
-cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown --features builtin-worker -- -D warnings
 
 step "build the Worker"
 cf_build
@@ -57,5 +58,8 @@ cargo test -p runway-e2e --test cloudflare -- --ignored --nocapture
 
 step "agents' HTTP client (fetch) under wrangler dev: streamed body, abort on hang-up"
 cargo test -p runway-e2e --test cloudflare_http -- --ignored --nocapture
+
+step "runway new: the generated crate's Worker passes runway check under wrangler dev"
+cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
 step "done"

@@ -1,16 +1,20 @@
-//! The Worker's `fetch` handler: a thin adapter around [`Runway::handle`].
+//! The Worker's `fetch` handler for any agent ([`fetch`]): a thin adapter around
+//! [`Runway::handle`].
 //!
 //! It reads the request (refusing bodies over [`MAX_BODY_BYTES`]), lets the core answer, and
 //! either returns the full response or returns the streamed body at once and runs the turn
 //! beside it with `ctx.waitUntil`, so the turn can still commit after a client disconnect.
 
+use std::any::Any;
 use std::cell::RefCell;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::agents::BuiltinAgent;
-use runway_core::{BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error};
-use worker::{Context, Env, Request, event};
+use runway_core::Agent;
+use runway_core::adapter::{
+    BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error,
+};
+use worker::{Context, Env, Request};
 
 use crate::console_log::ConsoleLog;
 use crate::fetch_client::FetchClient;
@@ -23,12 +27,13 @@ pub const THREADS_BINDING: &str = "RUNWAY_THREADS";
 /// Name of the KV binding for hosted files (`[[kv_namespaces]]` in `wrangler.toml`).
 pub const FILES_BINDING: &str = "RUNWAY_FILES";
 
-type App = Runway<BuiltinAgent<WorkersRuntime>, CloudflareStore, WorkersRuntime>;
+type App<A> = Runway<A, CloudflareStore, WorkersRuntime>;
 
 thread_local! {
     /// One app per isolate (and per instance: a panic re-initialises the instance and so
-    /// rebuilds it). It holds what `/health` knows in memory.
-    static APP: RefCell<Option<App>> = const { RefCell::new(None) };
+    /// rebuilds it), an `App<A>` for the agent type `fetch` is called with. It holds what
+    /// `/health` knows in memory.
+    static APP: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
 }
 
 /// Why the Worker cannot serve: a deployment mistake, reported on every request as 500.
@@ -36,31 +41,32 @@ thread_local! {
 enum SetupError {
     #[error("configuration: {0}")]
     Config(#[from] BadRequest),
-    #[error("configuration: {0}")]
-    Agent(String),
     #[error("binding {0} is missing: check wrangler.toml")]
     Binding(&'static str),
 }
 
 /// A setting from a secret (`wrangler secret put`, `.dev.vars`) or a `[vars]` entry.
-fn setting(env: &Env, name: &str) -> Option<String> {
+pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
     env.secret(name)
         .map(|s| s.to_string())
         .or_else(|_| env.var(name).map(|v| v.to_string()))
         .ok()
 }
 
-fn app(env: &Env) -> Result<App, SetupError> {
-    if let Some(app) = APP.with(|a| a.borrow().clone()) {
+fn app<A: Agent>(agent: A, env: &Env) -> Result<App<A>, SetupError> {
+    let cached = APP.with(|a| {
+        a.borrow()
+            .as_ref()
+            .and_then(|app| app.downcast_ref::<App<A>>())
+            .cloned()
+    });
+    if let Some(app) = cached {
         return Ok(app);
     }
     ConsoleLog::install(setting(env, "RUNWAY_LOG").as_deref());
     install_panic_hook();
     let config = Config::from_lookup(|k| setting(env, k))?;
     let rt = WorkersRuntime;
-    let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
-    let agent = BuiltinAgent::from_settings(name.trim(), &rt, |k| setting(env, k))
-        .map_err(SetupError::Agent)?;
     let threads = env
         .durable_object(THREADS_BINDING)
         .map_err(|_| SetupError::Binding(THREADS_BINDING))?;
@@ -69,13 +75,38 @@ fn app(env: &Env) -> Result<App, SetupError> {
         .map_err(|_| SetupError::Binding(FILES_BINDING))?;
     let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config)
         .with_http_client(FetchClient);
-    APP.with(|a| *a.borrow_mut() = Some(app.clone()));
+    APP.with(|a| *a.borrow_mut() = Some(Box::new(app.clone())));
     Ok(app)
 }
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
-    let app = match app(&env) {
+/// Answers one request to your Worker with `agent`; call it from your `#[event(fetch)]`:
+///
+/// ```ignore
+/// #[worker::event(fetch)]
+/// async fn fetch(
+///     req: worker::Request,
+///     env: worker::Env,
+///     ctx: worker::Context,
+/// ) -> worker::Result<worker::web_sys::Response> {
+///     runway_cloudflare::fetch(MyAgent, req, env, ctx).await
+/// }
+/// ```
+///
+/// The agent given on an isolate's first request is kept for the isolate's lifetime (with the
+/// settings read from `env` then); later calls drop theirs, so build it cheaply. Threads live
+/// in the `RunwayThread` Durable Object class this crate exports into your Worker (binding
+/// [`THREADS_BINDING`]) and hosted files in KV (binding [`FILES_BINDING`]); a missing binding
+/// or a bad `RUNWAY_*` setting answers 500 and logs why.
+///
+/// # Errors
+/// Only when a response cannot be built at all; every other failure is an HTTP answer.
+pub async fn fetch<A: Agent>(
+    agent: A,
+    req: Request,
+    env: Env,
+    ctx: Context,
+) -> worker::Result<web_sys::Response> {
+    let app = match app(agent, &env) {
         Ok(app) => app,
         Err(e) => {
             web_sys::console::error_1(&format!("runway cannot start: {e}").into());
@@ -155,7 +186,7 @@ fn init_with(parts: &http::response::Parts) -> worker::Result<web_sys::ResponseI
     Ok(init)
 }
 
-fn full(resp: http::Response<Bytes>) -> worker::Result<web_sys::Response> {
+pub(crate) fn full(resp: http::Response<Bytes>) -> worker::Result<web_sys::Response> {
     let (parts, body) = resp.into_parts();
     let init = init_with(&parts)?;
     let mut bytes = body.to_vec();

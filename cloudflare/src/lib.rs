@@ -3,15 +3,21 @@
 //! runway on Cloudflare Workers: the `runway-core` turn engine behind a Worker `fetch`
 //! handler, with a SQLite-backed Durable Object per thread and KV for hosted files.
 //!
-//! On `wasm32` this crate is the Worker (built by `worker-build`, see `cloudflare/README.md`).
+//! Your Worker is a crate of its own that depends on this one and calls `fetch` from its
+//! `#[event(fetch)]` (see `cloudflare/README.md`, or `runway new`); the `RunwayThread` Durable
+//! Object class comes with it. With the `builtin-worker` feature this crate is itself a Worker
+//! serving the built-in agents (`RUNWAY_AGENT`) through the same `fetch`: the repo's own
+//! Worker, built by `worker-build` in `cloudflare/`.
+//!
 //! On native targets only its target-independent parts compile — the Worker ↔ Durable
-//! Object wire format and what the Durable Object answers (runway-core's shared SQLite
-//! store) — so the workspace's
+//! Object wire format and what the Durable Object answers (runway-core's shared SQLite store) — so the workspace's
 //! native `cargo clippy` and `cargo test` cover them without building the Workers SDK.
 #![warn(missing_docs)]
 
 pub mod wire;
 
+#[cfg(all(target_arch = "wasm32", feature = "builtin-worker"))]
+mod builtin_worker;
 #[cfg(target_arch = "wasm32")]
 mod console_log;
 #[cfg(target_arch = "wasm32")]
@@ -26,3 +32,6 @@ pub mod runtime;
 pub mod store;
 #[cfg(target_arch = "wasm32")]
 mod thread_object;
+
+#[cfg(target_arch = "wasm32")]
+pub use entry::{FILES_BINDING, THREADS_BINDING, fetch};

@@ -2,6 +2,9 @@
 //!
 //! `cargo bench -p runway-core --bench turn`
 
+// A benchmark binary has no API; criterion's macros generate undocumented public functions.
+#![allow(missing_docs)]
+
 use std::time::Duration;
 
 use bytes::Bytes;

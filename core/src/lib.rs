@@ -3,13 +3,25 @@
 //! The turn engine behind runway: everything about serving a chat agent over Console's
 //! External Agent contract (and Lowkey's external turn protocol), with no I/O of its own.
 //!
-//! - [`Agent`]: what you implement. You get the turn and the thread's stored context, and
-//!   write to an [`Output`]; runway does frames, limits, heartbeats, idempotency and storage.
-//! - [`FrameWriter`]: the sans-I/O state machine that makes any agent's output a stream Console
-//!   accepts.
-//! - [`Runway`]: routes, auth and validation as `http::Request` in, [`Reply`] out; adapters
-//!   (the `runway` server, `runway-lambda`, `runway-cloudflare`) are a few lines around it.
-//! - [`TurnStore`] and [`Runtime`]: what a platform provides (storage; clock, timer, entropy).
+//! The root is what an agent's author needs:
+//!
+//! - [`Agent`]: what you implement. You get the [`Turn`] and the thread's stored context
+//!   ([`ThreadContext`]), and write to an [`Output`]; runway does frames, limits, heartbeats,
+//!   idempotency and storage. End with [`Outcome::Done`] or an [`Interrupt`]; fail with an
+//!   [`AgentError`].
+//! - [`protocol`]: what a turn carries (attachments, the user's [`protocol::Resume`] decision).
+//!
+//! Serving the agent is the adapters' job: `runway::serve(agent)` on one box,
+//! `runway_lambda::run(agent)` on AWS Lambda, `runway_cloudflare::fetch(agent, ...)` on
+//! Cloudflare Workers (`runway new` writes a crate with all three). What they are built from is
+//! in [`adapter`]:
+//!
+//! - [`adapter::FrameWriter`]: the sans-I/O state machine that makes any agent's output a
+//!   stream Console accepts.
+//! - [`adapter::Runway`]: routes, auth and validation as `http::Request` in,
+//!   [`adapter::Reply`] out; an adapter is a few lines around it.
+//! - [`adapter::TurnStore`] and [`adapter::Runtime`]: what a platform provides (storage;
+//!   clock, timer, entropy).
 //!
 //! Compiles for `wasm32-unknown-unknown`: no tokio, no threads, no sockets. Futures are `Send`
 //! on native targets and need not be on `wasm32` (see [`MaybeSend`]).
@@ -50,28 +62,41 @@ mod turn_body;
 pub mod turn_state;
 mod wire;
 
-pub use abort_tail::PANIC_MESSAGE;
 pub use agent::{Agent, AgentError, AgentResult, Outcome, Protocol, Turn};
-pub use auth::AuthHeaders;
-pub use config::{Config, MAX_BODY_BYTES};
-pub use context::{ContextPolicy, Message, Role, ThreadContext, thread_key};
-pub use error::{BadRequest, StoreError, TurnErrorCode};
-pub use flow::{BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes};
-pub use frame_writer::{Ending, Finished, FrameWriter, STATE_KEYS, TURN_STEP};
+pub use context::{Message, Role, ThreadContext};
 pub use http_client::{Http, HttpError, HttpResponse};
-pub use maybe_send::{BoxFuture, MaybeSend, MaybeSync};
-pub use memory_store::MemoryStore;
-pub use os_settings::OsSettings;
-pub use output::OutputEvents;
+pub use maybe_send::{MaybeSend, MaybeSync};
 pub use output::{AgentEvent, Artifact, Output, OutputFile, ToolCall};
 pub use protocol::Interrupt;
-pub use runtime::Runtime;
-pub use service::{PlatformOrigin, Reply, Runway, json_error};
-pub use store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
-#[cfg(feature = "tokio")]
-pub use tokio_runtime::TokioRuntime;
-pub use turn_body::TurnBody;
-pub use wire::Wire;
+
+/// Adapter plumbing: what runs an [`Agent`] on a platform. An agent's author does not need it.
+pub mod adapter {
+    pub use crate::abort_tail::PANIC_MESSAGE;
+    pub use crate::auth::AuthHeaders;
+    pub use crate::config::{Config, MAX_BODY_BYTES};
+    pub use crate::context::{ContextPolicy, thread_key};
+    pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
+    pub use crate::flow::{
+        BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
+    };
+    pub use crate::frame_writer::{Ending, Finished, FrameWriter, STATE_KEYS, TURN_STEP};
+    pub use crate::maybe_send::BoxFuture;
+    pub use crate::memory_store::MemoryStore;
+    pub use crate::os_settings::OsSettings;
+    pub use crate::output::OutputEvents;
+    pub use crate::runtime::Runtime;
+    pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
+    pub use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+    #[cfg(feature = "tokio")]
+    pub use crate::tokio_runtime::TokioRuntime;
+    pub use crate::turn_body::TurnBody;
+    pub use crate::wire::Wire;
+}
+
+// The adapter plumbing's former root paths, hidden from the docs. They keep code written
+// against them compiling while it moves to `runway_core::adapter::…`.
+#[doc(hidden)]
+pub use adapter::*;
 
 /// The README's example compiles.
 #[cfg(doctest)]

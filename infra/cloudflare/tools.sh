@@ -9,7 +9,11 @@
 # or by the lockfile's hash (npm), so a second run installs nothing.
 
 CF_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CF_CRATE="$CF_REPO/cloudflare"
+# The Worker crate to build and run: the repo's own (runway-cloudflare with its
+# `builtin-worker` feature) unless a script sets CF_CRATE to another crate with a wrangler.toml,
+# such as one written by `runway new`. The pins always come from the repo's cloudflare/.
+CF_PINS="$CF_REPO/cloudflare"
+CF_CRATE="$CF_PINS"
 CF_CACHE="${RUNWAY_CACHE_DIR:-$HOME/.cache/runway}"
 
 export WRANGLER_SEND_METRICS=false
@@ -19,7 +23,7 @@ export WRANGLER_LOG_PATH="${WRANGLER_LOG_PATH:-$CF_CACHE/wrangler-logs}"
 cf_log() { printf '[runway-cloudflare] %s\n' "$*" >&2; }
 
 cf_pin() { # cf_pin CRATE: the exact version pinned for CRATE in cloudflare/Cargo.toml
-  sed -n "s/^$1 = .*\"=\([0-9][0-9.]*\)\".*/\1/p" "$CF_CRATE/Cargo.toml" | head -n1
+  sed -n "s/^$1 = .*\"=\([0-9][0-9.]*\)\".*/\1/p" "$CF_PINS/Cargo.toml" | head -n1
 }
 
 CF_WASM_BINDGEN_VERSION="$(cf_pin wasm-bindgen)"
@@ -66,14 +70,14 @@ _cf_npm_ci() { # DIR
   fi
   cf_log "installing wrangler, binaryen and Node 22 into $1 (first use only)"
   rm -rf "$1" && mkdir -p "$1"
-  cp "$CF_CRATE/package.json" "$CF_CRATE/package-lock.json" "$1/"
+  cp "$CF_PINS/package.json" "$CF_PINS/package-lock.json" "$1/"
   (cd "$1" && npm ci --no-audit --no-fund --loglevel=error) >&2
   touch "$1/.installed"
 }
 
 cf_ensure_npm() {
   local hash
-  hash="$(cat "$CF_CRATE/package.json" "$CF_CRATE/package-lock.json" | sha256sum | cut -c1-16)"
+  hash="$(cat "$CF_PINS/package.json" "$CF_PINS/package-lock.json" | sha256sum | cut -c1-16)"
   CF_NODE_DIR="$CF_CACHE/npm-$hash"
   cf_locked _cf_npm_ci "$CF_NODE_DIR"
 }
@@ -102,9 +106,11 @@ cf_ensure_all() {
   esac
 }
 
-# Builds the Worker into cloudflare/build/ (worker-build --release: cargo for wasm32, then
-# wasm-bindgen, wasm-opt and esbuild). Uses CARGO_TARGET_DIR if set, else the repo's target/.
+# Builds the Worker into $CF_CRATE/build/ (worker-build --release: cargo for wasm32, then
+# wasm-bindgen, wasm-opt and esbuild). Uses CARGO_TARGET_DIR if set, else the crate's target/.
 cf_build() {
-  cf_log "building the Worker (worker-build --release)"
-  (cd "$CF_CRATE" && worker-build --release) >&2
+  local features=()
+  [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features builtin-worker)
+  cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]})"
+  (cd "$CF_CRATE" && worker-build --release "${features[@]}") >&2
 }

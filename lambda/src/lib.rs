@@ -1,8 +1,25 @@
 //! # runway-lambda
 //!
-//! runway on AWS Lambda: the `bootstrap` binary serves `runway-core`'s routes (`POST /runs`,
+//! runway on AWS Lambda: a `bootstrap` binary serves `runway-core`'s routes (`POST /runs`,
 //! `GET /health`, hosted files) behind a function URL with response streaming, and keeps
 //! threads, run records and hosted files in one DynamoDB table ([`DynamoStore`]).
+//!
+//! Your own agent's `bootstrap` is [`run`]:
+//!
+//! ```no_run
+//! # struct MyAgent;
+//! # impl runway_core::Agent for MyAgent {
+//! #     async fn run(&self, _: &mut runway_core::Turn, _: &runway_core::Output) -> runway_core::AgentResult {
+//! #         Ok(runway_core::Outcome::Done)
+//! #     }
+//! # }
+//! #[tokio::main]
+//! async fn main() -> Result<(), runway_lambda::Error> {
+//!     runway_lambda::run(MyAgent).await
+//! }
+//! ```
+//!
+//! This crate's own `bootstrap` serves the built-in agents the same way.
 //!
 //! The adapter is deliberately thin: [`handle`] turns the Lambda request into an
 //! `http::Request<Bytes>`, lets [`runway_core::Runway::handle`] answer, and for a streamed turn
@@ -15,28 +32,34 @@
 #![warn(missing_docs)]
 
 mod body;
+mod run;
 mod settings;
 pub mod store;
 
 use std::convert::Infallible;
 
 use bytes::Bytes;
+use runway_core::Agent;
+use runway_core::adapter::{
+    MAX_BODY_BYTES, PlatformOrigin, Reply, Runway, TokioRuntime, json_error,
+};
 use runway_core::agents::BuiltinAgent;
-use runway_core::{MAX_BODY_BYTES, PlatformOrigin, Reply, Runway, TokioRuntime, json_error};
 
 pub use body::LambdaBody;
-pub use settings::{InitError, Settings, init, sdk_config};
+pub use lambda_http::Error;
+pub use run::run;
+pub use settings::{InitError, Settings, builtin_agent, init, init_agent, sdk_config};
 pub use store::DynamoStore;
 
-/// The served application: a built-in agent, the DynamoDB store, tokio.
-pub type App = Runway<BuiltinAgent<TokioRuntime>, DynamoStore, TokioRuntime>;
+/// The served application: an agent (a built-in one unless said), the DynamoDB store, tokio.
+pub type App<A = BuiltinAgent<TokioRuntime>> = Runway<A, DynamoStore, TokioRuntime>;
 
 /// Answers one function-URL request: the core decides, this only converts.
 ///
 /// A streamed turn's body is returned immediately (its first frame is already in it) and the
 /// turn runs on a spawned task; the invocation ends when the body does.
-pub async fn handle(
-    app: &App,
+pub async fn handle<A: Agent>(
+    app: &App<A>,
     req: lambda_http::Request,
 ) -> Result<http::Response<LambdaBody>, Infallible> {
     let origin = platform_origin(&req);

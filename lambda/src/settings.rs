@@ -5,9 +5,10 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use runway_core::Agent;
+use runway_core::adapter::{Config, Runway, TokioRuntime};
 use runway_core::agents::BuiltinAgent;
 use runway_core::http_client::ReqwestClient;
-use runway_core::{Config, Runway, TokioRuntime};
 
 use crate::App;
 use crate::store::DynamoStore;
@@ -39,7 +40,8 @@ pub struct Settings {
     /// Name of the SSM SecureString holding the auth header set
     /// (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`); when unset, `RUNWAY_AUTH_HEADERS` is used as is.
     pub auth_parameter: Option<String>,
-    /// Built-in agent to serve (`RUNWAY_AGENT`, default `demo`).
+    /// Built-in agent the repo's own `bootstrap` serves (`RUNWAY_AGENT`, default `demo`);
+    /// a `bootstrap` serving its own agent through [`crate::run`] ignores it.
     pub agent: String,
 }
 
@@ -100,13 +102,41 @@ pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
         .await
 }
 
-/// Builds the application from `get` (the environment): SDK config, the auth header set
-/// (from SSM when `RUNWAY_AUTH_HEADERS_SSM_PARAMETER` is set), the DynamoDB store and the
-/// agent. The only network request is the SSM read, when configured.
+/// The built-in agent named by `RUNWAY_AGENT` in `get` (default `demo`).
 ///
 /// # Errors
-/// Invalid settings, an unknown agent, or an unreadable auth parameter.
+/// An invalid setting or an unknown agent name.
+pub fn builtin_agent(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
+    let settings = Settings::from_lookup(&get)?;
+    if settings.agent == "model" {
+        // Lambda ships files with the function: RUNWAY_TOOLS_FILE can be read.
+        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+        return BuiltinAgent::model(&TokioRuntime, &get, read).map_err(InitError::Config);
+    }
+    BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
+}
+
+/// [`init_agent`] with the built-in agent named by `RUNWAY_AGENT` (see [`builtin_agent`]).
+///
+/// # Errors
+/// As [`init_agent`], and an unknown agent name (found before any network request).
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
+    let agent = builtin_agent(&get)?;
+    init_agent(agent, get).await
+}
+
+/// Builds the application serving `agent` from `get` (the environment): SDK config, the auth
+/// header set (from SSM when `RUNWAY_AUTH_HEADERS_SSM_PARAMETER` is set) and the DynamoDB
+/// store. The only network request is the SSM read, when configured.
+///
+/// # Errors
+/// Invalid settings or an unreadable auth parameter.
+pub async fn init_agent<A: Agent>(
+    agent: A,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<App<A>, InitError> {
     let settings = Settings::from_lookup(&get)?;
     let sdk = sdk_config(&get).await;
     let auth_from_ssm = match &settings.auth_parameter {
@@ -134,11 +164,8 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         settings.table.clone(),
     );
     let rt = TokioRuntime;
-    let agent =
-        BuiltinAgent::from_settings(&settings.agent, &rt, &get).map_err(InitError::Config)?;
     tracing::info!(
         table = %settings.table,
-        agent = %settings.agent,
         auth_headers = ?config.auth.names().collect::<Vec<_>>(),
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"

@@ -4,19 +4,21 @@
 //! runway serve [--listen 127.0.0.1:8787] [--data-dir ./.runway] [--agent demo]
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
 //! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
+//! runway new DIR [--name NAME]
 //! ```
+//!
+//! `runway serve` serves a built-in agent through the library's public [`runway::run`], the
+//! same server a user's own binary gets from [`runway::serve`].
 
-mod listener;
-mod playground;
-mod request_body;
-mod serve;
-mod sqlite_store;
-mod write_stall;
+mod new_crate;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use runway_core::adapter::TokioRuntime;
+use runway_core::agents::BuiltinAgent;
 
 #[derive(Parser)]
 #[command(
@@ -31,8 +33,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve an agent over Console's protocol with an embedded SQLite store.
-    Serve(serve::ServeArgs),
+    /// Serve a built-in agent over Console's protocol with an embedded SQLite store.
+    Serve {
+        #[command(flatten)]
+        serve: runway::ServeArgs,
+        /// Which built-in agent to serve: demo, echo, model (the RUNWAY_MODEL_* settings) or
+        /// http-probe (relays RUNWAY_HTTP_PROBE_URL).
+        #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
+        agent: String,
+    },
     /// Check any External Agent against Console's onboarding checklist
     /// (`runway check --help` for options).
     #[command(disable_help_flag = true)]
@@ -43,11 +52,23 @@ enum Command {
     },
     /// Chat with any External Agent in the browser, as Console shows it, through a local proxy
     /// that adds the agreed headers.
-    Playground(playground::proxy::PlaygroundArgs),
+    Playground(runway::PlaygroundArgs),
+    /// Write a starter crate for your own agent into DIR (served locally, on AWS Lambda and on
+    /// Cloudflare Workers), depending on this runway checkout.
+    New {
+        /// Where to create the crate (must not exist or be empty).
+        dir: PathBuf,
+        /// The crate's name (default: DIR's last component).
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::New { dir, name } = &cli.command {
+        return new(dir, name.as_deref());
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -59,11 +80,42 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => rt.block_on(serve::run(args)),
-        Command::Check { args } => {
-            let code = rt.block_on(runway_conformance::cli_main(args));
-            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        Command::Serve { serve, agent } => {
+            let built = if agent == "model" {
+                let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+                BuiltinAgent::model(&TokioRuntime, |k| std::env::var(k).ok(), read)
+            } else {
+                BuiltinAgent::from_settings(&agent, &TokioRuntime, |k| std::env::var(k).ok())
+            };
+            let agent = match built {
+                Ok(agent) => agent,
+                Err(e) => {
+                    eprintln!("runway: configuration: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            rt.block_on(runway::run(agent, serve))
         }
-        Command::Playground(args) => rt.block_on(playground::proxy::run(args)),
+        Command::Check { args } => rt.block_on(runway::check(args)),
+        Command::New { dir, name } => new(&dir, name.as_deref()),
+        Command::Playground(args) => rt.block_on(runway::playground(args)),
+    }
+}
+
+fn new(dir: &std::path::Path, name: Option<&str>) -> ExitCode {
+    match new_crate::create(dir, name) {
+        Ok(created) => {
+            let dir = created.dir.display();
+            println!("Created {} in {dir}. Next:", created.name);
+            println!("  cd {dir}");
+            println!("  cargo run -- serve");
+            println!("  runway check http://127.0.0.1:8787 --strict");
+            println!("README.md there shows deploying to AWS Lambda and Cloudflare Workers.");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("runway new: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -9,19 +9,21 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use runway_core::agents::BuiltinAgent;
-use runway_core::http_client::ReqwestClient;
-use runway_core::{
+use runway_core::Agent;
+use runway_core::adapter::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
     json_error,
+};
+use runway_core::http_client::ReqwestClient;
 };
 
 use crate::playground::PageSettings;
 use crate::sqlite_store::SqliteStore;
 
-type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
+type App<A> = Runway<A, SqliteStore, TokioRuntime>;
 
-/// `runway serve` options. Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
+/// `serve` options (the `runway serve` flags; [`crate::serve`] gives a user's binary the same
+/// ones). Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
 /// (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
 /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
 /// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`.
@@ -29,17 +31,16 @@ type App = Runway<BuiltinAgent<TokioRuntime>, SqliteStore, TokioRuntime>;
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "RUNWAY_LISTEN", default_value = "127.0.0.1:8787")]
-    listen: SocketAddr,
+    pub listen: SocketAddr,
     /// Where the SQLite database lives.
     #[arg(long, env = "RUNWAY_DATA_DIR", default_value = "./.runway")]
-    data_dir: PathBuf,
-    /// Which agent to serve: demo, echo, model (the RUNWAY_MODEL_* settings) or http-probe
-    /// (relays RUNWAY_HTTP_PROBE_URL).
-    #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
-    agent: String,
+    pub data_dir: PathBuf,
 }
 
-pub async fn run(args: ServeArgs) -> ExitCode {
+/// Serves `agent` as `args` and the `RUNWAY_*` settings say, until SIGINT or SIGTERM: logs
+/// to stderr (filter `RUNWAY_LOG`), prints the base URL on stdout once listening, and reports
+/// a start-up error (bad setting, unusable data directory or address) as a failure.
+pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUNWAY_LOG")
@@ -48,7 +49,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match serve(args).await {
+    match serve(agent, args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runway: {e}");
@@ -67,20 +68,13 @@ enum ServeError {
     Listen(SocketAddr, std::io::Error),
 }
 
-async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     // var_os: a value that is not UTF-8 is refused, never read as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
     let config = Config::from_lookup(|k| env.get(k));
     env.check().map_err(|e| ServeError::Config(e.to_string()))?;
     let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    let agent = if args.agent == "model" {
-        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-        BuiltinAgent::model(&rt, |k| std::env::var(k).ok(), read).map_err(ServeError::Config)?
-    } else {
-        BuiltinAgent::from_settings(&args.agent, &rt, |k| std::env::var(k).ok())
-            .map_err(ServeError::Config)?
-    };
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
     let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))
@@ -90,6 +84,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
     let page = PageSettings::serve(&config.auth);
     let base_path = config.base_path.clone();
+    let name = config.name.clone();
     let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
 
     let fd_limit = crate::listener::raise_fd_limit();
@@ -100,14 +95,14 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .map_err(|e| ServeError::Listen(args.listen, e))?;
     let app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
-        .fallback(handle)
+        .fallback(handle::<A>)
         // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
     print_banner(
         &format!("http://{addr}{base_path}"),
-        &args.agent,
+        &name,
         &auth_names,
     );
     let max_connections = crate::listener::max_connections(fd_limit);
@@ -117,7 +112,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
 }
 
 /// Reads the body (at most 1 MiB), lets the core answer, and spawns the turn if it streams.
-async fn handle(State(runway): State<App>, req: Request) -> Response {
+async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     // Decided from the head: a stranger's body is never read.
     if let Err(refused) = runway.authorize(&parts) {
@@ -161,12 +156,12 @@ fn spawn_purger(store: SqliteStore) {
     });
 }
 
-fn print_banner(base: &str, agent: &str, auth_names: &[String]) {
+fn print_banner(base: &str, name: &str, auth_names: &[String]) {
     let headers: String = auth_names
         .iter()
         .map(|n| format!(" -H '{n}: <value>'"))
         .collect();
-    println!("runway serving the {agent} agent");
+    println!("runway serving {name}");
     println!("base_url: {base}");
     println!("playground: {base}/ (open it in a browser to chat as in Console)");
     println!("try it:");

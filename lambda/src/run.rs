@@ -1,0 +1,42 @@
+//! [`run`]: a whole `bootstrap` for any agent.
+
+use std::time::Instant;
+
+use lambda_http::service_fn;
+use runway_core::Agent;
+use runway_core::adapter::OsSettings;
+
+use crate::settings::{InitError, init_agent};
+
+/// Serves `agent` on Lambda until the runtime stops the process: logs as Lambda expects
+/// (`RUST_LOG`/`AWS_LAMBDA_LOG_LEVEL`), reads the settings from the environment
+/// (`RUNWAY_DYNAMODB_TABLE`, `RUNWAY_DYNAMODB_ENDPOINT`, `RUNWAY_AUTH_HEADERS_SSM_PARAMETER` or
+/// `RUNWAY_AUTH_HEADERS`, and the core's `RUNWAY_*` settings), builds the DynamoDB store, and
+/// answers function-URL invocations with response streaming.
+///
+/// With the crate's `concurrent` feature it polls several invocations at once (Lambda Managed
+/// Instances, `AWS_LAMBDA_MAX_CONCURRENCY`).
+///
+/// # Errors
+/// An init error (a bad setting, an unreadable auth parameter), which Lambda reports and
+/// retries on the next invocation; or the runtime's own failure.
+pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
+    let started = Instant::now();
+    lambda_http::tracing::init_default_subscriber();
+    // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
+    let env = OsSettings::new(|k: &str| std::env::var_os(k));
+    let app = init_agent(agent, |k| env.get(k)).await;
+    env.check().map_err(|e| InitError::Config(e.to_string()))?;
+    let app = app?;
+    tracing::info!(
+        init_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "init done"
+    );
+    // One app for the process's lifetime; the handler borrows it for every invocation.
+    let app = &*Box::leak(Box::new(app));
+    let handler = service_fn(move |req| crate::handle(app, req));
+    #[cfg(feature = "concurrent")]
+    return lambda_http::run_with_streaming_response_concurrent(handler).await;
+    #[cfg(not(feature = "concurrent"))]
+    lambda_http::run_with_streaming_response(handler).await
+}

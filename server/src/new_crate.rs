@@ -1,0 +1,373 @@
+//! `runway new DIR`: writes a starter crate for the user's own agent (templates embedded in the
+//! binary, under `server/templates/new/`), with path dependencies to this checkout.
+
+use std::path::{Path, PathBuf};
+
+/// The checkout this binary was built from: the generated crate's path dependencies.
+const CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+/// Exact `worker` pin of runway-cloudflare, which the generated Worker must share.
+const CLOUDFLARE_MANIFEST: &str = include_str!("../../cloudflare/Cargo.toml");
+/// The repo's Worker config: its `compatibility_date` fits the pinned wrangler.
+const WRANGLER_CONFIG: &str = include_str!("../../cloudflare/wrangler.toml");
+const TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+
+/// (path in the new crate, template).
+const FILES: [(&str, &str); 11] = [
+    ("Cargo.toml", include_str!("../templates/new/Cargo.toml")),
+    ("README.md", include_str!("../templates/new/README.md")),
+    ("src/lib.rs", include_str!("../templates/new/src/lib.rs")),
+    ("src/main.rs", include_str!("../templates/new/src/main.rs")),
+    (
+        "src/bin/bootstrap.rs",
+        include_str!("../templates/new/src/bin/bootstrap.rs"),
+    ),
+    (
+        "src/cloudflare.rs",
+        include_str!("../templates/new/src/cloudflare.rs"),
+    ),
+    (
+        "template.yaml",
+        include_str!("../templates/new/template.yaml"),
+    ),
+    (
+        "samconfig.toml",
+        include_str!("../templates/new/samconfig.toml"),
+    ),
+    (
+        "wrangler.toml",
+        include_str!("../templates/new/wrangler.toml"),
+    ),
+    (".gitignore", include_str!("../templates/new/gitignore")),
+    ("rust-toolchain.toml", TOOLCHAIN),
+];
+
+/// Why `runway new` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum NewError {
+    /// The directory exists and has something in it.
+    #[error("{0} exists and is not empty: choose a new directory")]
+    NotEmpty(PathBuf),
+    /// The crate name is not usable.
+    #[error("{0:?} is not a usable crate name: {1} (pass --name NAME)")]
+    BadName(String, &'static str),
+    /// No name could be derived from the directory.
+    #[error("cannot derive a crate name from {0}: pass --name NAME")]
+    NoName(PathBuf),
+    /// Writing failed.
+    #[error("cannot write {0}: {1}")]
+    Write(PathBuf, std::io::Error),
+    /// This binary's own embedded files are inconsistent (a build defect).
+    #[error("{0}")]
+    Embedded(&'static str),
+}
+
+/// Names a new crate may not take: Rust keywords and names cargo reserves, and the crates the
+/// generated one depends on (a package cannot share its name with a dependency's library).
+const RESERVED: &[&str] = &[
+    "as",
+    "async",
+    "await",
+    "break",
+    "const",
+    "continue",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "fn",
+    "for",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "static",
+    "struct",
+    "super",
+    "trait",
+    "true",
+    "type",
+    "unsafe",
+    "use",
+    "where",
+    "while",
+    "abstract",
+    "become",
+    "box",
+    "do",
+    "final",
+    "gen",
+    "macro",
+    "override",
+    "priv",
+    "try",
+    "typeof",
+    "unsized",
+    "virtual",
+    "yield",
+    "test",
+    "core",
+    "std",
+    "alloc",
+    "proc_macro",
+    "proc-macro",
+    "build",
+    "deps",
+    "examples",
+    "incremental",
+    "runway",
+    "runway-core",
+    "runway_core",
+    "runway-lambda",
+    "runway_lambda",
+    "runway-cloudflare",
+    "runway_cloudflare",
+    "worker",
+    "tokio",
+    "serde_json",
+    "serde-json",
+    "bootstrap",
+];
+
+/// Checks `name` as a cargo package name whose library the templates refer to.
+pub fn validate_name(name: &str) -> Result<(), NewError> {
+    let bad = |why| Err(NewError::BadName(name.to_owned(), why));
+    let Some(first) = name.chars().next() else {
+        return bad("it is empty");
+    };
+    if name.len() > 64 {
+        return bad("it is longer than 64 characters");
+    }
+    if !first.is_ascii_alphabetic() {
+        return bad("it must start with an ASCII letter");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return bad("only ASCII letters, digits, '-' and '_' are allowed");
+    }
+    let lower = name.to_ascii_lowercase();
+    if RESERVED.contains(&lower.as_str()) || RESERVED.contains(&lower.replace('-', "_").as_str()) {
+        return bad(
+            "it is a Rust keyword, a name cargo reserves, or one of the crate's dependencies",
+        );
+    }
+    // Windows device names, which cargo refuses too.
+    if ["con", "prn", "aux", "nul"].contains(&lower.as_str())
+        || (lower.len() == 4
+            && (lower.starts_with("com") || lower.starts_with("lpt"))
+            && lower.as_bytes()[3].is_ascii_digit())
+    {
+        return bad("it is a reserved device name on Windows");
+    }
+    Ok(())
+}
+
+/// The crate name derived from `dir` (its last component).
+pub fn name_from_dir(dir: &Path) -> Result<String, NewError> {
+    let absolute = std::path::absolute(dir).map_err(|e| NewError::Write(dir.to_owned(), e))?;
+    absolute
+        .components()
+        .next_back()
+        .and_then(|c| match c {
+            std::path::Component::Normal(s) => s.to_str().map(str::to_owned),
+            _ => None,
+        })
+        .ok_or_else(|| NewError::NoName(dir.to_owned()))
+}
+
+/// A TOML basic string's content (without the quotes) for `s`.
+fn toml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The value of the first `KEY = "=VERSION"` / `KEY = "VALUE"` line in a TOML file.
+fn quoted_value<'a>(toml: &'a str, key: &str) -> Option<&'a str> {
+    toml.lines().find_map(|line| {
+        let rest = line
+            .strip_prefix(key)?
+            .trim_start()
+            .strip_prefix('=')?
+            .trim();
+        let value = rest.strip_prefix('"')?;
+        Some(&value[..value.find('"')?])
+    })
+}
+
+/// What was written.
+#[derive(Debug)]
+pub struct Created {
+    /// The crate's directory.
+    pub dir: PathBuf,
+    /// The package name.
+    pub name: String,
+}
+
+/// Writes the starter crate into `dir` (created if missing; refused unless empty), named
+/// `name` or after `dir`.
+pub fn create(dir: &Path, name: Option<&str>) -> Result<Created, NewError> {
+    let name = match name {
+        Some(n) => n.to_owned(),
+        None => name_from_dir(dir)?,
+    };
+    validate_name(&name)?;
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(NewError::NotEmpty(dir.to_owned()));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(NewError::Write(dir.to_owned(), e)),
+    }
+    let worker_version = quoted_value(CLOUDFLARE_MANIFEST, "worker")
+        .and_then(|v| v.strip_prefix('='))
+        .ok_or(NewError::Embedded(
+            "no exact worker pin in cloudflare/Cargo.toml",
+        ))?;
+    let compatibility_date = quoted_value(WRANGLER_CONFIG, "compatibility_date").ok_or(
+        NewError::Embedded("no compatibility_date in cloudflare/wrangler.toml"),
+    )?;
+    let checkout = std::path::absolute(CHECKOUT)
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .unwrap_or_else(|| PathBuf::from(CHECKOUT));
+    let runway_dir = toml_escape(&checkout.to_string_lossy());
+    let crate_ident = name.replace('-', "_");
+
+    let mut written = Vec::new();
+    for (path, template) in FILES {
+        let text = template
+            .replace("{{name}}", &name)
+            .replace("{{crate}}", &crate_ident)
+            .replace("{{runway_dir}}", &runway_dir)
+            .replace("{{worker_version}}", worker_version)
+            .replace("{{compatibility_date}}", compatibility_date);
+        written.push((dir.join(path), text));
+    }
+    // Start from the lockfile runway is tested with (the generated crate resolves the same
+    // versions, and a shared target directory reuses what the checkout already built).
+    if let Ok(lock) = std::fs::read_to_string(checkout.join("Cargo.lock")) {
+        written.push((dir.join("Cargo.lock"), lock));
+    }
+    for (path, text) in written {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| NewError::Write(parent.to_owned(), e))?;
+        }
+        std::fs::write(&path, text).map_err(|e| NewError::Write(path.clone(), e))?;
+    }
+    Ok(Created {
+        dir: dir.to_owned(),
+        name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["my-agent", "flight_desk", "A1", "x"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1agent",
+            "-x",
+            "my agent",
+            "agent!",
+            "é",
+            "fn",
+            "test",
+            "runway",
+            "runway_core",
+            "worker",
+            "bootstrap",
+            "con",
+            "COM1",
+            &"a".repeat(65),
+        ] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn name_from_a_directory() {
+        assert_eq!(
+            name_from_dir(Path::new("/tmp/x/flight-desk")).unwrap(),
+            "flight-desk"
+        );
+        assert_eq!(
+            name_from_dir(Path::new("/tmp/x/flight-desk/")).unwrap(),
+            "flight-desk"
+        );
+        assert!(name_from_dir(Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn embedded_pins_are_found() {
+        assert!(
+            quoted_value(CLOUDFLARE_MANIFEST, "worker").is_some_and(|v| v.starts_with('=')),
+            "cloudflare/Cargo.toml pins worker exactly"
+        );
+        assert!(quoted_value(WRANGLER_CONFIG, "compatibility_date").is_some());
+        assert_eq!(toml_escape(r#"a\b"c"#), r#"a\\b\"c"#);
+    }
+
+    #[test]
+    fn refuses_a_non_empty_directory_and_writes_nothing() {
+        let dir = std::env::temp_dir().join(format!("runway-new-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("keep.txt"), "mine").unwrap();
+        assert!(matches!(
+            create(&dir, Some("agent-x")),
+            Err(NewError::NotEmpty(_))
+        ));
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["keep.txt"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn writes_every_file_with_no_placeholder_left() {
+        let dir = std::env::temp_dir().join(format!(
+            "runway-new-test-{}/flight-desk",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+        let created = create(&dir, None).unwrap();
+        assert_eq!(created.name, "flight-desk");
+        for (path, _) in FILES {
+            let text = std::fs::read_to_string(dir.join(path)).unwrap();
+            assert!(!text.contains("{{"), "{path} keeps a placeholder");
+        }
+        let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
+        assert!(main.contains("runway::serve(flight_desk::MyAgent)"));
+        std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+}

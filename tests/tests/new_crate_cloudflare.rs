@@ -1,0 +1,79 @@
+//! `runway new` end to end on Cloudflare Workers: the generated crate (outside the workspace,
+//! built against this checkout) passes `cargo check --target wasm32-unknown-unknown --lib`, is
+//! built by worker-build with the `RunwayThread` Durable Object class exported from
+//! runway-cloudflare into its Worker, and under `wrangler dev` passes `runway check --strict`
+//! with a two-header auth set and remembers turns per thread.
+//!
+//! Ignored by a plain `cargo test`: it needs the Workers toolchain that
+//! `scripts/test-cloudflare.sh` installs and runs it with `--ignored`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use runway_e2e::generated_crate::{GeneratedCrate, cargo_test_env, check_turn_memory};
+use runway_e2e::{AgentProcess, runway_check, target_auth};
+use tokio::process::Command;
+
+fn local_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn runway_new_crate_passes_runway_check_under_wrangler_dev() {
+    let generated = GeneratedCrate::create("flight-desk-worker");
+    generated.cargo(&["check", "--target", "wasm32-unknown-unknown", "--lib"]);
+
+    // infra/cloudflare/local builds the crate with worker-build, then wrangler dev runs the
+    // crate's own [build] command too (a quick no-op rebuild) before serving.
+    let started = Instant::now();
+    let mut cmd = Command::new(local_script());
+    for name in cargo_test_env() {
+        cmd.env_remove(name);
+    }
+    cmd.arg("--crate")
+        .arg(generated.path())
+        .env(
+            "CARGO_TARGET_DIR",
+            runway_e2e::generated_crate::workspace_target_dir(),
+        )
+        .env("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme")
+        .env("RUNWAY_HEARTBEAT_SECS", "1")
+        .env("RUNWAY_LOG", "warn")
+        .env("RUNWAY_CF_WRANGLER_LOG", "warn")
+        .env("RUNWAY_CF_START_TIMEOUT", "1500");
+    let worker = AgentProcess::start(cmd, Duration::from_secs(1800)).await;
+    eprintln!(
+        "[generated crate] worker-build and wrangler dev ready: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let base = worker.base_url().to_owned();
+
+    // The Durable Object class lives in runway-cloudflare, a dependency: wasm-bindgen must
+    // still export it from the user's Worker, or wrangler could not bind RUNWAY_THREADS.
+    let glue = std::fs::read_to_string(generated.path().join("build/index.js"))
+        .expect("worker-build wrote build/index.js");
+    let exported = glue.contains(" as RunwayThread") || glue.contains("class RunwayThread");
+
+    let memory = check_turn_memory(&base, target_auth()).await;
+    let (ok, report) = runway_check(
+        &base,
+        &[
+            "--header",
+            "X-API-Key: test-key",
+            "--header",
+            "X-Tenant: acme",
+            "--strict",
+        ],
+    )
+    .await;
+    worker.stop().await;
+
+    println!("{report}");
+    assert!(exported, "build/index.js does not export RunwayThread");
+    memory.expect("the agent counts turns per thread");
+    assert!(
+        ok,
+        "runway check failed against the generated Worker:\n{report}"
+    );
+}
