@@ -135,8 +135,8 @@ pub async fn fetch<A: Agent>(
 
 /// The request as the core wants it, or the error response to send. The body is read only
 /// after [`Runway::authorize`] accepted the head.
-async fn to_http(
-    app: &App,
+async fn to_http<A: Agent>(
+    app: &App<A>,
     mut req: Request,
 ) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
     let bad = |m: &str| json_error(400, m);

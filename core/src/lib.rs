@@ -86,7 +86,9 @@ pub mod adapter {
     pub use crate::output::OutputEvents;
     pub use crate::runtime::Runtime;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
-    pub use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+    pub use crate::store::{
+        CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    };
     #[cfg(feature = "tokio")]
     pub use crate::tokio_runtime::TokioRuntime;
     pub use crate::turn_body::TurnBody;

@@ -40,7 +40,7 @@ pub const LISTEN_BACKLOG: u32 = 4096;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// File descriptors kept free for everything but client connections (the database, logs,
 /// the listener itself, accepts racing an eviction).
-pub const FD_RESERVE: libc::rlim_t = 512;
+pub const FD_RESERVE: u64 = 512;
 /// Turns (and other non-`GET` requests) in flight at once; more are answered 503.
 pub const MAX_IN_FLIGHT_TURNS: usize = 2048;
 /// A connection whose writes make no progress for this long is closed (a client that does
@@ -49,37 +49,24 @@ pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Raises this process's `RLIMIT_NOFILE` soft limit to the hard limit; returns the soft
 /// limit in force afterwards.
-pub fn raise_fd_limit() -> libc::rlim_t {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+pub fn raise_fd_limit() -> u64 {
+    let Ok((soft, hard)) = rlimit::getrlimit(rlimit::Resource::NOFILE) else {
+        return 1024;
     };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 1024;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = lim.rlim_max;
-            } else {
-                tracing::warn!(
-                    soft = lim.rlim_cur,
-                    hard = lim.rlim_max,
-                    "could not raise the open-file limit"
-                );
-            }
+    if soft >= hard {
+        return soft;
+    }
+    match rlimit::setrlimit(rlimit::Resource::NOFILE, hard, hard) {
+        Ok(()) => hard,
+        Err(e) => {
+            tracing::warn!(soft, hard, error = %e, "could not raise the open-file limit");
+            soft
         }
     }
-    lim.rlim_cur
 }
 
 /// Connections allowed when `fd_limit` descriptors may be open.
-pub fn max_connections(fd_limit: libc::rlim_t) -> usize {
+pub fn max_connections(fd_limit: u64) -> usize {
     usize::try_from(fd_limit.saturating_sub(FD_RESERVE).max(16)).unwrap_or(usize::MAX)
 }
 

@@ -15,7 +15,6 @@ use runway_core::adapter::{
     json_error,
 };
 use runway_core::http_client::ReqwestClient;
-};
 
 use crate::playground::PageSettings;
 use crate::sqlite_store::SqliteStore;
@@ -100,11 +99,7 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
-    print_banner(
-        &format!("http://{addr}{base_path}"),
-        &name,
-        &auth_names,
-    );
+    print_banner(&format!("http://{addr}{base_path}"), &name, &auth_names);
     let max_connections = crate::listener::max_connections(fd_limit);
     tracing::info!(fd_limit, max_connections, "accepting connections");
     crate::listener::serve(listener, app, max_connections, shutdown_signal()).await;

@@ -11,24 +11,16 @@ use tokio::net::TcpStream;
 use tokio::process::Command;
 
 /// Descriptors this test process keeps for itself (the test harness, reqwest, the child).
-const OWN_RESERVE: libc::rlim_t = 300;
+const OWN_RESERVE: u64 = 300;
 
 /// Raises this process's soft `RLIMIT_NOFILE` to its hard limit; returns the soft limit.
-fn raise_own_fd_limit() -> libc::rlim_t {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write only the struct passed.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
-        lim.rlim_cur = lim.rlim_max;
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
-    lim.rlim_cur
+fn raise_own_fd_limit() -> u64 {
+    let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
+    rlimit::setrlimit(rlimit::Resource::NOFILE, hard, hard).expect("setrlimit");
+    hard
 }
 
-async fn serve(fd_limit: Option<libc::rlim_t>) -> (AgentProcess, std::path::PathBuf) {
+async fn serve(fd_limit: Option<u64>) -> (AgentProcess, std::path::PathBuf) {
     let dir = free_data_dir("idle");
     let mut cmd = match fd_limit {
         // prlimit (util-linux) starts the server with a lower descriptor limit.
@@ -50,7 +42,7 @@ async fn serve(fd_limit: Option<libc::rlim_t>) -> (AgentProcess, std::path::Path
 
 /// Opens up to `n` connections that send nothing; stops early if a connect takes over 2 s
 /// (a server that stopped accepting leaves SYNs unanswered once its backlog is full).
-async fn open_idle(base: &str, n: libc::rlim_t) -> Vec<TcpStream> {
+async fn open_idle(base: &str, n: u64) -> Vec<TcpStream> {
     let mut conns = Vec::with_capacity(n as usize);
     for _ in 0..n {
         match tokio::time::timeout(Duration::from_secs(2), connect(base, None)).await {
