@@ -59,3 +59,6 @@ step "agents' HTTP client (fetch) under wrangler dev: streamed body, abort on ha
 cargo test -p runway-e2e --test cloudflare_http -- --ignored --nocapture
 
 step "done"
+
+step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429"
+cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture

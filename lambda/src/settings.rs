@@ -27,6 +27,14 @@ pub enum InitError {
         /// What went wrong (never the value).
         reason: String,
     },
+    /// The SSM parameter holding the model's API key could not be read.
+    #[error("cannot read the model API key from SSM parameter {name}: {reason}")]
+    ModelKeyParameter {
+        /// The parameter's name.
+        name: String,
+        /// What went wrong (never the value).
+        reason: String,
+    },
 }
 
 /// Lambda-specific settings (the rest is [`runway_core::Config`]).
@@ -132,13 +140,17 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
         settings.table.clone(),
     );
     let rt = TokioRuntime;
-    let agent = BuiltinAgent::from_name(&settings.agent, &rt).ok_or_else(|| {
-        InitError::Config(format!(
-            "unknown agent {:?}: choose one of {:?}",
-            settings.agent,
-            BuiltinAgent::<TokioRuntime>::NAMES
-        ))
-    })?;
+    let agent = if settings.agent == "model" {
+        model_agent(&get, &sdk, &rt).await?
+    } else {
+        BuiltinAgent::from_name(&settings.agent, &rt).ok_or_else(|| {
+            InitError::Config(format!(
+                "unknown agent {:?}: choose one of {:?}",
+                settings.agent,
+                BuiltinAgent::<TokioRuntime>::NAMES
+            ))
+        })?
+    };
     tracing::info!(
         table = %settings.table,
         agent = %settings.agent,
@@ -149,21 +161,56 @@ pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError
     Ok(Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new()))
 }
 
-async fn read_secure_parameter(sdk: &SdkConfig, name: &str) -> Result<String, InitError> {
-    let fail = |reason: String| InitError::AuthParameter {
-        name: name.to_owned(),
-        reason,
+/// The model agent (`RUNWAY_AGENT=model`): its API key from the SSM SecureString named by
+/// `RUNWAY_MODEL_API_KEY_SSM_PARAMETER` when set (like the auth header set), else
+/// `RUNWAY_MODEL_API_KEY`; the tools from `RUNWAY_TOOLS` or `RUNWAY_TOOLS_FILE` (a file in
+/// the deployment package).
+async fn model_agent(
+    get: &impl Fn(&str) -> Option<String>,
+    sdk: &SdkConfig,
+    rt: &TokioRuntime,
+) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
+    let key = match get(MODEL_KEY_PARAMETER).filter(|n| !n.trim().is_empty()) {
+        Some(name) => Some(read_parameter(sdk, name.trim()).await.map_err(|reason| {
+            InitError::ModelKeyParameter {
+                name: name.trim().to_owned(),
+                reason,
+            }
+        })?),
+        None => None,
     };
+    let setting = |k: &str| match (&key, k) {
+        (Some(key), "RUNWAY_MODEL_API_KEY") => Some(key.clone()),
+        _ => get(k),
+    };
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+    BuiltinAgent::model(rt, setting, read).map_err(InitError::Config)
+}
+
+/// The setting naming the SSM SecureString that holds the model's API key.
+const MODEL_KEY_PARAMETER: &str = "RUNWAY_MODEL_API_KEY_SSM_PARAMETER";
+
+async fn read_secure_parameter(sdk: &SdkConfig, name: &str) -> Result<String, InitError> {
+    read_parameter(sdk, name)
+        .await
+        .map_err(|reason| InitError::AuthParameter {
+            name: name.to_owned(),
+            reason,
+        })
+}
+
+/// An SSM SecureString's value; the error never contains the value.
+async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
     let out = aws_sdk_ssm::Client::new(sdk)
         .get_parameter()
         .name(name)
         .with_decryption(true)
         .send()
         .await
-        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| aws_sdk_ssm::error::DisplayErrorContext(&e).to_string())?;
     out.parameter
         .and_then(|p| p.value)
-        .ok_or_else(|| fail("the parameter has no value".into()))
+        .ok_or_else(|| "the parameter has no value".to_owned())
 }
 
 #[cfg(test)]
