@@ -16,22 +16,24 @@ use tokio::process::Command;
 
 const KEY: &str = "sk-worker-test-3b81";
 
-/// Settings reach the Worker only as RUNWAY_* variables, so the tool's token is one too.
+/// Single-quoted TOML strings and no `${NAME}` header: `infra/cloudflare/local` hands settings
+/// to `wrangler dev` as a dotenv file, where a `"` stays escaped (`\"`) and `${…}` is expanded,
+/// so a double-quoted tools file reaches the Worker mangled (the Worker then refuses it, naming
+/// the line). Header filling is tested against `runway serve` (`model_agent.rs`).
 const TOOLS: &str = r#"
 [[tools]]
-name = "get_weather"
-description = "Current weather in a city"
-parameters = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
-method = "GET"
-url = "TOOLS_BASE/now?city={city}"
-headers = { X-Token = "Bearer ${RUNWAY_TEST_TOOL_TOKEN}" }
+name = 'get_weather'
+description = 'Current weather in a city'
+parameters = { type = 'object', properties = { city = { type = 'string' } }, required = ['city'] }
+method = 'GET'
+url = 'TOOLS_BASE/now?city={city}'
 
 [[tools]]
-name = "issue_refund"
-description = "Refund an order"
-parameters = { type = "object", properties = { order = { type = "string" }, amount = { type = "number" } }, required = ["order", "amount"] }
-method = "POST"
-url = "TOOLS_BASE/refunds"
+name = 'issue_refund'
+description = 'Refund an order'
+parameters = { type = 'object', properties = { order = { type = 'string' }, amount = { type = 'number' } }, required = ['order', 'amount'] }
+method = 'POST'
+url = 'TOOLS_BASE/refunds'
 approval = true
 "#;
 
@@ -46,7 +48,6 @@ async fn start_worker(model: &ScriptedServer, tools: &ScriptedServer) -> AgentPr
         .env("RUNWAY_MODEL_API_KEY", KEY)
         .env("RUNWAY_SYSTEM_PROMPT", "Be brief.")
         .env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url))
-        .env("RUNWAY_TEST_TOOL_TOKEN", "tok-worker")
         .env("RUNWAY_LOG", "warn")
         .env("RUNWAY_CF_WRANGLER_LOG", "warn");
     let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
@@ -110,7 +111,6 @@ async fn checks(worker: &AgentProcess, model: &ScriptedServer, tools: &ScriptedS
     let calls = tools.requests();
     assert_eq!(calls.len(), 1, "only the weather ran");
     assert_eq!(calls[0].target, "/now?city=Hu%E1%BA%BF");
-    assert_eq!(calls[0].header("x-token"), Some("Bearer tok-worker"));
 
     let mut resume = run_body(&fresh_id(), &thread, "");
     resume["resume"] = json!({"decision": "approve"});
