@@ -62,9 +62,6 @@ step "end-to-end suite against bootstrap under cargo lambda watch"
 timeout 1800 cargo build -p runway-lambda --bin bootstrap
 timeout 1800 cargo test -p runway-e2e --test lambda -- --ignored --nocapture
 
-step "the model agent on bootstrap under cargo lambda watch (key from SSM)"
-timeout 1800 cargo test -p runway-e2e --test lambda_model -- --ignored --nocapture
-
 if [[ $build == 1 ]]; then
   step "cargo lambda build --release"
   export PATH="$venv/bin:$PATH"
