@@ -63,3 +63,6 @@ step "runway new: the generated crate's Worker passes runway check under wrangle
 cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
 step "done"
+
+step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429"
+cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture

@@ -28,6 +28,14 @@ pub enum InitError {
         /// What went wrong (never the value).
         reason: String,
     },
+    /// The SSM parameter holding the model's API key could not be read.
+    #[error("cannot read the model API key from SSM parameter {name}: {reason}")]
+    ModelKeyParameter {
+        /// The parameter's name.
+        name: String,
+        /// What went wrong (never the value).
+        reason: String,
+    },
 }
 
 /// Lambda-specific settings (the rest is [`runway_core::Config`]).
@@ -105,15 +113,14 @@ pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
 /// The built-in agent named by `RUNWAY_AGENT` in `get` (default `demo`).
 ///
 /// # Errors
-/// An invalid setting or an unknown agent name.
-pub fn builtin_agent(
+/// An invalid setting, an unknown agent name, or (for `model`) an unreadable key parameter.
+pub async fn builtin_agent(
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
     let settings = Settings::from_lookup(&get)?;
     if settings.agent == "model" {
-        // Lambda ships files with the function: RUNWAY_TOOLS_FILE can be read.
-        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-        return BuiltinAgent::model(&TokioRuntime, &get, read).map_err(InitError::Config);
+        let sdk = sdk_config(&get).await;
+        return model_agent(&get, &sdk, &TokioRuntime).await;
     }
     BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
 }
@@ -123,7 +130,7 @@ pub fn builtin_agent(
 /// # Errors
 /// As [`init_agent`], and an unknown agent name (found before any network request).
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
-    let agent = builtin_agent(&get)?;
+    let agent = builtin_agent(&get).await?;
     init_agent(agent, get).await
 }
 
@@ -173,6 +180,35 @@ pub async fn init_agent<A: Agent>(
     Ok(Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new()))
 }
 
+/// The model agent (`RUNWAY_AGENT=model`): its API key from the SSM SecureString named by
+/// `RUNWAY_MODEL_API_KEY_SSM_PARAMETER` when set (like the auth header set), else
+/// `RUNWAY_MODEL_API_KEY`; the tools from `RUNWAY_TOOLS` or `RUNWAY_TOOLS_FILE` (a file in
+/// the deployment package).
+async fn model_agent(
+    get: &impl Fn(&str) -> Option<String>,
+    sdk: &SdkConfig,
+    rt: &TokioRuntime,
+) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
+    let key = match get(MODEL_KEY_PARAMETER).filter(|n| !n.trim().is_empty()) {
+        Some(name) => Some(read_parameter(sdk, name.trim()).await.map_err(|reason| {
+            InitError::ModelKeyParameter {
+                name: name.trim().to_owned(),
+                reason,
+            }
+        })?),
+        None => None,
+    };
+    let setting = |k: &str| match (&key, k) {
+        (Some(key), "RUNWAY_MODEL_API_KEY") => Some(key.clone()),
+        _ => get(k),
+    };
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+    BuiltinAgent::model(rt, setting, read).map_err(InitError::Config)
+}
+
+/// The setting naming the SSM SecureString that holds the model's API key.
+const MODEL_KEY_PARAMETER: &str = "RUNWAY_MODEL_API_KEY_SSM_PARAMETER";
+
 /// Reads of the auth parameter at init before giving up. A burst of cold starts can be
 /// throttled by SSM (`GetParameter` allows 40 requests per second by default), and a
 /// transient error must not cost a whole failed init; each read also has the SDK's own retries.
@@ -182,11 +218,18 @@ pub(crate) async fn read_secure_parameter(
     sdk: &SdkConfig,
     name: &str,
 ) -> Result<String, InitError> {
+    read_parameter(sdk, name)
+        .await
+        .map_err(|reason| InitError::AuthParameter {
+            name: name.to_owned(),
+            reason,
+        })
+}
+
+/// An SSM SecureString's value, retried on transient errors; the error never contains the
+/// value.
+async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
     use aws_sdk_ssm::error::ProvideErrorMetadata;
-    let fail = |reason: String| InitError::AuthParameter {
-        name: name.to_owned(),
-        reason,
-    };
     let client = aws_sdk_ssm::Client::new(sdk);
     let mut backoff = Duration::from_millis(200);
     let mut attempt = 1;
@@ -202,7 +245,7 @@ pub(crate) async fn read_secure_parameter(
                 return out
                     .parameter
                     .and_then(|p| p.value)
-                    .ok_or_else(|| fail("the parameter has no value".into()));
+                    .ok_or_else(|| "the parameter has no value".to_owned());
             }
             Err(e) => e,
         };
@@ -219,9 +262,9 @@ pub(crate) async fn read_secure_parameter(
         );
         let detail = aws_sdk_ssm::error::DisplayErrorContext(&e).to_string();
         if permanent || attempt >= SSM_ATTEMPTS {
-            return Err(fail(format!("{detail} (after {attempt} attempt(s))")));
+            return Err(format!("{detail} (after {attempt} attempt(s))"));
         }
-        tracing::warn!(parameter = %name, attempt, error = %detail, "reading the auth header set failed: retrying");
+        tracing::warn!(parameter = %name, attempt, error = %detail, "reading an SSM parameter failed: retrying");
         tokio::time::sleep(backoff + Duration::from_millis(fastrand::u64(0..100))).await;
         backoff *= 2;
         attempt += 1;

@@ -733,3 +733,13 @@ async fn an_unreachable_model_is_retried_then_reported() {
     assert!(log.contains("could not connect"), "{log}");
     assert!(!log.contains(KEY));
 }
+
+#[tokio::test]
+async fn an_edit_naming_another_tool_still_edits_the_only_pending_call() {
+    let (t, tool_calls, _) = approval_round_trip(json!({"decision": "edit",
+        "editedAction": {"name": "refund", "arguments": {"order": "DH-1", "amount": 7}}}))
+    .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(tool_calls.len(), 1);
+    assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 7}));
+}

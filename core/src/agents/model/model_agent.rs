@@ -201,13 +201,27 @@ impl<R: Runtime> ModelAgent<R> {
             .unwrap_or_else(|| turn.input.clone());
         let decision = turn.resume.as_ref().map(|r| &r.decision);
         let edited = turn.resume.as_ref().and_then(|r| r.edited_action.as_ref());
+        // The call an `edit` applies to: the one it names, or the only one pending. An edit
+        // that matches none runs nothing: running the unedited call would ignore the user.
+        let edit_target = edited.and_then(|e| {
+            pending
+                .iter()
+                .position(|c| c.function.name == e.name)
+                .or((pending.len() == 1).then_some(0))
+        });
         let mut to_run = Vec::new();
         let mut input_used = false;
-        for mut call in pending {
+        for (i, mut call) in pending.into_iter().enumerate() {
             let declined = match decision {
                 Some(Decision::Approve) => None,
+                Some(Decision::Edit) if edit_target.is_none() => Some(
+                    "The user edited this call, but the edit did not match it; it was not run."
+                        .to_owned(),
+                ),
                 Some(Decision::Edit) => {
-                    if let Some(e) = edited.filter(|e| e.name == call.function.name) {
+                    if let (Some(e), Some(target)) = (edited, edit_target)
+                        && target == i
+                    {
                         call.function.arguments = match &e.arguments {
                             Value::String(s) => s.clone(),
                             v => v.to_string(),

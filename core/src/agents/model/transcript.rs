@@ -127,6 +127,14 @@ impl Transcript {
             }
             self.messages.drain(..drop);
         }
+        // A pending call whose assistant message was trimmed away cannot be answered.
+        let messages = &self.messages;
+        self.pending.retain(|p| {
+            messages.iter().any(|m| {
+                matches!(m, ChatMessage::Assistant { tool_calls, .. }
+                    if tool_calls.iter().any(|c| c.id == p.id))
+            })
+        });
     }
 }
 
@@ -208,6 +216,19 @@ mod tests {
                         if tool_calls.iter().any(|c| &c.id == tool_call_id))));
             }
         }
+    }
+
+    #[test]
+    fn a_pending_call_goes_with_its_message() {
+        let mut t = Transcript {
+            messages: vec![user("hi"), calls(&["a"])],
+            pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+        };
+        t.trim(1_000_000);
+        assert_eq!(t.pending.len(), 1);
+        t.trim(10);
+        assert!(t.messages.is_empty());
+        assert!(t.pending.is_empty());
     }
 
     #[test]
