@@ -91,6 +91,11 @@ impl GeneratedCrate {
     /// Runs `cargo ARGS` in the crate with the workspace's target directory; panics on
     /// failure. Returns how long it took.
     pub fn cargo(&self, args: &[&str]) -> std::time::Duration {
+        self.cargo_in(&workspace_target_dir(), args)
+    }
+
+    /// As [`GeneratedCrate::cargo`], building into `target_dir`.
+    pub fn cargo_in(&self, target_dir: &Path, args: &[&str]) -> std::time::Duration {
         let started = Instant::now();
         let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         for name in cargo_test_env() {
@@ -99,7 +104,7 @@ impl GeneratedCrate {
         let status = cmd
             .args(args)
             .current_dir(&self.dir)
-            .env("CARGO_TARGET_DIR", workspace_target_dir())
+            .env("CARGO_TARGET_DIR", target_dir)
             .status()
             .expect("cargo runs");
         assert!(

@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use runway_e2e::generated_crate::{GeneratedCrate, cargo_test_env, check_turn_memory};
+use runway_e2e::generated_crate::{
+    GeneratedCrate, cargo_test_env, check_turn_memory, workspace_target_dir,
+};
 use runway_e2e::{AgentProcess, runway_check, target_auth};
 use tokio::process::Command;
 
@@ -22,7 +24,14 @@ fn local_script() -> PathBuf {
 #[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
 async fn runway_new_crate_passes_runway_check_under_wrangler_dev() {
     let generated = GeneratedCrate::create("flight-desk-worker");
-    generated.cargo(&["check", "--target", "wasm32-unknown-unknown", "--lib"]);
+    // Its own target directory: built in the shared one right after the repo's own Worker,
+    // rustc found two different runway_core rlibs for wasm32 (the path crates compiled as
+    // workspace members and as this crate's dependencies share file names), and failed.
+    let target = workspace_target_dir().join("runway-new-worker");
+    generated.cargo_in(
+        &target,
+        &["check", "--target", "wasm32-unknown-unknown", "--lib"],
+    );
 
     // infra/cloudflare/local builds the crate with worker-build, then wrangler dev runs the
     // crate's own [build] command too (a quick no-op rebuild) before serving.
@@ -33,10 +42,7 @@ async fn runway_new_crate_passes_runway_check_under_wrangler_dev() {
     }
     cmd.arg("--crate")
         .arg(generated.path())
-        .env(
-            "CARGO_TARGET_DIR",
-            runway_e2e::generated_crate::workspace_target_dir(),
-        )
+        .env("CARGO_TARGET_DIR", &target)
         .env("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme")
         .env("RUNWAY_HEARTBEAT_SECS", "1")
         .env("RUNWAY_LOG", "warn")
