@@ -10,9 +10,12 @@ const CLOUDFLARE_MANIFEST: &str = include_str!("../../cloudflare/Cargo.toml");
 /// The repo's Worker config: its `compatibility_date` fits the pinned wrangler.
 const WRANGLER_CONFIG: &str = include_str!("../../cloudflare/wrangler.toml");
 const TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+/// runway's own SAM template: the new crate's is derived from it (see [`sam_template`]), so the
+/// two never drift apart (IAM actions, limits, alarms).
+const SAM_TEMPLATE: &str = include_str!("../../infra/aws/template.yaml");
 
 /// (path in the new crate, template).
-const FILES: [(&str, &str); 11] = [
+const FILES: [(&str, &str); 10] = [
     ("Cargo.toml", include_str!("../templates/new/Cargo.toml")),
     ("README.md", include_str!("../templates/new/README.md")),
     ("src/lib.rs", include_str!("../templates/new/src/lib.rs")),
@@ -26,10 +29,6 @@ const FILES: [(&str, &str); 11] = [
         include_str!("../templates/new/src/cloudflare.rs"),
     ),
     (
-        "template.yaml",
-        include_str!("../templates/new/template.yaml"),
-    ),
-    (
         "samconfig.toml",
         include_str!("../templates/new/samconfig.toml"),
     ),
@@ -40,6 +39,38 @@ const FILES: [(&str, &str); 11] = [
     (".gitignore", include_str!("../templates/new/gitignore")),
     ("rust-toolchain.toml", TOOLCHAIN),
 ];
+
+/// The new crate's SAM template: runway's own, serving the crate's agent instead of a built-in
+/// one (no `AgentName` parameter, no `RUNWAY_AGENT`), built from the crate's directory. `None`
+/// if runway's template no longer has what this edits.
+fn sam_template(repo: &str) -> Option<String> {
+    let mut out = String::with_capacity(repo.len());
+    let mut lines = repo.lines().peekable();
+    let (mut dropped_parameter, mut dropped_env, mut code_uri) = (false, false, false);
+    while let Some(line) = lines.next() {
+        if line == "  AgentName:" {
+            // The parameter's block: its more-indented lines.
+            while lines.peek().is_some_and(|l| l.starts_with("    ")) {
+                lines.next();
+            }
+            dropped_parameter = true;
+            continue;
+        }
+        if line.trim() == "RUNWAY_AGENT: !Ref AgentName" {
+            dropped_env = true;
+            continue;
+        }
+        if line.trim() == "CodeUri: ../.." {
+            out.push_str(&line.replace("../..", "."));
+            out.push('\n');
+            code_uri = true;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (dropped_parameter && dropped_env && code_uri).then_some(out)
+}
 
 /// Why `runway new` wrote nothing.
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +296,12 @@ pub fn create(dir: &Path, name: Option<&str>) -> Result<Created, NewError> {
             .replace("{{compatibility_date}}", compatibility_date);
         written.push((dir.join(path), text));
     }
+    written.push((
+        dir.join("template.yaml"),
+        sam_template(SAM_TEMPLATE).ok_or(NewError::Embedded(
+            "infra/aws/template.yaml no longer has the AgentName parameter or CodeUri ../..",
+        ))?,
+    ));
     // Start from the lockfile runway is tested with (the generated crate resolves the same
     // versions, and a shared target directory reuses what the checkout already built).
     if let Ok(lock) = std::fs::read_to_string(checkout.join("Cargo.lock")) {
@@ -369,5 +406,31 @@ mod tests {
         let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
         assert!(main.contains("runway::serve(flight_desk::MyAgent)"));
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn the_sam_template_is_runways_own_serving_the_crates_agent() {
+        let t = sam_template(SAM_TEMPLATE).expect("runway's template has what is edited");
+        assert!(!t.contains("AgentName"), "{t}");
+        assert!(t.contains("      CodeUri: .\n"), "{t}");
+        // Everything else is runway's, in order: what was dropped is only the parameter's
+        // block and the environment line naming it.
+        let mut generated = t.lines().peekable();
+        let mut dropped = Vec::new();
+        for line in SAM_TEMPLATE.lines() {
+            let expected = line.replace("CodeUri: ../..", "CodeUri: .");
+            if generated.peek() == Some(&expected.as_str()) {
+                generated.next();
+            } else {
+                dropped.push(line);
+            }
+        }
+        assert_eq!(generated.next(), None);
+        assert!(dropped[0] == "  AgentName:", "{dropped:?}");
+        assert!(
+            dropped.last().is_some_and(|l| l.contains("RUNWAY_AGENT")),
+            "{dropped:?}"
+        );
+        assert!(dropped.len() <= 8, "{dropped:?}");
     }
 }
