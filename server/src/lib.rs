@@ -33,9 +33,11 @@
 
 mod cli;
 mod listener;
+mod logging;
 mod playground;
 mod request_body;
 mod serve;
+mod shutdown;
 mod sqlite_store;
 mod write_stall;
 

@@ -40,14 +40,7 @@ pub struct ServeArgs {
 /// to stderr (filter `RUNWAY_LOG`), prints the base URL on stdout once listening, and reports
 /// a start-up error (bad setting, unusable data directory or address) as a failure.
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUNWAY_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    crate::logging::init();
     match serve(agent, args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -102,7 +95,7 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     print_banner(&format!("http://{addr}{base_path}"), &name, &auth_names);
     let max_connections = crate::listener::max_connections(fd_limit);
     tracing::info!(fd_limit, max_connections, "accepting connections");
-    crate::listener::serve(listener, app, max_connections, shutdown_signal()).await;
+    crate::listener::serve(listener, app, max_connections, crate::shutdown::requested()).await;
     Ok(())
 }
 
@@ -170,26 +163,4 @@ fn print_banner(base: &str, name: &str, auth_names: &[String]) {
             .map(|n| format!(" --header '{n}: <value>'"))
             .collect::<String>()
     );
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down");
 }
