@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use runway_core::BoxFuture;
+use runway_core::adapter::BoxFuture;
 use runway_core::http_client::{HttpBody, HttpClient, HttpError, HttpRequest, HttpResponse};
 
 /// `fetch` for [`runway_core::Turn::http`] on Workers.

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::Once;
 
 use futures::{FutureExt, StreamExt, pin_mut, select_biased};
-use runway_core::TurnBody;
+use runway_core::adapter::TurnBody;
 
 use wasm_bindgen_futures::JsFuture;
 use web_sys::WritableStreamDefaultWriter;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use runway_core::Runtime;
+use runway_core::adapter::Runtime;
 use wasm_bindgen::JsCast;
 
 /// Clock, timer and entropy of a Worker isolate.

@@ -9,7 +9,7 @@
 //!   so KV's eventual consistency (a new key can take up to ~60 s to be visible in other
 //!   locations) only means a link opened on another continent within that minute may 404.
 
-use runway_core::{
+use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use serde::{Deserialize, Serialize};

@@ -6,14 +6,14 @@
 //! [`CommitOutcome`]); [`answer`] is everything the Durable Object does with them, on
 //! runway-core's shared SQLite store, so it is tested natively over rusqlite.
 
+use runway_core::adapter::{StoreError, TurnClaim, TurnCommit};
 use runway_core::sql::{DbError, Sql};
 use runway_core::sql_store::SqlStore;
-use runway_core::{StoreError, TurnClaim, TurnCommit};
 use serde::{Deserialize, Serialize};
 
-/// Path of the claim call: [`TurnClaim`] in, [`runway_core::TurnStart`] out.
+/// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.
 pub const START_PATH: &str = "/start";
-/// Path of the commit call: [`TurnCommit`] in, [`runway_core::CommitOutcome`] out.
+/// Path of the commit call: [`TurnCommit`] in, [`runway_core::adapter::CommitOutcome`] out.
 pub const FINISH_PATH: &str = "/finish";
 /// Path of the heartbeat's check: [`LatestRequest`] in, the latest arrival (a number) out.
 pub const LATEST_PATH: &str = "/latest";
@@ -79,7 +79,7 @@ pub fn answer<S: Sql>(
             let claim: TurnClaim = serde_json::from_str(body).map_err(bad)?;
             let reply = db.start(&claim)?;
             let next = match reply {
-                runway_core::TurnStart::Claimed { .. } => Some(db.next_expiry()?),
+                runway_core::adapter::TurnStart::Claimed { .. } => Some(db.next_expiry()?),
                 _ => None,
             };
             Ok((json(&reply), next))

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use runway_cloudflare::wire::{FINISH_PATH, LATEST_PATH, LatestRequest, START_PATH, answer};
-use runway_core::sql_store::SqlStore;
-use runway_core::{
+use runway_core::adapter::{
     CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::sql_store::SqlStore;
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]

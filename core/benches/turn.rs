@@ -10,9 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt;
+use runway_core::adapter::{Config, Ending, FrameWriter, MemoryStore, Reply, Runtime, Runway};
 use runway_core::agents::EchoAgent;
 use runway_core::protocol::Limits;
-use runway_core::{Config, Ending, FrameWriter, MemoryStore, Reply, Runtime, Runway};
 
 #[derive(Clone, Copy)]
 struct BenchRuntime;

@@ -3,10 +3,10 @@
 //! On most platforms a panicking agent is caught and the engine ends the turn itself. On
 //! `wasm32-unknown-unknown` a panic aborts: the instance traps and no Rust code runs after the
 //! panic hook. So that even then nothing but the core writes protocol, the engine keeps, for
-//! each streamed turn whose adapter asks for it ([`crate::TurnBody::watch_abort`]), the bytes
+//! each streamed turn whose adapter asks for it ([`crate::adapter::TurnBody::watch_abort`]), the bytes
 //! that would end the stream correctly right now: frames closing whatever is open and the
 //! final `RUN_ERROR` (or Lowkey `error` line). The adapter's panic hook writes what is still
-//! queued in the body, then these bytes ([`crate::TurnBody::abort`]).
+//! queued in the body, then these bytes ([`crate::adapter::TurnBody::abort`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -39,7 +39,7 @@ pub struct Config {
     /// How much of a thread is kept.
     pub context_policy: ContextPolicy,
     /// Public base URL (for hosted-file links), `RUNWAY_PUBLIC_URL`. When unset, links use
-    /// the origin the platform vouches for ([`crate::PlatformOrigin`]: the Lambda function
+    /// the origin the platform vouches for ([`crate::adapter::PlatformOrigin`]: the Lambda function
     /// URL's domain, the local server's listen address) or, on Workers, the request's own URL,
     /// followed by `base_path`; never a header the caller controls (`Host`,
     /// `X-Forwarded-Proto`).
@@ -88,20 +88,23 @@ impl Config {
     ///
     /// # Errors
     /// A setting that does not parse, named.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, crate::BadRequest> {
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, crate::adapter::BadRequest> {
         let mut c = Self::default();
         if let Some(v) = get("RUNWAY_AUTH_HEADERS") {
-            c.auth = AuthHeaders::parse(&v)
-                .map_err(|e| crate::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}")))?;
+            c.auth = AuthHeaders::parse(&v).map_err(|e| {
+                crate::adapter::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}"))
+            })?;
             // Set but naming no header is a mistake, not a request for no auth: fail closed.
             if c.auth.is_empty() {
-                return Err(crate::BadRequest::new(
+                return Err(crate::adapter::BadRequest::new(
                     "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines, \
                      or unset it to serve without auth",
                 ));
             }
         }
-        let secs = |name: &str| -> Result<Option<Duration>, crate::BadRequest> {
+        let secs = |name: &str| -> Result<Option<Duration>, crate::adapter::BadRequest> {
             get(name)
                 .map(|v| {
                     v.trim()
@@ -110,7 +113,7 @@ impl Config {
                         .filter(|s| s.is_finite() && *s > 0.0)
                         .map(Duration::from_secs_f64)
                         .ok_or_else(|| {
-                            crate::BadRequest::new(format!(
+                            crate::adapter::BadRequest::new(format!(
                                 "{name} must be a positive number of seconds"
                             ))
                         })
@@ -129,7 +132,7 @@ impl Config {
         if let Some(u) = get("RUNWAY_PUBLIC_URL").filter(|u| !u.trim().is_empty()) {
             let u = u.trim().trim_end_matches('/').to_owned();
             url::Url::parse(&u)
-                .map_err(|_| crate::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
+                .map_err(|_| crate::adapter::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
             c.public_url = Some(u);
         }
         if let Some(p) = get("RUNWAY_BASE_PATH") {
@@ -144,10 +147,10 @@ impl Config {
 
 /// `RUNWAY_BASE_PATH`: `""` or `/` for the root, else `/segment[/segment…]` (a trailing slash
 /// is dropped) of URL path characters, without empty, `.` or `..` segments.
-fn parse_base_path(v: &str) -> Result<String, crate::BadRequest> {
+fn parse_base_path(v: &str) -> Result<String, crate::adapter::BadRequest> {
     let v = v.trim();
     let bad = || {
-        crate::BadRequest::new(format!(
+        crate::adapter::BadRequest::new(format!(
             "RUNWAY_BASE_PATH {v:?} is not a path like /agents/fpt"
         ))
     };
@@ -173,7 +176,7 @@ fn parse_base_path(v: &str) -> Result<String, crate::BadRequest> {
 mod tests {
     use super::*;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, crate::BadRequest> {
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, crate::adapter::BadRequest> {
         Config::from_lookup(|k| {
             pairs
                 .iter()

@@ -564,7 +564,7 @@ impl FrameWriter {
     /// everything already taken: pending output, frames closing whatever is open, and the
     /// error frame. Leaves the writer unchanged. Empty once the final frame has been taken
     /// (or replaced): nothing may follow it. Used when the process cannot finish the turn
-    /// itself (see [`crate::TurnBody::abort`]).
+    /// itself (see [`crate::adapter::TurnBody::abort`]).
     pub fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String {
         if self.finished.is_some() && self.final_frame.is_none() {
             return String::new();

@@ -95,11 +95,6 @@ pub mod adapter {
     pub use crate::wire::Wire;
 }
 
-// The adapter plumbing's former root paths, hidden from the docs. They keep code written
-// against them compiling while it moves to `runway_core::adapter::…`.
-#[doc(hidden)]
-pub use adapter::*;
-
 /// The README's example compiles.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -118,7 +118,7 @@ impl<S: Sql> SqlStore<S> {
         &self.sql
     }
 
-    /// [`crate::TurnStore::start_turn`]: claims the run (as [`decide_claim`] says) and, only
+    /// [`crate::adapter::TurnStore::start_turn`]: claims the run (as [`decide_claim`] says) and, only
     /// once claimed, counts the arrival and loads the thread.
     ///
     /// # Errors
@@ -176,7 +176,7 @@ impl<S: Sql> SqlStore<S> {
         })
     }
 
-    /// [`crate::TurnStore::finish_turn`]: only while the run's record carries the commit's
+    /// [`crate::adapter::TurnStore::finish_turn`]: only while the run's record carries the commit's
     /// token ([`holds_claim`]), saves the thread as [`decide_commit`] and [`thread_after`]
     /// say, and the run's recording.
     ///
@@ -237,7 +237,7 @@ impl<S: Sql> SqlStore<S> {
         Ok(decision.outcome())
     }
 
-    /// [`crate::TurnStore::latest_arrival`]: one indexed read.
+    /// [`crate::adapter::TurnStore::latest_arrival`]: one indexed read.
     ///
     /// # Errors
     /// SQLite failed.

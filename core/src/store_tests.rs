@@ -1,5 +1,5 @@
 //! The store conformance suite (feature `store-tests`): every [`TurnStore`] runs it —
-//! [`crate::MemoryStore`], the server's SQLite store, DynamoDB on moto, the Durable Object's
+//! [`crate::adapter::MemoryStore`], the server's SQLite store, DynamoDB on moto, the Durable Object's
 //! SQL over rusqlite — so the semantics of [`crate::turn_state`] hold on every backend.
 //!
 //! Each check takes the store and a key prefix (so checks can share a table) and panics with

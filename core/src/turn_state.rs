@@ -1,10 +1,10 @@
-//! The run/thread state machine, once, as pure decisions every [`crate::TurnStore`] calls.
+//! The run/thread state machine, once, as pure decisions every [`crate::adapter::TurnStore`] calls.
 //!
 //! Overlap semantics are LangGraph's `multitask_strategy = "interrupt"`: **one live turn per
 //! thread; a newer turn supersedes an older one still running.** Each successful claim is an
 //! *arrival* on its thread, numbered by the store (1, 2, 3…); the live turn is the latest
 //! arrival. A superseded turn is stopped (at once where the runtime sees a disconnect,
-//! otherwise at its next heartbeat, which reads [`crate::TurnStore::latest_arrival`]) and is
+//! otherwise at its next heartbeat, which reads [`crate::adapter::TurnStore::latest_arrival`]) and is
 //! recorded as interrupted: its user message and partial answer are kept, in arrival order,
 //! and never overwrite what came after.
 //!

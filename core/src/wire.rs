@@ -1,7 +1,7 @@
 //! A wire protocol's writer, as the engine drives it.
 //!
 //! The engine is written once; each protocol supplies a sans-I/O writer that turns
-//! [`AgentEvent`]s into its own bytes: Console's SSE frames ([`crate::FrameWriter`]) or
+//! [`AgentEvent`]s into its own bytes: Console's SSE frames ([`crate::adapter::FrameWriter`]) or
 //! Lowkey's NDJSON events.
 
 use crate::error::TurnErrorCode;

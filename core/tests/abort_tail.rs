@@ -7,10 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::{
-    Agent, AgentResult, Config, MemoryStore, Outcome, Output, Reply, Runtime, Runway, Turn,
-    TurnBody,
-};
+use runway_core::adapter::{Config, MemoryStore, Reply, Runtime, Runway, TurnBody};
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy)]
@@ -106,7 +104,7 @@ async fn abort_closes_everything_open_and_ends_with_run_error() {
     );
     let last = all.last().unwrap();
     assert_eq!(last["code"], "AGENT_PANIC");
-    assert_eq!(last["message"], runway_core::PANIC_MESSAGE);
+    assert_eq!(last["message"], runway_core::adapter::PANIC_MESSAGE);
     let steps: Vec<&Value> = all
         .iter()
         .filter(|f| f["type"] == "STEP_FINISHED")

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::{
-    Agent, AgentResult, CommitOutcome, Config, HostedFile, MemoryStore, Outcome, Output, Reply,
-    Runtime, Runway, StoreError, Turn, TurnClaim, TurnCommit, TurnStart, TurnStore,
+use runway_core::adapter::{
+    CommitOutcome, Config, HostedFile, MemoryStore, Reply, Runtime, Runway, StoreError, TurnClaim,
+    TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy)]

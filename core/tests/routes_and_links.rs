@@ -6,10 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::{
-    Agent, AgentResult, Config, MemoryStore, Outcome, Output, OutputFile, PlatformOrigin, Reply,
-    Runtime, Runway, Turn,
-};
+use runway_core::adapter::{Config, MemoryStore, PlatformOrigin, Reply, Runtime, Runway};
+use runway_core::{Agent, AgentResult, Outcome, Output, OutputFile, Turn};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy)]

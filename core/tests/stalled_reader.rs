@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::{
-    Agent, AgentResult, AuthHeaders, Config, MemoryStore, Outcome, Output, Reply, Runtime, Runway,
-    Turn,
-};
+use runway_core::adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway};
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy)]

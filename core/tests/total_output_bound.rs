@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::{
-    Agent, AgentResult, Config, MemoryStore, Outcome, Output, Reply, Runtime, Runway,
-    TOTAL_PENDING_BYTES, Turn, total_pending_bytes,
+use runway_core::adapter::{
+    Config, MemoryStore, Reply, Runtime, Runway, TOTAL_PENDING_BYTES, total_pending_bytes,
 };
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::json;
 
 #[derive(Clone, Copy)]

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures::Stream;
 use http_body::{Body, Frame, SizeHint};
-use runway_core::TurnBody;
+use runway_core::adapter::TurnBody;
 
 /// Either a complete body or a streamed turn.
 #[derive(Debug)]

@@ -22,7 +22,7 @@
 //! This crate's own `bootstrap` serves the built-in agents the same way.
 //!
 //! The adapter is deliberately thin: [`handle`] turns the Lambda request into an
-//! `http::Request<Bytes>`, lets [`runway_core::Runway::handle`] answer, and for a streamed turn
+//! `http::Request<Bytes>`, lets [`runway_core::adapter::Runway::handle`] answer, and for a streamed turn
 //! returns the body at once and spawns the turn beside it. Everything about turns lives in the
 //! core.
 //!

@@ -38,7 +38,7 @@ pub enum InitError {
     },
 }
 
-/// Lambda-specific settings (the rest is [`runway_core::Config`]).
+/// Lambda-specific settings (the rest is [`runway_core::adapter::Config`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// DynamoDB table (`RUNWAY_DYNAMODB_TABLE`, default `runway`).

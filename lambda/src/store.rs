@@ -67,12 +67,12 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem, Update, WriteRequest,
 };
+use runway_core::ThreadContext;
+use runway_core::adapter::{
+    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
 use runway_core::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
-};
-use runway_core::{
-    CommitOutcome, HostedFile, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart,
-    TurnStore,
 };
 
 type Item = HashMap<String, AttributeValue>;

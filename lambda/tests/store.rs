@@ -6,10 +6,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use runway_core::{
-    HostedFile, Message, Role, StoreError, ThreadContext, TurnClaim, TurnCommit, TurnStart,
-    TurnStore,
-};
+use runway_core::adapter::{HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use runway_core::{Message, Role, ThreadContext};
 use support::{moto, store};
 
 fn claim(run: &str, thread: &str, fp: &str, now: u64) -> TurnClaim {
@@ -80,12 +78,12 @@ async fn an_ordinary_turn_costs_four_requests_whatever_the_thread_length() {
             Role::Assistant,
             format!("answer {i} {}", "y".repeat(1500)),
         ));
-        ctx.trim(&runway_core::ContextPolicy::default());
+        ctx.trim(&runway_core::adapter::ContextPolicy::default());
         let mut cm = commit(&c, &started, ctx.clone());
         cm.recording = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n".repeat(200);
         assert_eq!(
             s.finish_turn(&cm).await.unwrap(),
-            runway_core::CommitOutcome::Applied
+            runway_core::adapter::CommitOutcome::Applied
         );
         let after_agent = rec.take();
         let mut ops: Vec<&str> = before_agent.iter().map(|r| r.target.as_str()).collect();

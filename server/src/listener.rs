@@ -163,7 +163,7 @@ async fn call(
             limit = MAX_IN_FLIGHT_TURNS,
             "request refused: too many turns in flight"
         );
-        let mut r = runway_core::json_error(503, "the agent is busy: try again shortly")
+        let mut r = runway_core::adapter::json_error(503, "the agent is busy: try again shortly")
             .map(Body::from)
             .into_response();
         r.headers_mut().insert(

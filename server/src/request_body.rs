@@ -1,6 +1,6 @@
 //! Reading a request body with a size and a time bound.
 //!
-//! A body is read only after [`runway_core::Runway::authorize`] accepted the request head,
+//! A body is read only after [`runway_core::adapter::Runway::authorize`] accepted the request head,
 //! and must arrive within [`BODY_READ_TIMEOUT`]: a `Content-Length` larger than what is sent,
 //! or a body trickled a byte at a time, cannot hold a connection.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::body::{Body, to_bytes};
 use bytes::Bytes;
-use runway_core::{MAX_BODY_BYTES, json_error};
+use runway_core::adapter::{MAX_BODY_BYTES, json_error};
 
 /// Time a client has to send the whole body once its head was accepted.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);

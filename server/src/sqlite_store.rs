@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use runway_core::sql_store::SqlStore;
-use runway_core::{
+use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::sql_store::SqlStore;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 const FILES_SCHEMA: &str = "

@@ -14,11 +14,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
+use runway_core::adapter::{Config, MemoryStore, Reply, Runway, TokioRuntime, TurnBody};
 use runway_core::http_client::ReqwestClient;
-use runway_core::{
-    Agent, AgentResult, Config, HttpError, MemoryStore, Outcome, Output, Reply, Runway,
-    TokioRuntime, Turn, TurnBody,
-};
+use runway_core::{Agent, AgentResult, HttpError, Outcome, Output, Turn};
 use runway_e2e::paced_server::{PacedEvent, PacedServer};
 
 const SECRET_QUERY: &str = "qsecret-5f1e0c";

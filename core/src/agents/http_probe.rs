@@ -58,8 +58,8 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
+    use crate::adapter::{BoxFuture, Config, MemoryStore, Reply, Runtime, Runway};
     use crate::http_client::{HttpBody, HttpClient, HttpError, HttpRequest, HttpResponse};
-    use crate::{BoxFuture, Config, MemoryStore, Reply, Runtime, Runway};
 
     /// tokio's timer (the core's `tokio` feature may be off in its own tests).
     struct Rt;

@@ -5,7 +5,7 @@
 //! or header value reaches a log. See [`Http`] for an example.
 //!
 //! A platform provides an [`HttpClient`] and hands it to
-//! [`Runway::with_http_client`](crate::Runway::with_http_client): `ReqwestClient` (feature
+//! [`Runway::with_http_client`](crate::adapter::Runway::with_http_client): `ReqwestClient` (feature
 //! `reqwest`) on native targets, `runway-cloudflare`'s `fetch` client on Workers.
 
 mod body;

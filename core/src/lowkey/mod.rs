@@ -11,7 +11,7 @@
 //! # The turn
 //!
 //! - **Context** is keyed by `sessionHandle.id` (Lowkey's resume key) and
-//!   `sessionHandle.agentId`: `lowkey/` + [`crate::thread_key`]`(agentId, sessionHandle.id)`
+//!   `sessionHandle.agentId`: `lowkey/` + [`crate::adapter::thread_key`]`(agentId, sessionHandle.id)`
 //!   (two `/` where a Console key has one, and ids cannot contain `/`: no Console input can
 //!   name a Lowkey session; sessions stored under the old `lowkey:` prefix are not migrated), through
 //!   [`storage_id`] so any id Lowkey sends makes a safe key.
@@ -27,7 +27,7 @@
 //! - **Cancel**: when Lowkey closes the stream, the agent is stopped; what it had said is kept
 //!   in the transcript, marked interrupted.
 //! - **Auth**: the same optional header set as Console's routes
-//!   ([`crate::Config::auth`]). Lowkey v1 sends no headers to an external runtime, so a
+//!   ([`crate::adapter::Config::auth`]). Lowkey v1 sends no headers to an external runtime, so a
 //!   deployment that serves Lowkey runs without one and relies on network restriction
 //!   (see `infra/lowkey/README.md`).
 //! - The [`crate::Turn`] the agent sees: `protocol` [`crate::Protocol::Lowkey`], `run_id`

@@ -16,8 +16,8 @@ use crate::frame_writer::Ending;
 use crate::output::AgentEvent;
 use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
 use crate::{
-    Agent, AgentResult, AuthHeaders, Config, MemoryStore, Outcome, Output, Reply, Role, Runtime,
-    Runway, Turn, Wire,
+    Agent, AgentResult, Outcome, Output, Role, Turn,
+    adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway, Wire},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -782,7 +782,7 @@ async fn bad_input_auth_and_methods_are_4xx_json() {
         .unwrap();
     assert_eq!(send(&rw, get).await.status, 405);
 
-    let big = json!({"x": "y".repeat(crate::MAX_BODY_BYTES)});
+    let big = json!({"x": "y".repeat(crate::adapter::MAX_BODY_BYTES)});
     assert_eq!(send(&rw, post("/lowkey/turn", &big)).await.status, 413);
 
     let a = send(&rw, post("/nowhere", &json!({}))).await;

@@ -255,7 +255,7 @@ impl NdjsonWriter {
 
     /// The lines that would end the stream right now with `error`: pending output, then the
     /// `error` line. Empty once the terminal line has been taken (or replaced). Leaves the
-    /// writer unchanged (see [`crate::TurnBody::abort`]).
+    /// writer unchanged (see [`crate::adapter::TurnBody::abort`]).
     pub fn abort_tail(&self, message: &str) -> String {
         if self.ending.is_some() && self.final_line.is_none() {
             return String::new();

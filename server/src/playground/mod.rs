@@ -22,7 +22,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use runway_core::AuthHeaders;
+use runway_core::adapter::AuthHeaders;
 
 /// What the page needs to know about where it is served, and who may use its endpoint.
 #[derive(Debug, Clone, serde::Serialize)]

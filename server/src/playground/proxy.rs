@@ -17,7 +17,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use runway_conformance::HeaderSet;
-use runway_core::AuthHeaders;
+use runway_core::adapter::AuthHeaders;
 use tracing::Instrument;
 
 use super::{PageSettings, json_status, method_not_allowed, page_routes};
