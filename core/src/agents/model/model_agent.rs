@@ -53,7 +53,7 @@ const MAX_STORED_MESSAGE_BYTES: usize = 16 * 1024;
 /// let mut settings = ModelSettings::new("http://127.0.0.1:11434/v1", "llama3.1")?;
 /// settings.system_prompt = Some("You answer questions about orders. Be brief.".into());
 /// # #[cfg(feature = "tokio")]
-/// let agent = ModelAgent::new(settings, runway_core::TokioRuntime);
+/// let agent = ModelAgent::new(settings, runway_core::adapter::TokioRuntime);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
