@@ -537,7 +537,8 @@ async fn hosted_file(c: &Client) -> Check {
     ensure!(s == 200, "GET artifact: HTTP {s}");
     ensure!(ct.starts_with("text/csv"), "content-type {ct}");
     ensure!(body.contains("Hanoi"), "body {body:?}");
-    let token_start = url.find("/files/").ok_or("no /files/ in url")? + 7;
+    // The last `/files/`: the base path may itself contain one.
+    let token_start = url.rfind("/files/").ok_or("no /files/ in url")? + 7;
     let mut forged = url.clone();
     forged.replace_range(token_start..token_start + 4, "0000");
     let (s, _, _) = c.get_plain(&forged).await;
