@@ -79,7 +79,7 @@ pub(crate) struct TurnHttpGuard {
 /// }
 /// # // Served by runway with an HTTP client, it reads a loopback server here:
 /// # #[cfg(feature = "reqwest")]
-/// # use runway_core::{Config, MemoryStore, Runway, Reply, TokioRuntime, http_client::ReqwestClient};
+/// # use runway_core::{adapter::{Config, MemoryStore, Runway, Reply, TokioRuntime}, http_client::ReqwestClient};
 /// # #[cfg(not(feature = "reqwest"))]
 /// # fn main() {}
 /// # #[cfg(feature = "reqwest")]
@@ -100,7 +100,7 @@ pub(crate) struct TurnHttpGuard {
 /// #     });
 /// #     struct Local(u16);
 /// #     impl runway_core::http_client::HttpClient for Local {
-/// #         fn send(&self, mut r: runway_core::http_client::HttpRequest) -> runway_core::BoxFuture<'static, Result<runway_core::http_client::HttpResponse, runway_core::http_client::HttpError>> {
+/// #         fn send(&self, mut r: runway_core::http_client::HttpRequest) -> runway_core::adapter::BoxFuture<'static, Result<runway_core::http_client::HttpResponse, runway_core::http_client::HttpError>> {
 /// #             r.url = format!("http://127.0.0.1:{}{}", self.0, r.url.path()).parse().unwrap();
 /// #             ReqwestClient::new().send(r)
 /// #         }
