@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use runway_core::Agent;
 use runway_core::adapter::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
-    json_error,
 };
 use runway_core::http_client::ReqwestClient;
 
@@ -112,7 +111,8 @@ async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Respons
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .is_some_and(|n| n > MAX_BODY_BYTES);
     if too_long {
-        return json_error(413, "body larger than 1 MiB")
+        return crate::request_body::refuse_declared_too_large(body)
+            .await
             .map(Body::from)
             .into_response();
     }
