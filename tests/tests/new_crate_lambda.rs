@@ -31,8 +31,12 @@ async fn runway_new_crate_passes_runway_check_under_cargo_lambda() {
     for name in cargo_test_env() {
         cmd.env_remove(name);
     }
+    // Six emulator instances, as the repo's own Lambda suite uses: cargo-lambda's emulator
+    // keeps an instance busy after its client hangs up (runway check's Test turn does, as
+    // Console's does), which real Lambda does not.
     cmd.arg("--crate")
         .arg(generated.path())
+        .args(["--concurrency", "6"])
         .env("CARGO_TARGET_DIR", workspace_target_dir())
         .env("RUNWAY_AUTH_HEADERS", "X-API-Key: test-key\nX-Tenant: acme")
         .env("RUNWAY_HEARTBEAT_SECS", "1")
