@@ -62,7 +62,7 @@ cargo test -p runway-e2e --test cloudflare_http -- --ignored --nocapture
 step "runway new: the generated crate's Worker passes runway check under wrangler dev"
 cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
-step "done"
-
 step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429"
 cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture
+
+step "done"
