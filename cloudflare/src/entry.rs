@@ -43,6 +43,8 @@ enum SetupError {
     Config(#[from] BadRequest),
     #[error("binding {0} is missing: check wrangler.toml")]
     Binding(&'static str),
+    #[error("configuration: {0}")]
+    Agent(String),
 }
 
 /// A setting from a secret (`wrangler secret put`, `.dev.vars`) or a `[vars]` entry.
@@ -53,7 +55,10 @@ pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
         .ok()
 }
 
-fn app<A: Agent>(agent: A, env: &Env) -> Result<App<A>, SetupError> {
+fn app<A: Agent>(
+    make_agent: impl FnOnce(&Env) -> Result<A, String>,
+    env: &Env,
+) -> Result<App<A>, SetupError> {
     let cached = APP.with(|a| {
         a.borrow()
             .as_ref()
@@ -67,6 +72,7 @@ fn app<A: Agent>(agent: A, env: &Env) -> Result<App<A>, SetupError> {
     install_panic_hook();
     let config = Config::from_lookup(|k| setting(env, k))?;
     let rt = WorkersRuntime;
+    let agent = make_agent(env).map_err(SetupError::Agent)?;
     let threads = env
         .durable_object(THREADS_BINDING)
         .map_err(|_| SetupError::Binding(THREADS_BINDING))?;
@@ -106,7 +112,23 @@ pub async fn fetch<A: Agent>(
     env: Env,
     ctx: Context,
 ) -> worker::Result<web_sys::Response> {
-    let app = match app(agent, &env) {
+    fetch_with(|_| Ok(agent), req, env, ctx).await
+}
+
+/// [`fetch`] for an agent built from the Worker's settings: `make_agent` runs only when the
+/// isolate's app is built (its first request, or after a panic), never per request, so an
+/// agent that parses configuration (a tools file, say) costs that CPU once. Its `Err` answers
+/// 500 `agent misconfigured` and is logged.
+///
+/// # Errors
+/// Only when a response cannot be built at all; every other failure is an HTTP answer.
+pub async fn fetch_with<A: Agent>(
+    make_agent: impl FnOnce(&Env) -> Result<A, String>,
+    req: Request,
+    env: Env,
+    ctx: Context,
+) -> worker::Result<web_sys::Response> {
+    let app = match app(make_agent, &env) {
         Ok(app) => app,
         Err(e) => {
             web_sys::console::error_1(&format!("runway cannot start: {e}").into());

@@ -34,4 +34,4 @@ pub mod store;
 mod thread_object;
 
 #[cfg(target_arch = "wasm32")]
-pub use entry::{FILES_BINDING, THREADS_BINDING, fetch};
+pub use entry::{FILES_BINDING, THREADS_BINDING, fetch, fetch_with};
