@@ -101,3 +101,61 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteStallTimeout<T> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const LIMIT: Duration = Duration::from_secs(60);
+
+    /// Writes into a 64-byte pipe nobody reads until the write fails; returns how long that took.
+    async fn write_until_stalled(
+        socket: &mut WriteStallTimeout<tokio::io::DuplexStream>,
+    ) -> (Duration, io::Error) {
+        let started = tokio::time::Instant::now();
+        loop {
+            if let Err(e) = socket.write_all(&[b'x'; 16]).await {
+                return (started.elapsed(), e);
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_that_stops_reading_fails_the_write_after_the_limit() {
+        let (ours, _peer) = tokio::io::duplex(64);
+        let mut socket = WriteStallTimeout::new(ours, LIMIT);
+        let (waited, error) = write_until_stalled(&mut socket).await;
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(
+            waited >= LIMIT && waited < LIMIT + Duration::from_secs(1),
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_reader_that_keeps_up_is_not_cut_off() {
+        let (ours, mut peer) = tokio::io::duplex(64);
+        let mut socket = WriteStallTimeout::new(ours, LIMIT);
+        // The peer reads 16 bytes every 50 s: each write waits less than the limit, and in
+        // all far longer than it.
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 16];
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_secs(50)).await;
+                peer.read_exact(&mut buf).await.unwrap();
+            }
+            peer
+        });
+        let started = tokio::time::Instant::now();
+        for _ in 0..(64 / 16 + 20) {
+            socket.write_all(&[b'x'; 16]).await.unwrap();
+        }
+        assert!(started.elapsed() >= Duration::from_secs(900));
+        let _peer = reader.await.unwrap();
+        // Once the reader stops, the limit applies again.
+        let (waited, error) = write_until_stalled(&mut socket).await;
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(waited >= LIMIT, "{waited:?}");
+    }
+}

@@ -130,3 +130,90 @@ async fn a_stalled_reader_ends_at_the_deadline_and_its_run_replays() {
     assert_eq!(retry.last()["code"], "TURN_DEADLINE", "{}", retry.last());
     assert!(!retry.text().is_empty(), "not the stalled run's recording");
 }
+
+/// `runway serve` holds at most 2,048 turns (each keeps its recording until it commits);
+/// the next one is refused with 503 at once, and `/health` still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_beyond_the_in_flight_bound_get_503() {
+    const BOUND: usize = 2048;
+    // 2,049 client sockets here, as many on the server: both need more than the usual 1,024.
+    let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
+    assert!(
+        hard >= 5000,
+        "this test needs an open-file hard limit of 5,000 (is {hard})"
+    );
+    rlimit::setrlimit(rlimit::Resource::NOFILE, hard, hard).expect("setrlimit");
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let auth = target_auth();
+    let post = |n: usize| {
+        let body = runway_e2e::client::run_body(
+            &runway_e2e::client::fresh_id(),
+            &format!("bound-{n}-{}", runway_e2e::client::fresh_id()),
+            "/slow 30",
+        )
+        .to_string();
+        format!("{}{body}", head("POST", &base, "/runs", &auth, body.len()))
+    };
+    // Open the turns in waves and wait until each has its first frame, so all are in flight.
+    let mut turns = Vec::with_capacity(BOUND);
+    for wave in 0..BOUND / 256 {
+        let mut opened = Vec::new();
+        for n in 0..256 {
+            let mut s = connect(&base, None).await;
+            assert!(raw_http::write(&mut s, post(wave * 256 + n).as_bytes()).await);
+            opened.push(s);
+        }
+        for mut s in opened {
+            let first = first_bytes(&mut s, Duration::from_secs(20)).await;
+            assert!(
+                first.starts_with("HTTP/1.1 200"),
+                "turn not admitted: {first:?}"
+            );
+            turns.push(s);
+        }
+    }
+    let mut one_more = connect(&base, None).await;
+    assert!(raw_http::write(&mut one_more, post(BOUND).as_bytes()).await);
+    let refused = first_bytes(&mut one_more, Duration::from_secs(5)).await;
+    let c = Client::new(&base, target_auth());
+    let health = c.health().await.0;
+    // Hanging up cancels the turns; a new one is admitted again.
+    drop(turns);
+    let mut admitted = String::new();
+    for _ in 0..50 {
+        let mut s = connect(&base, None).await;
+        assert!(raw_http::write(&mut s, post(BOUND + 1).as_bytes()).await);
+        admitted = first_bytes(&mut s, Duration::from_secs(5)).await;
+        if admitted.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused:?}");
+    assert!(refused.contains(r#"{"error":"#), "{refused:?}");
+    assert_eq!(health, 200);
+    assert!(admitted.starts_with("HTTP/1.1 200"), "{admitted:?}");
+}
+
+/// The first bytes the server sends (up to the end of a short answer), or what arrived
+/// within `within`.
+async fn first_bytes(stream: &mut tokio::net::TcpStream, within: Duration) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(within, async {
+        while !String::from_utf8_lossy(&got).contains("\r\n\r\n{")
+            && !String::from_utf8_lossy(&got).contains("data:")
+        {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&got).into_owned()
+}
