@@ -75,7 +75,34 @@ async fn runway_new_crate_passes_runway_check_under_wrangler_dev() {
     .await;
     worker.stop().await;
 
+    // The crate's wrangler.toml deploys as written: an offline `wrangler deploy --dry-run`
+    // (which runs its [build] command again) accepts it, the KV binding without an id included.
+    let out = generated.path().join("dry-run");
+    let mut dry_run = Command::new("bash");
+    for name in cargo_test_env() {
+        dry_run.env_remove(name);
+    }
+    let dry_run = dry_run
+        .arg("-c")
+        .arg(
+            r#". "$1/infra/cloudflare/tools.sh" && cf_ensure_npm && cf_env && cd "$2" && node "$CF_WRANGLER" deploy --dry-run --outdir "$3" 2>&1"#,
+        )
+        .arg("dry-run")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .arg(generated.path())
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .await
+        .expect("bash runs");
+    let dry_run_log = String::from_utf8_lossy(&dry_run.stdout).into_owned();
+
     println!("{report}");
+    println!("{dry_run_log}");
+    assert!(
+        dry_run.status.success() && dry_run_log.contains("Total Upload"),
+        "wrangler deploy --dry-run refused the generated crate's wrangler.toml"
+    );
     assert!(exported, "build/index.js does not export RunwayThread");
     memory.expect("the agent counts turns per thread");
     assert!(
