@@ -247,6 +247,30 @@ impl<S: Sql> SqlStore<S> {
             .map_or(0, |t| t.head.latest_arrival))
     }
 
+    /// Ends the lease of every run still marked running, so a retry takes it over at once;
+    /// returns how many there were.
+    ///
+    /// Only for a database no live process can be writing: the caller must know every
+    /// earlier holder is dead (`runway serve` holds its data directory's lock, so at startup
+    /// any running claim belongs to a process that crashed or was killed). Otherwise a
+    /// retry would wait out a dead process's lease, up to the turn deadline plus 30 s.
+    ///
+    /// # Errors
+    /// SQLite failed.
+    pub fn release_orphaned_claims(&self) -> Result<usize, DbError> {
+        let running = self
+            .sql
+            .exec("SELECT COUNT(*) FROM turn_runs WHERE done = 0", &[])?;
+        let count = running
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .map_or(Ok(0), |v| v.int())?;
+        self.sql
+            .exec("UPDATE turn_runs SET expires_at = 0 WHERE done = 0", &[])?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
     /// When the next row expires (ms since the epoch), `None` if nothing is stored: the time
     /// to set a Durable Object's alarm to.
     ///

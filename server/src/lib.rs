@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod cli;
+mod data_dir;
 mod listener;
 mod logging;
 mod playground;

@@ -15,6 +15,7 @@ use runway_core::adapter::{
 };
 use runway_core::http_client::ReqwestClient;
 
+use crate::data_dir::{DataDir, DataDirError};
 use crate::playground::PageSettings;
 use crate::sqlite_store::SqliteStore;
 
@@ -55,6 +56,8 @@ enum ServeError {
     Config(String),
     #[error("cannot open the data directory {0}: {1}")]
     DataDir(PathBuf, String),
+    #[error(transparent)]
+    Locked(#[from] DataDirError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
 }
@@ -66,10 +69,20 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     env.check().map_err(|e| ServeError::Config(e.to_string()))?;
     let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
     let rt = TokioRuntime;
-    std::fs::create_dir_all(&args.data_dir)
+    // Held until this function returns, i.e. while the server runs.
+    let data_dir = DataDir::lock(&args.data_dir)?;
+    let store = SqliteStore::open(&data_dir.database())
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
-    let store = SqliteStore::open(&args.data_dir.join("runway.sqlite3"))
+    let orphaned = store
+        .release_orphaned_claims()
+        .await
         .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e.to_string()))?;
+    if orphaned > 0 {
+        tracing::warn!(
+            runs = orphaned,
+            "runs left running by a process that stopped without finishing them: a retry runs them again"
+        );
+    }
     spawn_purger(store.clone());
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();

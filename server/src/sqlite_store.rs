@@ -92,6 +92,17 @@ impl SqliteStore {
         .await
     }
 
+    /// Frees the runs a killed earlier process left running (see
+    /// [`SqlStore::release_orphaned_claims`]); returns how many. Only for the data directory's
+    /// lock holder.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub async fn release_orphaned_claims(&self) -> Result<usize, StoreError> {
+        self.in_transaction(|db| Ok(db.release_orphaned_claims()?))
+            .await
+    }
+
     /// Deletes every expired row; returns how many files went (turn rows are counted by
     /// nobody: they are gone either way).
     ///

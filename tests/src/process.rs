@@ -55,6 +55,19 @@ impl AgentProcess {
         &self.base_url
     }
 
+    /// Kills the process group with SIGKILL (a crash, a power cut, the OOM killer): nothing
+    /// gets to clean up.
+    pub async fn kill_hard(mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("bash")
+                .args(["-c", &format!("kill -KILL -- -{pid}")])
+                .status();
+        }
+        let _ = self.child.kill().await;
+        let _ = self.child.wait().await;
+    }
+
     /// Stops the process group with SIGTERM, then SIGKILL after 10 s.
     pub async fn stop(mut self) {
         #[cfg(unix)]
