@@ -224,7 +224,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// Starts a Console turn: the reply streams at once, its first frame already written.
     pub fn console_turn(&self, run: RunRequest, public_base_url: String) -> Reply {
         let fingerprint = fingerprint(&run);
-        let span = tracing::info_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
+        // At the error level so the span is enabled whatever `RUNWAY_LOG` says: a filter of
+        // `warn` would otherwise drop an info span, and its warnings would lose the ids.
+        let span = tracing::error_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
         let mut user_message = run.input.clone();
         if let Some(resume) = &run.resume {
             let mut note = format!("[{}]", resume.decision.as_str());

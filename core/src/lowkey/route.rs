@@ -51,7 +51,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
         );
         // Ids are logged in their storage form: free of control characters, bounded.
-        let span = tracing::info_span!(
+        // At the error level, like Console's `turn` span: enabled at every `RUNWAY_LOG` level.
+        let span = tracing::error_span!(
             "lowkey_turn",
             turnId = %storage_id(&req.turn.turn_id),
             sessionHandleId = %session_key,
