@@ -26,12 +26,12 @@ use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::context::{Message, Role, ThreadContext};
 use crate::error::{StoreError, TurnErrorCode};
 use crate::flow::{BODY_PIECE_BYTES, Gate};
-use crate::frame_writer::Ending;
 use crate::output::{AgentEvent, Artifact, Output};
 use crate::runtime::Runtime;
 use crate::service::Shared;
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::turn_body::BodySender;
+use crate::wire::Ending;
 use crate::wire::Wire;
 
 /// Longest wait on any single store call before the turn gives up on the store.

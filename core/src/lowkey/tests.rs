@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::agents::DemoAgent;
 use crate::error::TurnErrorCode;
-use crate::frame_writer::Ending;
 use crate::output::AgentEvent;
 use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
+use crate::wire::Ending;
 use crate::{
     Agent, AgentResult, Outcome, Output, Role, Turn,
     adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway, Wire},

@@ -4,11 +4,11 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use crate::console::sse::split_escaped;
 use crate::error::TurnErrorCode;
-use crate::frame_writer::Ending;
 use crate::output::AgentEvent;
 use crate::protocol::Limits;
-use crate::sse::split_escaped;
+use crate::wire::Ending;
 use crate::wire::Wire;
 
 use super::LOWKEY_PROTOCOL_VERSION;

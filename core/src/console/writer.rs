@@ -25,9 +25,10 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
+use super::sse::{self, HEARTBEAT};
 use crate::error::TurnErrorCode;
-use crate::protocol::{Interrupt, Limits};
-use crate::sse::{self, HEARTBEAT};
+use crate::protocol::Limits;
+use crate::wire::Ending;
 
 /// State keys Console accepts in `STATE_SNAPSHOT` and `STATE_DELTA`.
 pub const STATE_KEYS: [&str; 3] = ["todos", "artifacts", "files"];
@@ -41,32 +42,6 @@ const CLOSE_RESERVE: usize = 384;
 const FINAL_RESERVE: usize = 1024;
 /// Slack for the growing `event_id` sequence number in split frames.
 const SPLIT_SLACK: usize = 32;
-
-/// How a turn ends.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ending {
-    /// The agent answered.
-    Success,
-    /// The agent asks the user a question.
-    Interrupt(Interrupt),
-    /// The turn failed; `message` is shown to the user.
-    Error {
-        /// Logged and sent as `RUN_ERROR.code`.
-        code: TurnErrorCode,
-        /// User-safe text.
-        message: String,
-    },
-}
-
-impl Ending {
-    /// A failed ending.
-    pub fn error(code: TurnErrorCode, message: impl Into<String>) -> Self {
-        Self::Error {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 /// Summary of a finished turn, for logs and the thread's transcript.
 #[derive(Debug, Clone, PartialEq)]
@@ -716,7 +691,7 @@ fn envelope_at(prefix: &str, seq: u64, ty: &str, fields: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ChoiceOption, ReviewItem};
+    use crate::protocol::{ChoiceOption, Interrupt, ReviewItem};
 
     fn frames(s: &str) -> Vec<Value> {
         s.split("\n\n")
