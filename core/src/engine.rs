@@ -659,7 +659,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     }
 
     fn commit_of(
-        &self,
+        &mut self,
         plan: &TurnPlan,
         turn: Turn,
         ending: &Ending,
@@ -728,7 +728,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             policy: cfg.context_policy,
             now_ms: now,
             context_expires_at_ms: now + ttl.as_millis() as u64,
-            recording: self.link.wire.recording().to_owned(),
+            recording: self.link.wire.take_recording().into(),
             recording_expires_at_ms: now + recording_ttl.as_millis() as u64,
         }
     }

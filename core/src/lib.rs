@@ -45,6 +45,8 @@ mod memory_store;
 mod os_settings;
 mod output;
 pub mod protocol;
+mod recorder;
+mod recording;
 mod refusal_log;
 mod routing;
 mod runtime;
@@ -84,6 +86,8 @@ pub mod adapter {
     pub use crate::memory_store::MemoryStore;
     pub use crate::os_settings::OsSettings;
     pub use crate::output::OutputEvents;
+    pub use crate::recorder::{RECORDED_FLOOR_BYTES, RecordPool, TOTAL_RECORDED_BYTES};
+    pub use crate::recording::Recording;
     pub use crate::runtime::Runtime;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::{

@@ -29,8 +29,9 @@ pub trait Wire: MaybeSend + 'static {
     fn take_final(&mut self) -> Option<String>;
     /// How the turn ended, once it has (a limit can end it early).
     fn ending(&self) -> Option<&Ending>;
-    /// What a replay of this turn sends after the first bytes.
-    fn recording(&self) -> &str;
+    /// Takes what a replay of this turn sends after the first bytes, once it has finished
+    /// (moved out, not copied: see `crate::recorder` for a recording that was not kept).
+    fn take_recording(&mut self) -> String;
     /// The text the user saw.
     fn answer(&self) -> &str;
     /// Final bytes reporting an error, sent instead of the held-back final ones when the turn

@@ -65,8 +65,8 @@ impl Wire for FrameWriter {
         self.finished().map(|f| &f.ending)
     }
 
-    fn recording(&self) -> &str {
-        FrameWriter::recording(self)
+    fn take_recording(&mut self) -> String {
+        FrameWriter::take_recording(self)
     }
 
     fn answer(&self) -> &str {

@@ -252,6 +252,26 @@ fn minimal_answer() {
 }
 
 #[test]
+fn a_recording_beyond_the_pool_is_dropped_and_replays_as_an_error_event() {
+    let pool = Box::leak(Box::new(crate::recorder::RecordPool::new(0)));
+    let mut w = NdjsonWriter::new(Limits::default()).with_record_pool(pool);
+    w.start();
+    let answer = "x".repeat(3 * crate::recorder::RECORDED_FLOOR_BYTES);
+    w.text(&answer);
+    w.finish(Ending::Success);
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    assert_eq!(
+        text_of(&events(&out)),
+        answer,
+        "the client still gets all of it"
+    );
+    let replay = events(&w.take_recording());
+    assert_eq!(kinds(&replay), ["error"]);
+    assert_eq!(pool.used(), 0);
+}
+
+#[test]
 fn tool_calls_are_working_lines_and_split_paragraphs() {
     let (out, w) = write(|w| {
         w.apply(AgentEvent::Text("Let me look.".into()));
