@@ -128,7 +128,7 @@ fn recordings_larger_than_a_row_are_stored_in_parts() {
     let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
     let started = db.start(&claim).unwrap();
     let mut commit = runway_core::store_tests::commit(&claim, &started, "q", "a");
-    commit.recording = "é".repeat(3 * PART_BYTES / 2 + 17);
+    commit.recording = "é".repeat(3 * PART_BYTES / 2 + 17).into();
     db.finish(&commit).unwrap();
     let (parts, largest): (i64, i64) = db
         .sql()
@@ -144,7 +144,7 @@ fn recordings_larger_than_a_row_are_stored_in_parts() {
     assert_eq!(
         db.start(&replay).unwrap(),
         TurnStart::Finished {
-            recording: commit.recording
+            recording: commit.recording.to_string()
         }
     );
 }

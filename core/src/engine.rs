@@ -26,12 +26,12 @@ use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::context::{Message, Role, ThreadContext};
 use crate::error::{StoreError, TurnErrorCode};
 use crate::flow::{BODY_PIECE_BYTES, Gate};
-use crate::frame_writer::Ending;
 use crate::output::{AgentEvent, Artifact, Output};
 use crate::runtime::Runtime;
 use crate::service::Shared;
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::turn_body::BodySender;
+use crate::wire::Ending;
 use crate::wire::Wire;
 
 /// Longest wait on any single store call before the turn gives up on the store.
@@ -659,7 +659,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     }
 
     fn commit_of(
-        &self,
+        &mut self,
         plan: &TurnPlan,
         turn: Turn,
         ending: &Ending,
@@ -728,7 +728,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             policy: cfg.context_policy,
             now_ms: now,
             context_expires_at_ms: now + ttl.as_millis() as u64,
-            recording: self.link.wire.recording().to_owned(),
+            recording: self.link.wire.take_recording().into(),
             recording_expires_at_ms: now + recording_ttl.as_millis() as u64,
         }
     }

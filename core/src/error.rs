@@ -67,6 +67,9 @@ pub enum TurnErrorCode {
     /// A newer turn on the same thread took over (or a retry of this run took its claim
     /// over): this one was stopped and recorded as interrupted.
     Superseded,
+    /// A repeated delivery of a run that finished, whose recording was not kept (recordings
+    /// were at their memory bound while it ran): the agent is not run again.
+    ReplayUnavailable,
 }
 
 impl TurnErrorCode {
@@ -84,6 +87,7 @@ impl TurnErrorCode {
             Self::Cancelled => "CANCELLED",
             Self::StateTooLarge => "STATE_TOO_LARGE",
             Self::Superseded => "SUPERSEDED",
+            Self::ReplayUnavailable => "REPLAY_UNAVAILABLE",
         }
     }
 }

@@ -32,11 +32,11 @@ mod agent;
 pub mod agents;
 mod auth;
 mod config;
+mod console;
 mod context;
 mod engine;
 mod error;
 mod flow;
-mod frame_writer;
 pub mod hosted_files;
 pub mod http_client;
 pub mod lowkey;
@@ -45,13 +45,14 @@ mod memory_store;
 mod os_settings;
 mod output;
 pub mod protocol;
+mod recorder;
+mod recording;
 mod refusal_log;
 mod routing;
 mod runtime;
 mod service;
 pub mod sql;
 pub mod sql_store;
-pub mod sse;
 mod store;
 #[cfg(any(test, feature = "store-tests"))]
 pub mod store_tests;
@@ -74,16 +75,19 @@ pub mod adapter {
     pub use crate::abort_tail::PANIC_MESSAGE;
     pub use crate::auth::AuthHeaders;
     pub use crate::config::{Config, MAX_BODY_BYTES};
+    pub use crate::console::sse;
+    pub use crate::console::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};
     pub use crate::context::{ContextPolicy, thread_key};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
     pub use crate::flow::{
         BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
     };
-    pub use crate::frame_writer::{Ending, Finished, FrameWriter, STATE_KEYS, TURN_STEP};
     pub use crate::maybe_send::BoxFuture;
     pub use crate::memory_store::MemoryStore;
     pub use crate::os_settings::OsSettings;
     pub use crate::output::OutputEvents;
+    pub use crate::recorder::{RECORDED_FLOOR_BYTES, RecordPool, TOTAL_RECORDED_BYTES};
+    pub use crate::recording::Recording;
     pub use crate::runtime::Runtime;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::{
@@ -92,7 +96,7 @@ pub mod adapter {
     #[cfg(feature = "tokio")]
     pub use crate::tokio_runtime::TokioRuntime;
     pub use crate::turn_body::TurnBody;
-    pub use crate::wire::Wire;
+    pub use crate::wire::{Ending, Wire};
 }
 
 /// The README's example compiles.

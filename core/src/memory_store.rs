@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::context::ThreadContext;
 use crate::error::StoreError;
+use crate::recording::Recording;
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
@@ -19,7 +20,7 @@ struct Run {
     phase: RunPhase,
     until_ms: u64,
     token: String,
-    recording: String,
+    recording: Recording,
 }
 
 impl Run {
@@ -73,7 +74,9 @@ impl TurnStore for MemoryStore {
         match decide_claim(existing.map(Run::record), claim) {
             ClaimDecision::Replay => {
                 return Ok(TurnStart::Finished {
-                    recording: existing.map(|r| r.recording.clone()).unwrap_or_default(),
+                    recording: existing
+                        .map(|r| r.recording.to_string())
+                        .unwrap_or_default(),
                 });
             }
             ClaimDecision::Wait => return Ok(TurnStart::Running),
@@ -87,7 +90,7 @@ impl TurnStore for MemoryStore {
                 phase: RunPhase::Running,
                 until_ms: claim.lease_until_ms,
                 token: claim.token.clone(),
-                recording: String::new(),
+                recording: Recording::default(),
             },
         );
         let thread = t.threads.entry(claim.thread_key.clone()).or_default();

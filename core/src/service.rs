@@ -14,20 +14,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use crate::abort_tail::PANIC_MESSAGE;
-use crate::agent::{Agent, Protocol, Turn};
-use crate::config::{Config, MAX_BODY_BYTES};
-use crate::context::{ThreadContext, thread_key};
+use crate::agent::Agent;
+use crate::config::Config;
 use crate::engine::{Driver, TurnPlan};
 use crate::error::{StoreError, TurnErrorCode};
-use crate::frame_writer::FrameWriter;
 use crate::hosted_files;
 use crate::http_client::{Http, HttpClient};
 use crate::maybe_send::BoxFuture;
-use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION, RunRequest};
+use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION};
 use crate::refusal_log::RefusalLog;
 use crate::routing::{Route, route};
 use crate::runtime::Runtime;
@@ -199,76 +196,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 }
                 Reply::Full(json_response(200, &self.health()))
             }
-            Route::Runs => {
-                if method != http::Method::POST {
-                    return Reply::Full(method_not_allowed("POST"));
-                }
-                if req.body().len() > MAX_BODY_BYTES {
-                    return Reply::Full(json_error(413, "body larger than 1 MiB"));
-                }
-                let run = match RunRequest::from_json(req.body()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "bad POST /runs body");
-                        return Reply::Full(json_error(400, e.message()));
-                    }
-                };
-                let base = self.public_base_url(&req);
-                self.console_turn(run, base)
-            }
+            Route::Runs => self.console_route(&req),
             Route::LowkeyTurn => self.lowkey_route(&req),
             Route::File { .. } => unreachable!("answered above"),
         }
-    }
-
-    /// Starts a Console turn: the reply streams at once, its first frame already written.
-    pub fn console_turn(&self, run: RunRequest, public_base_url: String) -> Reply {
-        let fingerprint = fingerprint(&run);
-        // At the error level so the span is enabled whatever `RUNWAY_LOG` says: a filter of
-        // `warn` would otherwise drop an info span, and its warnings would lose the ids.
-        let span = tracing::error_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
-        let mut user_message = run.input.clone();
-        if let Some(resume) = &run.resume {
-            let mut note = format!("[{}]", resume.decision.as_str());
-            if let Some(m) = &resume.message {
-                note = format!("{note} {m}");
-            }
-            user_message = if user_message.is_empty() {
-                note
-            } else {
-                format!("{note} {user_message}")
-            };
-        }
-        for a in &run.attachments {
-            user_message.push_str(&format!("\n[attached: {}]", a.name));
-        }
-        let plan = TurnPlan {
-            run_key: format!("console/{}", run.run_id),
-            thread_key: thread_key(&run.agent_id, &run.thread_id),
-            fingerprint,
-            seed: run.history.clone(),
-            user_message,
-            turn: Turn {
-                protocol: Protocol::Console,
-                run_id: run.run_id,
-                thread_id: run.thread_id,
-                agent_id: run.agent_id,
-                workspace_id: run.workspace_id,
-                user_id: run.user_id,
-                input: run.input,
-                attachments: run.attachments,
-                resume: run.resume,
-                context: ThreadContext::default(),
-                public_base_url,
-                http: Http::default(),
-            },
-        };
-        // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of
-        // the original run, and a replay (same body) repeats them exactly.
-        let event_prefix = format!("{}.{}", plan.turn.run_id, &plan.fingerprint[..8]);
-        let writer = FrameWriter::new(plan.turn.run_id.clone(), self.shared.config.limits)
-            .with_event_id_prefix(event_prefix);
-        self.stream(writer, plan, span)
     }
 
     /// Streams a turn with `wire`: writes its first bytes into the body, then hands back the
@@ -361,15 +292,6 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformOrigin(pub String);
 
-/// A digest of the request: the same `runId` with another body is a different turn.
-fn fingerprint<T: serde::Serialize>(req: &T) -> String {
-    let bytes = serde_json::to_vec(req).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// `{"error": message}` with `status`.
 pub fn json_error(status: u16, message: &str) -> http::Response<Bytes> {
     json_response(status, &json!({ "error": message }))
@@ -384,7 +306,7 @@ fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<B
         .unwrap_or_default()
 }
 
-fn method_not_allowed(allow: &'static str) -> http::Response<Bytes> {
+pub(crate) fn method_not_allowed(allow: &'static str) -> http::Response<Bytes> {
     let mut r = json_error(405, &format!("method not allowed: use {allow}"));
     r.headers_mut()
         .insert(http::header::ALLOW, http::HeaderValue::from_static(allow));

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
 use crate::maybe_send::{MaybeSend, MaybeSync};
+use crate::recording::Recording;
 
 /// A request to run a turn, made before the agent starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,8 +100,8 @@ pub struct TurnCommit {
     pub now_ms: u64,
     /// When the thread expires (ms since the epoch).
     pub context_expires_at_ms: u64,
-    /// What a replay of this run sends.
-    pub recording: String,
+    /// What a replay of this run sends (moved out of the turn's writer, shared by clones).
+    pub recording: Recording,
     /// When the recording expires (ms since the epoch).
     pub recording_expires_at_ms: u64,
 }

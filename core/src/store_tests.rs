@@ -72,7 +72,7 @@ pub fn commit(claim: &TurnClaim, started: &TurnStart, input: &str, answer: &str)
         policy: ContextPolicy::default(),
         now_ms: claim.now_ms,
         context_expires_at_ms: claim.now_ms + 10_000,
-        recording: format!("data: {{\"run\":\"{}\"}}\n\n", claim.run_key),
+        recording: format!("data: {{\"run\":\"{}\"}}\n\n", claim.run_key).into(),
         recording_expires_at_ms: claim.now_ms + 20_000,
     }
 }
@@ -366,7 +366,7 @@ pub async fn large_values_round_trip<S: TurnStore>(s: &S, p: &str) {
         })
         .collect();
     let mut cm = commit(&c, &st, "big", &noise[..30_000]);
-    cm.recording.clone_from(&noise);
+    cm.recording = noise.clone().into();
     assert_eq!(finish(s, &cm).await, CommitOutcome::Applied);
     assert_eq!(
         start(s, &claim(&r, &t, "f", 1, "b")).await,

@@ -196,7 +196,7 @@ mod tests {
             policy: ContextPolicy::default(),
             now_ms: 0,
             context_expires_at_ms: 0,
-            recording: String::new(),
+            recording: Default::default(),
             recording_expires_at_ms: 0,
         }
     }

@@ -5,9 +5,9 @@
 //! Lowkey's NDJSON events.
 
 use crate::error::TurnErrorCode;
-use crate::frame_writer::{Ending, FrameWriter};
 use crate::maybe_send::MaybeSend;
 use crate::output::AgentEvent;
+use crate::protocol::Interrupt;
 
 /// A protocol writer for one turn.
 pub trait Wire: MaybeSend + 'static {
@@ -29,8 +29,9 @@ pub trait Wire: MaybeSend + 'static {
     fn take_final(&mut self) -> Option<String>;
     /// How the turn ended, once it has (a limit can end it early).
     fn ending(&self) -> Option<&Ending>;
-    /// What a replay of this turn sends after the first bytes.
-    fn recording(&self) -> &str;
+    /// Takes what a replay of this turn sends after the first bytes, once it has finished
+    /// (moved out, not copied: see `crate::recorder` for a recording that was not kept).
+    fn take_recording(&mut self) -> String;
     /// The text the user saw.
     fn answer(&self) -> &str;
     /// Final bytes reporting an error, sent instead of the held-back final ones when the turn
@@ -41,78 +42,28 @@ pub trait Wire: MaybeSend + 'static {
     fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String;
 }
 
-impl Wire for FrameWriter {
-    const CONTENT_TYPE: &'static str = "text/event-stream";
+/// How a turn ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The agent answered.
+    Success,
+    /// The agent asks the user a question.
+    Interrupt(Interrupt),
+    /// The turn failed; `message` is shown to the user.
+    Error {
+        /// Logged and sent as `RUN_ERROR.code`.
+        code: TurnErrorCode,
+        /// User-safe text.
+        message: String,
+    },
+}
 
-    fn start(&mut self) {
-        FrameWriter::start(self);
-    }
-
-    fn heartbeat(&mut self) {
-        FrameWriter::heartbeat(self);
-    }
-
-    fn apply(&mut self, event: AgentEvent) {
-        match event {
-            AgentEvent::Text(t) => self.text(&t),
-            AgentEvent::EndMessage => self.end_text(),
-            AgentEvent::Reasoning(t) => self.reasoning(&t),
-            AgentEvent::EndReasoning => self.end_reasoning(),
-            AgentEvent::StepStarted(n) => self.step_started(&n),
-            AgentEvent::StepFinished(n) => self.step_finished(&n),
-            AgentEvent::ToolCallStart { id, name } => self.tool_call_start(&id, &name),
-            AgentEvent::ToolCallArgs { id, delta } => self.tool_call_args(&id, &delta),
-            AgentEvent::ToolCallEnd { id } => self.tool_call_end(&id),
-            AgentEvent::ToolCallResult { id, content } => self.tool_call_result(&id, &content),
-            AgentEvent::ActivitySnapshot {
-                message_id,
-                activity_type,
-                content,
-            } => self.activity_snapshot(&message_id, &activity_type, content),
-            AgentEvent::ActivityDelta { message_id, patch } => {
-                self.activity_delta(&message_id, patch);
-            }
-            AgentEvent::StateSnapshot(v) => self.state_snapshot(v),
-            AgentEvent::StateDelta(v) => self.state_delta(v),
-            AgentEvent::Artifact(a) => {
-                self.artifact(serde_json::to_value(a).unwrap_or_default());
-            }
-            AgentEvent::File(_) => {
-                tracing::error!("unhosted file reached the frame writer; dropped");
-            }
-            AgentEvent::Custom { name, value } => self.custom(&name, value),
+impl Ending {
+    /// A failed ending.
+    pub fn error(code: TurnErrorCode, message: impl Into<String>) -> Self {
+        Self::Error {
+            code,
+            message: message.into(),
         }
-    }
-
-    fn finish(&mut self, ending: Ending) {
-        FrameWriter::finish(self, ending);
-    }
-
-    fn take_output(&mut self) -> String {
-        FrameWriter::take_output(self)
-    }
-
-    fn take_final(&mut self) -> Option<String> {
-        FrameWriter::take_final(self)
-    }
-
-    fn ending(&self) -> Option<&Ending> {
-        self.finished().map(|f| &f.ending)
-    }
-
-    fn recording(&self) -> &str {
-        FrameWriter::recording(self)
-    }
-
-    fn answer(&self) -> &str {
-        FrameWriter::answer(self)
-    }
-
-    fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
-        FrameWriter::replacement_error(self, code, message)
-    }
-
-    fn abort_tail(&self, code: TurnErrorCode, message: &str) -> String {
-        FrameWriter::abort_tail(self, code, message)
     }
 }

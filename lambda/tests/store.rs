@@ -80,7 +80,9 @@ async fn an_ordinary_turn_costs_four_requests_whatever_the_thread_length() {
         ));
         ctx.trim(&runway_core::adapter::ContextPolicy::default());
         let mut cm = commit(&c, &started, ctx.clone());
-        cm.recording = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n".repeat(200);
+        cm.recording = "data: {\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n"
+            .repeat(200)
+            .into();
         assert_eq!(
             s.finish_turn(&cm).await.unwrap(),
             runway_core::adapter::CommitOutcome::Applied
@@ -129,7 +131,7 @@ async fn large_recordings_contexts_and_files_are_split_into_parts() {
         assert!(matches!(started, TurnStart::Claimed { .. }));
         rec.take();
         let mut c = commit(&cl, &started, ThreadContext::default());
-        c.recording = recording.clone();
+        c.recording = recording.clone().into();
         s.finish_turn(&c)
             .await
             .unwrap_or_else(|e| panic!("{label}: {e}"));

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::agents::DemoAgent;
 use crate::error::TurnErrorCode;
-use crate::frame_writer::Ending;
 use crate::output::AgentEvent;
 use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
+use crate::wire::Ending;
 use crate::{
     Agent, AgentResult, Outcome, Output, Role, Turn,
     adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway, Wire},
@@ -249,6 +249,26 @@ fn minimal_answer() {
     // The recording is everything after the first line.
     assert_eq!(out.split_once('\n').unwrap().1, w.recording());
     assert_eq!(<NdjsonWriter as Wire>::CONTENT_TYPE, "application/x-ndjson");
+}
+
+#[test]
+fn a_recording_beyond_the_pool_is_dropped_and_replays_as_an_error_event() {
+    let pool = Box::leak(Box::new(crate::recorder::RecordPool::new(0)));
+    let mut w = NdjsonWriter::new(Limits::default()).with_record_pool(pool);
+    w.start();
+    let answer = "x".repeat(3 * crate::recorder::RECORDED_FLOOR_BYTES);
+    w.text(&answer);
+    w.finish(Ending::Success);
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    assert_eq!(
+        text_of(&events(&out)),
+        answer,
+        "the client still gets all of it"
+    );
+    let replay = events(&w.take_recording());
+    assert_eq!(kinds(&replay), ["error"]);
+    assert_eq!(pool.used(), 0);
 }
 
 #[test]

@@ -4,11 +4,12 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use crate::console::sse::split_escaped;
 use crate::error::TurnErrorCode;
-use crate::frame_writer::Ending;
 use crate::output::AgentEvent;
 use crate::protocol::Limits;
-use crate::sse::split_escaped;
+use crate::recorder::{RecordPool, Recorder};
+use crate::wire::Ending;
 use crate::wire::Wire;
 
 use super::LOWKEY_PROTOCOL_VERSION;
@@ -44,8 +45,7 @@ pub struct NdjsonWriter {
     stream_bytes: usize,
     lines: usize,
     out: String,
-    record: String,
-    recording: bool,
+    record: Recorder,
     /// A stretch of text is open: the next text continues it.
     in_text: bool,
     /// Announced `Thinking…` for the current reasoning stretch.
@@ -66,8 +66,7 @@ impl NdjsonWriter {
             stream_bytes: 0,
             lines: 0,
             out: String::new(),
-            record: String::new(),
-            recording: false,
+            record: Recorder::new(RecordPool::process()),
             in_text: false,
             in_reasoning: false,
             tools_seen: HashSet::new(),
@@ -85,7 +84,7 @@ impl NdjsonWriter {
         debug_assert_eq!(self.lines, 0, "start() must come first");
         let line = status_line("started", None);
         self.push(&line);
-        self.recording = true;
+        self.record.start();
     }
 
     /// Writes a keep-alive: a `status: working` line without content (Lowkey's reader needs a
@@ -241,7 +240,7 @@ impl NdjsonWriter {
         };
         self.stream_bytes += fin.len();
         self.lines += fin.matches('\n').count();
-        self.record.push_str(&fin);
+        self.record.push_final(&fin);
         self.final_line = Some(fin);
         self.ending = Some(ending);
     }
@@ -285,9 +284,26 @@ impl NdjsonWriter {
         self.ending.as_ref()
     }
 
-    /// Everything after the first line, terminal line included: what a replay sends.
+    /// Everything after the first line, terminal line included: what a replay sends (empty
+    /// if the recording was not kept: see [`NdjsonWriter::take_recording`]).
     pub fn recording(&self) -> &str {
-        &self.record
+        self.record.kept().unwrap_or_default()
+    }
+
+    /// Counts this turn's recording in `pool` instead of the process's (tests).
+    #[must_use]
+    pub fn with_record_pool(mut self, pool: &'static RecordPool) -> Self {
+        self.record = Recorder::new(pool);
+        self
+    }
+
+    /// Takes what a replay sends, once the turn has finished: the recording, moved out. If it
+    /// was not kept (recordings were at their memory bound, see [`RecordPool`]), an `error`
+    /// event saying so instead, so a repeated delivery never runs the agent again.
+    pub fn take_recording(&mut self) -> String {
+        self.record.take().unwrap_or_else(|| {
+            error_line("This message was already answered, but the answer was too long to keep for a repeat. Please ask again.")
+        })
     }
 
     /// The text the user saw (links included, the closing question not: the engine adds it to
@@ -357,9 +373,7 @@ impl NdjsonWriter {
     fn push(&mut self, line: &str) {
         self.stream_bytes += line.len();
         self.lines += 1;
-        if self.recording {
-            self.record.push_str(line);
-        }
+        self.record.push(line);
         self.out.push_str(line);
     }
 
@@ -512,8 +526,8 @@ impl Wire for NdjsonWriter {
         NdjsonWriter::ending(self)
     }
 
-    fn recording(&self) -> &str {
-        NdjsonWriter::recording(self)
+    fn take_recording(&mut self) -> String {
+        NdjsonWriter::take_recording(self)
     }
 
     fn answer(&self) -> &str {

@@ -25,9 +25,11 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
+use super::sse::{self, HEARTBEAT};
 use crate::error::TurnErrorCode;
-use crate::protocol::{Interrupt, Limits};
-use crate::sse::{self, HEARTBEAT};
+use crate::protocol::Limits;
+use crate::recorder::{RecordPool, Recorder};
+use crate::wire::Ending;
 
 /// State keys Console accepts in `STATE_SNAPSHOT` and `STATE_DELTA`.
 pub const STATE_KEYS: [&str; 3] = ["todos", "artifacts", "files"];
@@ -41,32 +43,6 @@ const CLOSE_RESERVE: usize = 384;
 const FINAL_RESERVE: usize = 1024;
 /// Slack for the growing `event_id` sequence number in split frames.
 const SPLIT_SLACK: usize = 32;
-
-/// How a turn ends.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ending {
-    /// The agent answered.
-    Success,
-    /// The agent asks the user a question.
-    Interrupt(Interrupt),
-    /// The turn failed; `message` is shown to the user.
-    Error {
-        /// Logged and sent as `RUN_ERROR.code`.
-        code: TurnErrorCode,
-        /// User-safe text.
-        message: String,
-    },
-}
-
-impl Ending {
-    /// A failed ending.
-    pub fn error(code: TurnErrorCode, message: impl Into<String>) -> Self {
-        Self::Error {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 /// Summary of a finished turn, for logs and the thread's transcript.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,8 +62,7 @@ pub struct FrameWriter {
     stream_bytes: usize,
     frames: usize,
     out: String,
-    record: String,
-    recording: bool,
+    record: Recorder,
     text: Option<String>,
     reasoning: Option<String>,
     tools: Vec<String>,
@@ -115,8 +90,7 @@ impl FrameWriter {
             stream_bytes: 0,
             frames: 0,
             out: String::new(),
-            record: String::new(),
-            recording: false,
+            record: Recorder::new(RecordPool::process()),
             text: None,
             reasoning: None,
             tools: Vec::new(),
@@ -142,6 +116,13 @@ impl FrameWriter {
         self
     }
 
+    /// Counts this turn's recording in `pool` instead of the process's (tests).
+    #[must_use]
+    pub fn with_record_pool(mut self, pool: &'static RecordPool) -> Self {
+        self.record = Recorder::new(pool);
+        self
+    }
+
     /// Writes the first frame, `STEP_STARTED`. It is not part of the recorded turn: a replay
     /// writes its own first frame at once and then the recording.
     pub fn start(&mut self) {
@@ -149,7 +130,7 @@ impl FrameWriter {
         let frame = self.envelope("STEP_STARTED", json!({"stepName": TURN_STEP}));
         self.push_raw(&frame);
         self.steps.push(TURN_STEP.to_owned());
-        self.recording = true;
+        self.record.start();
     }
 
     /// Writes a heartbeat comment (counted against the stream limit, never recorded).
@@ -469,7 +450,7 @@ impl FrameWriter {
         let encoded = sse::data_frame(&frame);
         self.stream_bytes += encoded.len();
         self.frames += 1;
-        self.record.push_str(&encoded);
+        self.record.push_final(&encoded);
         self.final_frame = Some(encoded);
         self.finished = Some(Finished { ending });
     }
@@ -507,9 +488,28 @@ impl FrameWriter {
         self.finished.as_ref()
     }
 
-    /// Everything after the first frame, final frame included: what a replay sends.
+    /// Everything after the first frame, final frame included: what a replay sends (empty
+    /// if the recording was not kept: see [`FrameWriter::take_recording`]).
     pub fn recording(&self) -> &str {
-        &self.record
+        self.record.kept().unwrap_or_default()
+    }
+
+    /// Takes what a replay sends, once the turn has finished: the recording, moved out. If it
+    /// was not kept (recordings were at their memory bound, see [`RecordPool`]), frames that
+    /// close the turn step and end with `RUN_ERROR` `REPLAY_UNAVAILABLE` instead, so a repeated
+    /// delivery never runs the agent again.
+    pub fn take_recording(&mut self) -> String {
+        if let Some(kept) = self.record.take() {
+            return kept;
+        }
+        let step = self.envelope("STEP_FINISHED", json!({"stepName": TURN_STEP}));
+        let error = self.error_frame(
+            TurnErrorCode::ReplayUnavailable,
+            "This message was already answered, but the answer was too long to keep for a repeat. Please ask again.",
+        );
+        let mut out = sse::data_frame(&step);
+        out.push_str(&sse::data_frame(&error));
+        out
     }
 
     /// The text the user saw, stretches separated by a blank line (its first MiB: what the
@@ -694,9 +694,7 @@ impl FrameWriter {
     fn push_encoded(&mut self, encoded: String) {
         self.stream_bytes += encoded.len();
         self.frames += 1;
-        if self.recording {
-            self.record.push_str(&encoded);
-        }
+        self.record.push(&encoded);
         self.out.push_str(&encoded);
     }
 }
@@ -716,7 +714,7 @@ fn envelope_at(prefix: &str, seq: u64, ty: &str, fields: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ChoiceOption, ReviewItem};
+    use crate::protocol::{ChoiceOption, Interrupt, ReviewItem};
 
     fn frames(s: &str) -> Vec<Value> {
         s.split("\n\n")
@@ -767,6 +765,39 @@ mod tests {
         assert_eq!(w.answer(), "Gold fell 0.5% yesterday.");
         // The recording is everything after the first frame.
         assert_eq!(out.split_once("\n\n").unwrap().1, w.recording());
+    }
+
+    #[test]
+    fn the_recording_is_moved_out_whole_and_replays_byte_identically() {
+        let (out, mut w) = run(|w| {
+            w.text(&"long answer ".repeat(20_000));
+            w.finish(Ending::Success);
+        });
+        assert_eq!(out.split_once("\n\n").unwrap().1, w.take_recording());
+    }
+
+    #[test]
+    fn a_recording_beyond_the_pool_is_dropped_and_replays_as_replay_unavailable() {
+        let pool = Box::leak(Box::new(crate::recorder::RecordPool::new(0)));
+        let mut w = FrameWriter::new("r1", Limits::default()).with_record_pool(pool);
+        w.start();
+        let answer = "x".repeat(3 * crate::recorder::RECORDED_FLOOR_BYTES);
+        w.text(&answer);
+        w.finish(Ending::Success);
+        let mut out = w.take_output();
+        out.push_str(&w.take_final().unwrap());
+        // The client still gets every frame of the answer.
+        let streamed: String = frames(&out)
+            .iter()
+            .filter_map(|f| f["delta"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(streamed, answer);
+        assert_eq!(types(&out).last().unwrap(), "RUN_FINISHED");
+        // A replay ends the turn step and says why it cannot repeat the answer.
+        let replay = w.take_recording();
+        assert_eq!(types(&replay), ["STEP_FINISHED", "RUN_ERROR"]);
+        assert_eq!(frames(&replay)[1]["code"], "REPLAY_UNAVAILABLE");
+        assert_eq!(pool.used(), 0, "the dropped recording's bytes went back");
     }
 
     #[test]
