@@ -4,11 +4,12 @@
 //! cargo build --profile fast -p runway-e2e --bin load
 //! load BASE_URL [--concurrency N] [--turns N] [--connection new|keep-alive] [--input TEXT]
 //!      [--header 'Name: value']... [--server-pid PID] [--json] [--time-limit SECS]
+//!      [--thread-turns N] [--threads N]
 //! ```
 //!
 //! `--concurrency` workers share `--turns` turns; each worker sends its turns one after another
-//! on its own Console thread (each turn reads the thread's context and writes it back), with a
-//! new TCP connection per turn (`Connection: close`, what a one-shot client does) or one
+//! on its own Console thread (each turn reads the thread's context and writes it back; a new
+//! thread every `--thread-turns` turns), with a new TCP connection per turn (`Connection: close`, what a one-shot client does) or one
 //! keep-alive connection per worker. Reports first-frame and whole-turn percentiles (from
 //! before `connect`), turns per second, errors by kind, the load tool's own CPU and, with
 //! `--server-pid`, the server's CPU per turn (utime+stime from `/proc`), its peak RSS
@@ -72,6 +73,11 @@ struct Args {
     /// Stop starting turns after this many seconds.
     #[arg(long, default_value_t = 120)]
     time_limit: u64,
+    /// Turns per Console thread: each worker starts a new thread after this many turns, so
+    /// the stored context a turn loads and saves stays this short (0: one thread per worker
+    /// for the whole run, its context growing every turn).
+    #[arg(long, default_value_t = 10)]
+    thread_turns: usize,
     /// Client runtime threads (1: a current-thread runtime, the cheapest).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -127,8 +133,10 @@ async fn run(args: &Args, target: Arc<Target>) -> Report {
     let workers: Vec<_> = (0..concurrency)
         .map(|w| {
             let (target, next) = (Arc::clone(&target), Arc::clone(&next));
-            let mode = args.connection;
-            tokio::spawn(async move { worker(w, &target, mode, &next, turns, deadline).await })
+            let (mode, thread_turns) = (args.connection, args.thread_turns);
+            tokio::spawn(async move {
+                worker(w, &target, mode, thread_turns, &next, turns, deadline).await
+            })
         })
         .collect();
     let mut samples: Vec<Sample> = Vec::with_capacity(turns);
@@ -141,6 +149,7 @@ async fn run(args: &Args, target: Arc<Target>) -> Report {
         concurrency,
         connection: args.connection,
         input_bytes: args.input.len(),
+        thread_turns: args.thread_turns,
         elapsed,
         samples,
         client_cpu: client_before
@@ -166,14 +175,18 @@ async fn worker(
     w: usize,
     target: &Target,
     mode: ConnectionMode,
+    thread_turns: usize,
     next: &AtomicUsize,
     turns: usize,
     deadline: Instant,
 ) -> Vec<Sample> {
-    let thread_id = format!("load-{}-{w}", runway_e2e::client::fresh_id());
+    let mut thread_id = String::new();
     let mut samples = Vec::new();
     let mut conn = None;
     while next.fetch_add(1, Ordering::Relaxed) < turns && Instant::now() < deadline {
+        if thread_id.is_empty() || (thread_turns > 0 && samples.len() % thread_turns == 0) {
+            thread_id = format!("load-{}-{w}", runway_e2e::client::fresh_id());
+        }
         let run_id = runway_e2e::client::fresh_id();
         let sample = match tokio::time::timeout(
             TURN_TIMEOUT,
