@@ -81,12 +81,14 @@ def serve_rows(out):
 
         errors = [r["errors"] for r in runs]
         rows.append(
-            "| {label} | {tps} | {ff50} / {ff99} / {ffmax} | {wt50} / {wt99} | {cpu} | {rss} | {ovf} | {err} | {client} | `{cmd}` |".format(
+            "| {label} | {tps} | {ff50} / {ff99} / {ffmax} | {fc50} / {fc99} | {wt50} / {wt99} | {cpu} | {rss} | {ovf} | {err} | {client} | `{cmd}` |".format(
                 label=label,
                 tps=fmt(m(lambda r: r["turns_per_s"]), 0),
                 ff50=fmt(m(lambda r: r["first_frame_ms"]["p50"])),
                 ff99=fmt(m(lambda r: r["first_frame_ms"]["p99"])),
                 ffmax=fmt(m(lambda r: r["first_frame_ms"]["max"])),
+                fc50=fmt(m(lambda r: r["first_frame_after_connect_ms"]["p50"])),
+                fc99=fmt(m(lambda r: r["first_frame_after_connect_ms"]["p99"])),
                 wt50=fmt(m(lambda r: r["whole_turn_ms"]["p50"])),
                 wt99=fmt(m(lambda r: r["whole_turn_ms"]["p99"])),
                 cpu=fmt(m(lambda r: r["server"]["cpu_ms_per_turn"]), 3),
@@ -135,11 +137,12 @@ def section(out, runs, seconds):
         "A fresh server and database per run, default logging (`RUNWAY_LOG=info`). Server CPU is "
         "its utime+stime from `/proc/PID/stat` around the run divided by the turns; peak RSS is its "
         "`VmHWM`; listen overflows are the system's `TcpExtListenOverflows` during the run; times "
-        "are from before `connect` at the client. The load tool (`cargo build --profile fast -p "
+        "are from before `connect` at the client (\"after connect\": from the connection being ready, "
+        "the server's part without the SYN queue and the client's own scheduling). The load tool (`cargo build --profile fast -p "
         "runway-e2e --bin load`) runs on the same two cores.",
         "",
-        "| concurrency | turns/s | first frame p50 / p99 / max (ms) | whole turn p50 / p99 (ms) | server CPU per turn (ms) | server peak RSS (MiB) | listen overflows | errors (each run) | load tool CPU per turn (ms) | command |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| concurrency | turns/s | first frame p50 / p99 / max (ms) | first frame after connect p50 / p99 (ms) | whole turn p50 / p99 (ms) | server CPU per turn (ms) | server peak RSS (MiB) | listen overflows | errors (each run) | load tool CPU per turn (ms) | command |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *serve_rows(out),
         "",
     ]

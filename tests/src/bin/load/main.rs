@@ -11,7 +11,8 @@
 //! on its own Console thread (each turn reads the thread's context and writes it back; a new
 //! thread every `--thread-turns` turns), with a new TCP connection per turn (`Connection: close`, what a one-shot client does) or one
 //! keep-alive connection per worker. Reports first-frame and whole-turn percentiles (from
-//! before `connect`), turns per second, errors by kind, the load tool's own CPU and, with
+//! before `connect`; the first frame also from the connection being ready, the server's part),
+//! turns per second, errors by kind, the load tool's own CPU and, with
 //! `--server-pid`, the server's CPU per turn (utime+stime from `/proc`), its peak RSS
 //! (`VmHWM`) and the system's listen-queue overflows during the run (`TcpExtListenOverflows`).
 //!

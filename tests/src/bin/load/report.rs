@@ -8,16 +8,28 @@ use serde_json::{Value, json};
 use crate::proc_stats::CpuTime;
 use crate::turn::{ConnectionMode, ErrorKind};
 
+/// A successful turn's times, all from before `connect`.
+#[derive(Clone, Copy)]
+struct Times {
+    /// The connection was ready (zero when a keep-alive connection was reused).
+    connected: Duration,
+    first_frame: Duration,
+    whole: Duration,
+}
+
 /// One turn's outcome.
 pub struct Sample {
-    /// First frame and whole turn, both from before `connect`; `Err` when it failed.
-    outcome: Result<(Duration, Duration), ErrorKind>,
+    outcome: Result<Times, ErrorKind>,
 }
 
 impl Sample {
-    pub fn ok(first_frame: Duration, whole: Duration) -> Self {
+    pub fn ok(connected: Duration, first_frame: Duration, whole: Duration) -> Self {
         Self {
-            outcome: Ok((first_frame, whole)),
+            outcome: Ok(Times {
+                connected,
+                first_frame,
+                whole,
+            }),
         }
     }
 
@@ -50,6 +62,10 @@ pub struct RunFacts {
 /// A run's figures.
 pub struct Report {
     facts: RunFacts,
+    connect: Vec<Duration>,
+    /// First frame counted from the connection being ready: the server's part, without the
+    /// wait for `connect` (SYN queue, the client's own scheduling).
+    first_frame_after_connect: Vec<Duration>,
     first_frame: Vec<Duration>,
     whole: Vec<Duration>,
     errors: BTreeMap<String, usize>,
@@ -74,22 +90,30 @@ fn round3(x: f64) -> f64 {
 
 impl Report {
     pub fn new(facts: RunFacts) -> Self {
+        let mut connect = Vec::new();
+        let mut first_frame_after_connect = Vec::new();
         let mut first_frame = Vec::new();
         let mut whole = Vec::new();
         let mut errors = BTreeMap::new();
         for s in &facts.samples {
             match s.outcome {
-                Ok((f, w)) => {
-                    first_frame.push(f);
-                    whole.push(w);
+                Ok(t) => {
+                    connect.push(t.connected);
+                    first_frame_after_connect.push(t.first_frame.saturating_sub(t.connected));
+                    first_frame.push(t.first_frame);
+                    whole.push(t.whole);
                 }
                 Err(kind) => *errors.entry(kind.label()).or_insert(0) += 1,
             }
         }
+        connect.sort();
+        first_frame_after_connect.sort();
         first_frame.sort();
         whole.sort();
         Self {
             facts,
+            connect,
+            first_frame_after_connect,
             first_frame,
             whole,
             errors,
@@ -118,6 +142,8 @@ impl Report {
             "errors_by_kind": self.errors,
             "elapsed_s": round3(f.elapsed.as_secs_f64()),
             "turns_per_s": round3(ok as f64 / f.elapsed.as_secs_f64().max(1e-9)),
+            "connect_ms": percentiles(&self.connect),
+            "first_frame_after_connect_ms": percentiles(&self.first_frame_after_connect),
             "first_frame_ms": percentiles(&self.first_frame),
             "whole_turn_ms": percentiles(&self.whole),
             "listen_overflows": f.listen_overflows,
@@ -150,7 +176,12 @@ impl Report {
             j["turns_per_s"],
             j["elapsed_s"]
         );
+        out += &format!("connect:     {}\n", p(&j["connect_ms"]));
         out += &format!("first frame: {}\n", p(&j["first_frame_ms"]));
+        out += &format!(
+            "  after connect: {}\n",
+            p(&j["first_frame_after_connect_ms"])
+        );
         out += &format!("whole turn:  {}\n", p(&j["whole_turn_ms"]));
         out += &format!("errors: {} {}\n", j["errors"], j["errors_by_kind"]);
         if !j["listen_overflows"].is_null() {

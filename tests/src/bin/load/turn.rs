@@ -129,6 +129,7 @@ impl Target {
                 Err(kind) => return Sample::failed(kind),
             },
         };
+        let connected = t0.elapsed();
         let body = runway_e2e::client::run_body(run_id, thread_id, &self.input).to_string();
         let mut req = http::Request::post(&self.runs_path)
             .header(http::header::HOST, &self.authority)
@@ -171,7 +172,7 @@ impl Target {
             *conn = Some(sender);
         }
         match last_frame_type(&tail) {
-            Some("RUN_FINISHED") => Sample::ok(first_frame.unwrap_or(whole), whole),
+            Some("RUN_FINISHED") => Sample::ok(connected, first_frame.unwrap_or(whole), whole),
             Some("RUN_ERROR") => Sample::failed(ErrorKind::RunError),
             _ => Sample::failed(ErrorKind::Truncated),
         }
