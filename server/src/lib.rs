@@ -40,6 +40,7 @@ mod request_body;
 mod serve;
 mod shutdown;
 mod sqlite_store;
+mod sqlite_thread;
 mod write_stall;
 
 pub use cli::{check, serve};

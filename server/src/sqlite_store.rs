@@ -3,17 +3,21 @@
 //!
 //! Turns and threads are runway-core's shared SQLite store ([`SqlStore`]: the same schema and
 //! statements a Cloudflare thread's Durable Object runs), each call inside one
-//! `BEGIN IMMEDIATE` transaction on tokio's blocking pool, so claims and commits are atomic.
-//! Hosted files are this store's own `files` table.
+//! `BEGIN IMMEDIATE` transaction, so claims and commits are atomic. Hosted files are this
+//! store's own `files` table.
+//!
+//! Every call runs on the connection's own thread, calls queued together share a commit
+//! ([`crate::sqlite_thread`]).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::sql_store::SqlStore;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::sqlite_thread::ConnectionThread;
 
 const FILES_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -28,13 +32,24 @@ CREATE TABLE IF NOT EXISTS files (
 /// The SQLite store.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    db: ConnectionThread,
 }
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SqliteStore")
     }
+}
+
+/// Why [`SqliteStore::open`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The database could not be opened or its schema created.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// The thread owning the connection could not be started.
+    #[error("cannot start the database thread: {0}")]
+    Thread(std::io::Error),
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -45,8 +60,8 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `path`.
     ///
     /// # Errors
-    /// The database cannot be opened or its schema created.
-    pub fn open(path: &Path) -> Result<Self, rusqlite::Error> {
+    /// The database cannot be opened or its schema created, or its thread cannot start.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -55,41 +70,24 @@ impl SqliteStore {
         for stmt in runway_core::sql_store::SCHEMA {
             conn.execute_batch(stmt)?;
         }
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        let db = ConnectionThread::start(conn).map_err(OpenError::Thread)?;
+        Ok(Self { db })
     }
 
     async fn with<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            // A panic inside a transaction rolls it back when the transaction drops, so the
-            // connection is consistent even if the lock was poisoned.
-            let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut c)
-        })
-        .await
-        .map_err(unavailable)?
+        self.db.call(f).await
     }
 
-    /// Runs `f` on the shared turn tables inside one `BEGIN IMMEDIATE` transaction, committed
-    /// only if `f` succeeds.
+    /// Runs `f` on the shared turn tables, atomically: committed only if `f` succeeds (inside
+    /// the transaction of the calls queued with it; see [`crate::sqlite_thread`]).
     async fn in_transaction<T: Send + 'static>(
         &self,
         f: impl FnOnce(&SqlStore<&Connection>) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.with(move |c| {
-            let tx = c
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
-            let out = f(&SqlStore::over(&*tx))?;
-            tx.commit().map_err(unavailable)?;
-            Ok(out)
-        })
-        .await
+        self.db.call(move |c| f(&SqlStore::over(c))).await
     }
 
     /// Frees the runs a killed earlier process left running (see
@@ -132,7 +130,7 @@ impl TurnStore for SqliteStore {
 
     async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
         let thread_key = thread_key.to_owned();
-        self.with(move |c| Ok(SqlStore::over(&*c).latest_arrival(&thread_key)?))
+        self.with(move |c| Ok(SqlStore::over(c).latest_arrival(&thread_key)?))
             .await
     }
 

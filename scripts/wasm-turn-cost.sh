@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# CPU per whole turn of the core on wasm32, as the Worker runs it (BENCHMARKS.md):
+# builds runway-wasm-bench with the Worker's profile (`release`: opt-level z, LTO) for
+# wasm32-unknown-unknown, runs the pinned wasm-bindgen CLI and binaryen's wasm-opt -O (what
+# worker-build does), and times plain and 1 MiB turns under the pinned Node 22.
+#
+#   scripts/wasm-turn-cost.sh [PLAIN_TURNS] [LONG_TURNS] [RUNS]     (prints one JSON line)
+#
+# Uses CARGO_TARGET_DIR if set. Installs the Cloudflare tools on first use
+# (scripts/setup-cloudflare.sh's cache). Nothing here is part of the Worker's upload.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=../infra/cloudflare/tools.sh
+. "$repo/infra/cloudflare/tools.sh"
+cf_ensure_all
+target="${CARGO_TARGET_DIR:-$repo/target}"
+(cd "$repo" && cargo build --quiet --release --target wasm32-unknown-unknown -p runway-wasm-bench) >&2
+pkg="$target/wasm-bench-pkg"
+rm -rf "$pkg"
+"$WASM_BINDGEN_BIN" --target nodejs --out-dir "$pkg" \
+  "$target/wasm32-unknown-unknown/release/runway_wasm_bench.wasm"
+"$WASM_OPT_BIN" -O "$pkg/runway_wasm_bench_bg.wasm" -o "$pkg/runway_wasm_bench_bg.wasm"
+node "$repo/wasm-bench/turn-cost.mjs" "$pkg" "${1:-2000}" "${2:-20}" "${3:-5}"
