@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::console::sse::split_escaped;
 use crate::error::TurnErrorCode;
+use crate::json_text::escaped_pieces;
 use crate::output::AgentEvent;
 use crate::protocol::Limits;
 use crate::recorder::{RecordPool, Recorder};
@@ -211,7 +211,7 @@ impl NdjsonWriter {
                     question.insert_str(0, PARAGRAPH);
                 }
                 let budget = self.text_budget();
-                for piece in split_escaped(&question, budget) {
+                for piece in escaped_pieces(&question, budget) {
                     fin.push_str(&text_line(piece));
                 }
                 fin.push_str(&status_line("complete", None));
@@ -335,7 +335,7 @@ impl NdjsonWriter {
     /// ended on a limit instead.
     fn emit_text(&mut self, content: &str) -> bool {
         let budget = self.text_budget();
-        for piece in split_escaped(content, budget) {
+        for piece in escaped_pieces(content, budget) {
             if !self.emit(text_line(piece)) {
                 return false;
             }
