@@ -5,8 +5,6 @@
 //! for `\b \f \n \r \t`; nothing else), so frames read the same as before and a value written
 //! through [`push_serialized`] and a string written through [`push_str_literal`] agree.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 /// Bytes that JSON-escaping `c` inside a string produces (serde_json's escaping rules).
@@ -33,8 +31,13 @@ pub(crate) fn push_str_literal(out: &mut String, s: &str) {
 pub(crate) fn push_escaped(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip 8 bytes at a time while none of them needs escaping.
+        i += clean_prefix(&bytes[i..], false);
+        let Some(&b) = bytes.get(i) else { break };
         if !needs_escape(b) {
+            i += 1;
             continue;
         }
         // Every byte that needs escaping is ASCII, so `start..i` ends on a char boundary.
@@ -48,12 +51,42 @@ pub(crate) fn push_escaped(out: &mut String, s: &str) {
             0x08 => out.push_str("\\b"),
             0x0c => out.push_str("\\f"),
             b => {
-                let _ = write!(out, "\\u{b:04x}");
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
             }
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.push_str(&s[start..]);
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// How many leading bytes of `bytes` need no escaping, counted in whole 8-byte words (a word
+/// with a byte that does, or with a non-ASCII byte when `ascii_only`, stops the count; the
+/// caller looks at it byte by byte). SWAR: eight bytes per step, no `unsafe`.
+fn clean_prefix(bytes: &[u8], ascii_only: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut n = 0;
+    for word in bytes.chunks_exact(8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let x = u64::from_le_bytes(w);
+        // Bytes below 0x20 (may also flag some bytes at or above 0x80: they fall back).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let quote = has_zero(x ^ (ONES * u64::from(b'"')));
+        let backslash = has_zero(x ^ (ONES * u64::from(b'\\')));
+        let high = if ascii_only { x & HIGH } else { 0 };
+        if control | quote | backslash | high != 0 {
+            break;
+        }
+        n += 8;
+    }
+    n
 }
 
 /// Appends `value` as compact JSON (serde_json's output), without an intermediate string.
@@ -108,21 +141,17 @@ impl<'a> Iterator for EscapedPieces<'a> {
         }
         let bytes = self.rest.as_bytes();
         // Fast path: plain ASCII needs no escaping, one byte each.
-        let mut used = 0;
-        let mut end = 0;
-        while end < bytes.len() {
-            let b = bytes[end];
-            if b >= 0x80 || needs_escape(b) {
-                break;
-            }
-            if used + 1 > self.budget {
-                let (piece, rest) = self.rest.split_at(end);
-                self.rest = rest;
-                return Some(piece);
-            }
-            used += 1;
+        let limit = bytes.len().min(self.budget);
+        let mut end = clean_prefix(&bytes[..limit], true);
+        while end < limit && bytes[end] < 0x80 && !needs_escape(bytes[end]) {
             end += 1;
         }
+        if end == self.budget && end < bytes.len() {
+            let (piece, rest) = self.rest.split_at(end);
+            self.rest = rest;
+            return Some(piece);
+        }
+        let mut used = end;
         for (i, c) in self.rest[end..].char_indices() {
             let n = escaped_len(c);
             if used + n > self.budget {
@@ -166,6 +195,28 @@ mod tests {
         let mut out = String::from("prefix:");
         push_serialized(&mut out, &v);
         assert_eq!(out, format!("prefix:{v}"));
+    }
+
+    #[test]
+    fn every_special_byte_at_every_offset_is_escaped_like_serde_json() {
+        for special in [
+            "\"", "\\", "\n", "\u{1}", "\u{1f}", "é", "😀", " ", "~", "\u{7f}",
+        ] {
+            for at in 0..20 {
+                let s = format!("{}{special}{}", "a".repeat(at), "b".repeat(19 - at));
+                let mut out = String::new();
+                push_str_literal(&mut out, &s);
+                assert_eq!(out, serde_json::to_string(&s).unwrap(), "{s:?}");
+                for budget in [6, 7, 8, 9, 16, 17] {
+                    let pieces: Vec<&str> = escaped_pieces(&s, budget).collect();
+                    assert_eq!(pieces.concat(), s);
+                    for p in &pieces {
+                        assert!(serde_json::to_string(p).unwrap().len() - 2 <= budget);
+                        assert!(!p.is_empty());
+                    }
+                }
+            }
+        }
     }
 
     #[test]

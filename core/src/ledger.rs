@@ -9,6 +9,9 @@
 
 use crate::recorder::{RecordPool, Recorder};
 
+/// The size an empty output buffer starts at.
+const FIRST_OUTPUT_BYTES: usize = 512;
+
 /// Output, recording and counts of one turn's stream.
 #[derive(Debug)]
 pub(crate) struct Ledger {
@@ -44,8 +47,12 @@ impl Ledger {
         &mut self.out
     }
 
-    /// Where the next frame starts.
-    pub(crate) fn mark(&self) -> usize {
+    /// Where the next frame starts. Output taken for sending leaves an empty buffer behind;
+    /// the next frame starts it at a size most frames fit in, not by repeated doubling.
+    pub(crate) fn mark(&mut self) -> usize {
+        if self.out.capacity() == 0 {
+            self.out.reserve(FIRST_OUTPUT_BYTES);
+        }
         self.out.len()
     }
 

@@ -3,11 +3,9 @@
 //! line. The same bytes serde_json would write for the equivalent object, with no
 //! `serde_json::Value` built for the frame and nothing allocated beyond `out`'s growth.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use crate::json_text::{push_escaped, push_serialized, push_str_literal};
+use crate::json_text::{push_serialized, push_str_literal};
 
 /// A frame field's value.
 #[derive(Debug, Clone, Copy)]
@@ -23,22 +21,27 @@ pub(crate) enum Field<'a> {
 }
 
 /// Appends the frame `ty` with `event_id` `{prefix}.{seq}` and `fields` to `out`.
+/// `escaped_prefix` is the prefix already JSON-escaped; `ty` and the keys are runway's own
+/// names, which need no escaping.
 pub(crate) fn encode(
     out: &mut String,
-    prefix: &str,
+    escaped_prefix: &str,
     seq: u64,
     ty: &str,
     fields: &[(&str, Field<'_>)],
 ) {
-    out.push_str("data: {\"type\":");
-    push_str_literal(out, ty);
-    out.push_str(",\"event_id\":\"");
-    push_escaped(out, prefix);
-    let _ = write!(out, ".{seq}\"");
+    debug_assert!(plain(ty) && fields.iter().all(|(k, _)| plain(k)));
+    out.push_str("data: {\"type\":\"");
+    out.push_str(ty);
+    out.push_str("\",\"event_id\":\"");
+    out.push_str(escaped_prefix);
+    out.push('.');
+    push_decimal(out, seq);
+    out.push('"');
     for (key, value) in fields {
-        out.push(',');
-        push_str_literal(out, key);
-        out.push(':');
+        out.push_str(",\"");
+        out.push_str(key);
+        out.push_str("\":");
         match value {
             Field::Str(s) => push_str_literal(out, s),
             Field::Json(v) => push_serialized(out, *v),
@@ -53,6 +56,28 @@ pub(crate) fn encode(
     out.push_str("}\n\n");
 }
 
+/// Needs no JSON escaping.
+fn plain(s: &str) -> bool {
+    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+/// `n` in decimal, without the formatting machinery.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for d in &digits[i..] {
+        out.push(char::from(*d));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,9 +88,11 @@ mod tests {
         let content = json!({"b": [1, "x"], "a": null});
         let artifacts = [json!({"name": "r.pdf", "url": "https://x/\"q\""})];
         let mut out = String::new();
+        let mut prefix = String::new();
+        crate::json_text::push_escaped(&mut prefix, "run\"1.ab");
         encode(
             &mut out,
-            "run\"1.ab",
+            &prefix,
             7,
             "CUSTOM",
             &[
@@ -79,5 +106,14 @@ mod tests {
             "value": content, "outcome": {"type": "success"},
             "snapshot": {"artifacts": artifacts}});
         assert_eq!(out, format!("data: {expected}\n\n"));
+    }
+
+    #[test]
+    fn decimals() {
+        for n in [0, 7, 10, 99, 12_345, u64::MAX] {
+            let mut out = String::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string());
+        }
     }
 }

@@ -58,8 +58,8 @@ pub struct Finished {
 #[derive(Debug)]
 pub struct FrameWriter {
     run_id: String,
-    /// Every `event_id` is `{event_prefix}.{n}`.
-    event_prefix: String,
+    /// Every `event_id` is `{prefix}.{n}`: the prefix, JSON-escaped once.
+    event_prefix: EscapedPrefix,
     limits: Limits,
     seq: u64,
     /// Output, recording, bytes and frames: the ledger Lowkey's writer keeps too.
@@ -86,7 +86,7 @@ impl FrameWriter {
     pub fn new(run_id: impl Into<String>, limits: Limits) -> Self {
         let run_id = run_id.into();
         Self {
-            event_prefix: run_id.clone(),
+            event_prefix: EscapedPrefix::new(&run_id),
             run_id,
             limits,
             seq: 0,
@@ -112,7 +112,7 @@ impl FrameWriter {
     /// another request with the same `runId` (`RUN_ID_REUSED`) never collides with them.
     #[must_use]
     pub fn with_event_id_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.event_prefix = prefix.into();
+        self.event_prefix = EscapedPrefix::new(&prefix.into());
         self
     }
 
@@ -590,7 +590,7 @@ impl FrameWriter {
         let mut out = self.ledger.pending().to_owned();
         let mut seq = self.seq;
         let mut frame = |out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]| {
-            encode(out, &self.event_prefix, seq, ty, fields);
+            encode(out, &self.event_prefix.0, seq, ty, fields);
             seq += 1;
         };
         if self.finished.is_none() {
@@ -655,7 +655,7 @@ impl FrameWriter {
 
     /// Encodes the next frame (the next `event_id`) into `out`.
     fn encode_next(&mut self, out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]) {
-        encode(out, &self.event_prefix, self.seq, ty, fields);
+        encode(out, &self.event_prefix.0, self.seq, ty, fields);
         self.seq += 1;
     }
 
@@ -674,7 +674,7 @@ impl FrameWriter {
     /// into the output, measured, taken back: nothing is allocated).
     fn frame_budget(&mut self, ty: &str, empty: &[(&str, Field<'_>)]) -> usize {
         let mark = self.ledger.mark();
-        encode(self.ledger.out(), &self.event_prefix, self.seq, ty, empty);
+        encode(self.ledger.out(), &self.event_prefix.0, self.seq, ty, empty);
         let len = self.ledger.len_since(mark);
         self.ledger.discard_since(mark);
         self.limits
@@ -685,6 +685,12 @@ impl FrameWriter {
     /// Emits `delta` as one or more `ty` frames keyed by `key: id`, each within the frame
     /// limit. Returns false if the turn ended on a limit instead.
     fn emit_split(&mut self, ty: &str, key: &str, id: &str, delta: &str) -> bool {
+        // Escaping at most sextuples a byte: a delta that fits even so is one frame, and
+        // needs no measuring (the common case: a model's deltas are a few bytes).
+        let worst = 6 * (delta.len() + id.len()) + self.event_prefix.0.len() + 256;
+        if worst + SPLIT_SLACK <= self.limits.max_frame_bytes {
+            return self.emit(ty, &[(key, Field::Str(id)), ("delta", Field::Str(delta))]);
+        }
         let budget = self.frame_budget(ty, &[(key, Field::Str(id)), ("delta", Field::Str(""))]);
         for piece in escaped_pieces(delta, budget) {
             if !self.emit(ty, &[(key, Field::Str(id)), ("delta", Field::Str(piece))]) {
@@ -701,7 +707,13 @@ impl FrameWriter {
             return false;
         }
         let mark = self.ledger.mark();
-        encode(self.ledger.out(), &self.event_prefix, self.seq, ty, fields);
+        encode(
+            self.ledger.out(),
+            &self.event_prefix.0,
+            self.seq,
+            ty,
+            fields,
+        );
         self.seq += 1;
         let len = self.ledger.len_since(mark);
         if len > self.limits.max_frame_bytes {
@@ -733,9 +745,27 @@ impl FrameWriter {
     /// Writes a frame without limit checks (the first frame, closing frames).
     fn push_unchecked(&mut self, ty: &str, fields: &[(&str, Field<'_>)]) {
         let mark = self.ledger.mark();
-        encode(self.ledger.out(), &self.event_prefix, self.seq, ty, fields);
+        encode(
+            self.ledger.out(),
+            &self.event_prefix.0,
+            self.seq,
+            ty,
+            fields,
+        );
         self.seq += 1;
         self.ledger.keep_since(mark);
+    }
+}
+
+/// An `event_id` prefix, JSON-escaped.
+#[derive(Debug)]
+struct EscapedPrefix(String);
+
+impl EscapedPrefix {
+    fn new(prefix: &str) -> Self {
+        let mut s = String::with_capacity(prefix.len());
+        crate::json_text::push_escaped(&mut s, prefix);
+        Self(s)
     }
 }
 
