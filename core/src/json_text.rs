@@ -122,6 +122,7 @@ pub(crate) fn escaped_pieces(s: &str, budget: usize) -> EscapedPieces<'_> {
     EscapedPieces {
         rest: s,
         budget: budget.max(6),
+        last_plain: false,
     }
 }
 
@@ -130,6 +131,14 @@ pub(crate) fn escaped_pieces(s: &str, budget: usize) -> EscapedPieces<'_> {
 pub(crate) struct EscapedPieces<'a> {
     rest: &'a str,
     budget: usize,
+    last_plain: bool,
+}
+
+impl EscapedPieces<'_> {
+    /// The piece last returned needs no escaping (it can be copied into JSON as it is).
+    pub(crate) fn last_was_plain(&self) -> bool {
+        self.last_plain
+    }
 }
 
 impl<'a> Iterator for EscapedPieces<'a> {
@@ -149,6 +158,7 @@ impl<'a> Iterator for EscapedPieces<'a> {
         if end == self.budget && end < bytes.len() {
             let (piece, rest) = self.rest.split_at(end);
             self.rest = rest;
+            self.last_plain = true;
             return Some(piece);
         }
         let mut used = end;
@@ -157,12 +167,15 @@ impl<'a> Iterator for EscapedPieces<'a> {
             if used + n > self.budget {
                 let (piece, rest) = self.rest.split_at(end + i);
                 self.rest = rest;
+                // Escaping changed nothing if it lengthened nothing.
+                self.last_plain = used == piece.len();
                 return Some(piece);
             }
             used += n;
         }
         let piece = self.rest;
         self.rest = "";
+        self.last_plain = used == piece.len();
         Some(piece)
     }
 }
@@ -213,6 +226,11 @@ mod tests {
                     for p in &pieces {
                         assert!(serde_json::to_string(p).unwrap().len() - 2 <= budget);
                         assert!(!p.is_empty());
+                    }
+                    let mut it = escaped_pieces(&s, budget);
+                    while let Some(p) = it.next() {
+                        let plain = serde_json::to_string(p).unwrap() == format!("\"{p}\"");
+                        assert_eq!(it.last_was_plain(), plain, "{p:?}");
                     }
                 }
             }

@@ -56,6 +56,11 @@ impl Ledger {
         self.out.len()
     }
 
+    /// Makes room for `n` more bytes of output at once.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.out.reserve(n);
+    }
+
     /// Bytes written since `mark`.
     pub(crate) fn len_since(&self, mark: usize) -> usize {
         self.out.len() - mark

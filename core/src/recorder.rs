@@ -147,9 +147,9 @@ impl Recorder {
     fn append(&mut self, s: &str) {
         let need = self.text.len() + s.len();
         if need > self.held {
-            // Grow by half again (at least to the need, at least 4 KiB): few reallocations,
-            // and the buffer's capacity is exactly what the pool granted.
-            let target = need.max(self.held + self.held / 2).max(4096);
+            // Double (at least to the need, at least 4 KiB): few reallocations, and the
+            // buffer's capacity is exactly what the pool granted.
+            let target = need.max(2 * self.held).max(4096);
             let more = target - self.held;
             if !self.pool.grant(self.held, more) {
                 tracing::warn!(

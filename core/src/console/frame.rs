@@ -12,6 +12,8 @@ use crate::json_text::{push_serialized, push_str_literal};
 pub(crate) enum Field<'a> {
     /// A string.
     Str(&'a str),
+    /// A string known to need no JSON escaping (see `EscapedPieces::last_was_plain`).
+    Plain(&'a str),
     /// Any JSON value (the agent's content, patches, interrupts).
     Json(&'a Value),
     /// JSON text written as it is (a constant such as `{"type":"success"}`).
@@ -44,6 +46,11 @@ pub(crate) fn encode(
         out.push_str("\":");
         match value {
             Field::Str(s) => push_str_literal(out, s),
+            Field::Plain(s) => {
+                out.push('"');
+                out.push_str(s);
+                out.push('"');
+            }
             Field::Json(v) => push_serialized(out, *v),
             Field::Raw(json) => out.push_str(json),
             Field::Artifacts(items) => {

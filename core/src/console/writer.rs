@@ -692,8 +692,16 @@ impl FrameWriter {
             return self.emit(ty, &[(key, Field::Str(id)), ("delta", Field::Str(delta))]);
         }
         let budget = self.frame_budget(ty, &[(key, Field::Str(id)), ("delta", Field::Str(""))]);
-        for piece in escaped_pieces(delta, budget) {
-            if !self.emit(ty, &[(key, Field::Str(id)), ("delta", Field::Str(piece))]) {
+        // Room for the whole delta at once, not by repeated doubling.
+        self.ledger.reserve(delta.len() + delta.len() / 4);
+        let mut pieces = escaped_pieces(delta, budget);
+        while let Some(piece) = pieces.next() {
+            let piece = if pieces.last_was_plain() {
+                Field::Plain(piece)
+            } else {
+                Field::Str(piece)
+            };
+            if !self.emit(ty, &[(key, Field::Str(id)), ("delta", piece)]) {
                 return false;
             }
         }
