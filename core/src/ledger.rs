@@ -56,9 +56,10 @@ impl Ledger {
         self.out.len()
     }
 
-    /// Makes room for `n` more bytes of output at once.
+    /// Makes room for `n` more bytes of output (and of recording) at once.
     pub(crate) fn reserve(&mut self, n: usize) {
         self.out.reserve(n);
+        self.record.reserve(n);
     }
 
     /// Bytes written since `mark`.
