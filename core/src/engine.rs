@@ -228,7 +228,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     fn claim_token(&self) -> String {
         let mut raw = [0u8; 16];
         self.shared.rt.fill_random(&mut raw);
-        raw.iter().map(|b| format!("{b:02x}")).collect()
+        hex::encode(raw)
     }
 
     /// Whether a newer turn arrived on this turn's thread: one cheap store read, made at
@@ -571,7 +571,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         }
         let mut raw = [0u8; 32];
         self.shared.rt.fill_random(&mut raw);
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let token: String = hex::encode(raw);
         let name = crate::hosted_files::safe_file_name(&file.name);
         let base = self.base_url.clone();
         let size_bytes = file.bytes.len() as u64;

@@ -39,6 +39,8 @@ mod error;
 mod flow;
 pub mod hosted_files;
 pub mod http_client;
+mod json_text;
+mod ledger;
 pub mod lowkey;
 mod maybe_send;
 mod memory_store;

@@ -144,12 +144,25 @@ impl Recorder {
         kept.then_some(text)
     }
 
+    /// Makes room for `n` more bytes at once if the pool has it (a long delta about to be
+    /// recorded frame by frame); without room, nothing changes and `push` decides later.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        let need = self.text.len() + n;
+        if self.state != State::On || need <= self.held {
+            return;
+        }
+        if self.pool.grant(self.held, need - self.held) {
+            self.held = need;
+            self.text.reserve_exact(need - self.text.len());
+        }
+    }
+
     fn append(&mut self, s: &str) {
         let need = self.text.len() + s.len();
         if need > self.held {
-            // Grow by half again (at least to the need, at least 4 KiB): few reallocations,
-            // and the buffer's capacity is exactly what the pool granted.
-            let target = need.max(self.held + self.held / 2).max(4096);
+            // Double (at least to the need, at least 4 KiB): few reallocations, and the
+            // buffer's capacity is exactly what the pool granted.
+            let target = need.max(2 * self.held).max(4096);
             let more = target - self.held;
             if !self.pool.grant(self.held, more) {
                 tracing::warn!(

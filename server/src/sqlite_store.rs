@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS files (
 );
 ";
 
+/// Prepared statements kept per connection: more than the store has.
+const STATEMENT_CACHE: usize = 64;
+
 /// The SQLite store.
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -66,6 +69,9 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Every statement runs through rusqlite's prepared-statement cache (`prepare_cached`):
+        // room for all of them (about twenty), so none is evicted and parsed again.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(FILES_SCHEMA)?;
         for stmt in runway_core::sql_store::SCHEMA {
             conn.execute_batch(stmt)?;
@@ -137,17 +143,19 @@ impl TurnStore for SqliteStore {
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
         let file = file.clone();
         self.with(move |c| {
-            c.execute(
+            c.prepare_cached(
                 "INSERT OR REPLACE INTO files (token, name, mime, bytes, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
                     file.token,
                     file.name,
                     file.mime,
                     file.bytes,
                     file.expires_at_ms as i64
-                ],
-            )
+                ])
+            })
             .map(|_| ())
             .map_err(unavailable)
         })
@@ -157,11 +165,12 @@ impl TurnStore for SqliteStore {
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
         let token = token.to_owned();
         self.with(move |c| {
-            c.query_row(
+            c.prepare_cached(
                 "SELECT token, name, mime, bytes, expires_at FROM files
                  WHERE token = ?1 AND expires_at > ?2",
-                params![token, now_ms as i64],
-                |r| {
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![token, now_ms as i64], |r| {
                     Ok(HostedFile {
                         token: r.get(0)?,
                         name: r.get(1)?,
@@ -169,9 +178,9 @@ impl TurnStore for SqliteStore {
                         bytes: r.get(3)?,
                         expires_at_ms: r.get::<_, i64>(4)? as u64,
                     })
-                },
-            )
-            .optional()
+                })
+                .optional()
+            })
             .map_err(unavailable)
         })
         .await

@@ -7,6 +7,7 @@
 //! and the SSE encoding ([`sse`]). The request and frame types an agent sees stay in
 //! [`crate::protocol`].
 
+mod frame;
 mod route;
 pub mod sse;
 mod wire;

@@ -90,8 +90,5 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 /// A digest of the request: the same `runId` with another body is a different turn.
 fn fingerprint<T: serde::Serialize>(req: &T) -> String {
     let bytes = serde_json::to_vec(req).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(&bytes))
 }

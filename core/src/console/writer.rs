@@ -25,10 +25,13 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::sse::{self, HEARTBEAT};
+use super::frame::{Field, encode};
+use super::sse::HEARTBEAT;
 use crate::error::TurnErrorCode;
+use crate::json_text::escaped_pieces;
+use crate::ledger::Ledger;
 use crate::protocol::Limits;
-use crate::recorder::{RecordPool, Recorder};
+use crate::recorder::RecordPool;
 use crate::wire::Ending;
 
 /// State keys Console accepts in `STATE_SNAPSHOT` and `STATE_DELTA`.
@@ -55,16 +58,16 @@ pub struct Finished {
 #[derive(Debug)]
 pub struct FrameWriter {
     run_id: String,
-    /// Every `event_id` is `{event_prefix}.{n}`.
-    event_prefix: String,
+    /// Every `event_id` is `{prefix}.{n}`: the prefix, JSON-escaped once.
+    event_prefix: EscapedPrefix,
     limits: Limits,
     seq: u64,
-    stream_bytes: usize,
-    frames: usize,
-    out: String,
-    record: Recorder,
-    text: Option<String>,
-    reasoning: Option<String>,
+    /// Output, recording, bytes and frames: the ledger Lowkey's writer keeps too.
+    ledger: Ledger,
+    /// The open text message's id.
+    text: Option<MessageId>,
+    /// The open reasoning message's id.
+    reasoning: Option<MessageId>,
     tools: Vec<String>,
     tools_seen: HashSet<String>,
     steps: Vec<String>,
@@ -83,14 +86,11 @@ impl FrameWriter {
     pub fn new(run_id: impl Into<String>, limits: Limits) -> Self {
         let run_id = run_id.into();
         Self {
-            event_prefix: run_id.clone(),
+            event_prefix: EscapedPrefix::new(&run_id),
             run_id,
             limits,
             seq: 0,
-            stream_bytes: 0,
-            frames: 0,
-            out: String::new(),
-            record: Recorder::new(RecordPool::process()),
+            ledger: Ledger::new(RecordPool::process()),
             text: None,
             reasoning: None,
             tools: Vec::new(),
@@ -112,14 +112,14 @@ impl FrameWriter {
     /// another request with the same `runId` (`RUN_ID_REUSED`) never collides with them.
     #[must_use]
     pub fn with_event_id_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.event_prefix = prefix.into();
+        self.event_prefix = EscapedPrefix::new(&prefix.into());
         self
     }
 
     /// Counts this turn's recording in `pool` instead of the process's (tests).
     #[must_use]
     pub fn with_record_pool(mut self, pool: &'static RecordPool) -> Self {
-        self.record = Recorder::new(pool);
+        self.ledger.set_record_pool(pool);
         self
     }
 
@@ -127,19 +127,17 @@ impl FrameWriter {
     /// writes its own first frame at once and then the recording.
     pub fn start(&mut self) {
         debug_assert_eq!(self.seq, 0, "start() must come first");
-        let frame = self.envelope("STEP_STARTED", json!({"stepName": TURN_STEP}));
-        self.push_raw(&frame);
+        self.push_unchecked("STEP_STARTED", &[("stepName", Field::Str(TURN_STEP))]);
         self.steps.push(TURN_STEP.to_owned());
-        self.record.start();
+        self.ledger.start_recording();
     }
 
     /// Writes a heartbeat comment (counted against the stream limit, never recorded).
     pub fn heartbeat(&mut self) {
-        if self.stream_bytes + HEARTBEAT.len() + self.reserve_bytes()
+        if self.ledger.stream_bytes() + HEARTBEAT.len() + self.reserve_bytes()
             <= self.limits.max_stream_bytes
         {
-            self.out.push_str(HEARTBEAT);
-            self.stream_bytes += HEARTBEAT.len();
+            self.ledger.push_unrecorded(HEARTBEAT, 0);
         }
     }
 
@@ -151,27 +149,29 @@ impl FrameWriter {
         if self.reasoning.is_some() {
             self.end_reasoning();
         }
-        let id = match &self.text {
-            Some(id) => id.clone(),
+        let id = match self.text {
+            Some(id) => id,
             // Whitespace alone does not open a message: it would be an empty bubble.
             None if delta.trim().is_empty() => return,
             None => {
                 let id = self.new_message_id();
-                let start = self.envelope(
+                if !self.emit(
                     "TEXT_MESSAGE_START",
-                    json!({"messageId": id, "role": "assistant"}),
-                );
-                if !self.emit(start) {
+                    &[
+                        ("messageId", Field::Str(id.as_str())),
+                        ("role", Field::Str("assistant")),
+                    ],
+                ) {
                     return;
                 }
-                self.text = Some(id.clone());
+                self.text = Some(id);
                 if !self.answer.is_empty() {
                     crate::flow::keep_answer(&mut self.answer, "\n\n");
                 }
                 id
             }
         };
-        if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", &id, delta) {
+        if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", id.as_str(), delta) {
             self.answered = true;
             crate::flow::keep_answer(&mut self.answer, delta);
         }
@@ -180,8 +180,10 @@ impl FrameWriter {
     /// Closes the current text message, so the next text starts a new one.
     pub fn end_text(&mut self) {
         if let Some(id) = self.text.take() {
-            let f = self.envelope("TEXT_MESSAGE_END", json!({"messageId": id}));
-            self.emit(f);
+            self.emit(
+                "TEXT_MESSAGE_END",
+                &[("messageId", Field::Str(id.as_str()))],
+            );
         }
     }
 
@@ -191,29 +193,33 @@ impl FrameWriter {
             return;
         }
         self.end_text();
-        let id = match &self.reasoning {
-            Some(id) => id.clone(),
+        let id = match self.reasoning {
+            Some(id) => id,
             None => {
                 let id = self.new_message_id();
-                let f = self.envelope(
+                if !self.emit(
                     "REASONING_MESSAGE_START",
-                    json!({"messageId": id, "role": "assistant"}),
-                );
-                if !self.emit(f) {
+                    &[
+                        ("messageId", Field::Str(id.as_str())),
+                        ("role", Field::Str("assistant")),
+                    ],
+                ) {
                     return;
                 }
-                self.reasoning = Some(id.clone());
+                self.reasoning = Some(id);
                 id
             }
         };
-        self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", &id, delta);
+        self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", id.as_str(), delta);
     }
 
     /// Closes the current reasoning message.
     pub fn end_reasoning(&mut self) {
         if let Some(id) = self.reasoning.take() {
-            let f = self.envelope("REASONING_MESSAGE_END", json!({"messageId": id}));
-            self.emit(f);
+            self.emit(
+                "REASONING_MESSAGE_END",
+                &[("messageId", Field::Str(id.as_str()))],
+            );
         }
     }
 
@@ -222,8 +228,7 @@ impl FrameWriter {
         if self.is_finished() {
             return;
         }
-        let f = self.envelope("STEP_STARTED", json!({"stepName": name}));
-        if self.emit(f) {
+        if self.emit("STEP_STARTED", &[("stepName", Field::Str(name))]) {
             self.steps.push(name.to_owned());
         }
     }
@@ -236,8 +241,7 @@ impl FrameWriter {
         // Index 0 is runway's own step: the agent cannot close it early.
         if let Some(pos) = self.steps.iter().skip(1).rposition(|s| s == name) {
             self.steps.remove(pos + 1);
-            let f = self.envelope("STEP_FINISHED", json!({"stepName": name}));
-            self.emit(f);
+            self.emit("STEP_FINISHED", &[("stepName", Field::Str(name))]);
         }
     }
 
@@ -249,11 +253,13 @@ impl FrameWriter {
         }
         self.end_text();
         self.end_reasoning();
-        let f = self.envelope(
+        if self.emit(
             "TOOL_CALL_START",
-            json!({"toolCallId": id, "toolCallName": name}),
-        );
-        if self.emit(f) {
+            &[
+                ("toolCallId", Field::Str(id)),
+                ("toolCallName", Field::Str(name)),
+            ],
+        ) {
             self.tools.push(id.to_owned());
             self.tools_seen.insert(id.to_owned());
         }
@@ -274,8 +280,7 @@ impl FrameWriter {
         }
         if let Some(pos) = self.tools.iter().position(|t| t == id) {
             self.tools.remove(pos);
-            let f = self.envelope("TOOL_CALL_END", json!({"toolCallId": id}));
-            self.emit(f);
+            self.emit("TOOL_CALL_END", &[("toolCallId", Field::Str(id))]);
         }
     }
 
@@ -287,21 +292,26 @@ impl FrameWriter {
         }
         self.tool_call_end(id);
         let message_id = format!("{id}-result");
-        let empty = json!({"type": "TOOL_CALL_RESULT", "event_id": format!("{}.{}", self.event_prefix, self.seq),
-            "toolCallId": id, "messageId": message_id, "role": "tool", "content": ""});
-        let budget = self.frame_budget(&empty);
-        let pieces = sse::split_escaped(content, budget.saturating_sub(16));
-        let content = match pieces.as_slice() {
-            [] => String::new(),
-            [only] => (*only).to_owned(),
-            [first, ..] => format!("{first}…[truncated]"),
+        let fields = |content| {
+            [
+                ("toolCallId", Field::Str(id)),
+                ("messageId", Field::Str(&message_id)),
+                ("role", Field::Str("tool")),
+                ("content", Field::Str(content)),
+            ]
         };
-        let f = self.envelope(
-            "TOOL_CALL_RESULT",
-            json!({"toolCallId": id, "messageId": message_id, "role": "tool",
-                   "content": content}),
-        );
-        self.emit(f);
+        let budget = self.frame_budget("TOOL_CALL_RESULT", &fields(""));
+        let mut pieces = escaped_pieces(content, budget.saturating_sub(16));
+        let truncated;
+        let content = match (pieces.next(), pieces.next()) {
+            (None, _) => "",
+            (Some(only), None) => only,
+            (Some(first), Some(_)) => {
+                truncated = format!("{first}…[truncated]");
+                &truncated
+            }
+        };
+        self.emit("TOOL_CALL_RESULT", &fields(content));
     }
 
     /// `ACTIVITY_SNAPSHOT`.
@@ -309,11 +319,14 @@ impl FrameWriter {
         if self.is_finished() {
             return;
         }
-        let f = self.envelope(
+        self.emit(
             "ACTIVITY_SNAPSHOT",
-            json!({"messageId": message_id, "activityType": activity_type, "content": content}),
+            &[
+                ("messageId", Field::Str(message_id)),
+                ("activityType", Field::Str(activity_type)),
+                ("content", Field::Json(&content)),
+            ],
         );
-        self.emit(f);
     }
 
     /// `ACTIVITY_DELTA` (a JSON Patch).
@@ -321,11 +334,13 @@ impl FrameWriter {
         if self.is_finished() {
             return;
         }
-        let f = self.envelope(
+        self.emit(
             "ACTIVITY_DELTA",
-            json!({"messageId": message_id, "patch": patch}),
+            &[
+                ("messageId", Field::Str(message_id)),
+                ("patch", Field::Json(&patch)),
+            ],
         );
-        self.emit(f);
     }
 
     /// `STATE_SNAPSHOT`, keeping only the keys Console accepts. Nothing is sent if none remain.
@@ -353,8 +368,8 @@ impl FrameWriter {
         if kept.is_empty() {
             return;
         }
-        let f = self.envelope("STATE_SNAPSHOT", json!({"snapshot": Value::Object(kept)}));
-        self.emit(f);
+        let snapshot = Value::Object(kept);
+        self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))]);
     }
 
     /// `STATE_DELTA` (a JSON Patch array), keeping only operations on accepted keys.
@@ -377,8 +392,8 @@ impl FrameWriter {
         if kept.is_empty() {
             return;
         }
-        let f = self.envelope("STATE_DELTA", json!({"delta": kept}));
-        self.emit(f);
+        let delta = Value::Array(kept);
+        self.emit("STATE_DELTA", &[("delta", Field::Json(&delta))]);
     }
 
     /// Announces a file the agent hosts: appended to this turn's `artifacts` and sent as a
@@ -389,11 +404,12 @@ impl FrameWriter {
             return;
         }
         self.artifacts.push(artifact);
-        let f = self.envelope(
+        let artifacts = std::mem::take(&mut self.artifacts);
+        self.emit(
             "STATE_SNAPSHOT",
-            json!({"snapshot": {"artifacts": self.artifacts}}),
+            &[("snapshot", Field::Artifacts(&artifacts))],
         );
-        self.emit(f);
+        self.artifacts = artifacts;
     }
 
     /// `CUSTOM` with `name` and `value`. A `file` whose URL was already sent as an artifact
@@ -409,8 +425,10 @@ impl FrameWriter {
             tracing::warn!(run_id = %self.run_id, "file already announced: CUSTOM file dropped");
             return;
         }
-        let f = self.envelope("CUSTOM", json!({"name": name, "value": value}));
-        self.emit(f);
+        self.emit(
+            "CUSTOM",
+            &[("name", Field::Str(name)), ("value", Field::Json(&value))],
+        );
     }
 
     /// Ends the turn: closes everything still open and prepares the final frame, held back in
@@ -437,20 +455,24 @@ impl FrameWriter {
             other => other,
         };
         self.close_all();
-        let frame = match &ending {
-            Ending::Success => {
-                self.envelope("RUN_FINISHED", json!({"outcome": {"type": "success"}}))
-            }
-            Ending::Interrupt(i) => self.envelope(
+        let mut encoded = String::new();
+        match &ending {
+            Ending::Success => self.encode_next(
+                &mut encoded,
                 "RUN_FINISHED",
-                json!({"outcome": {"type": "interrupt", "interrupts": [i.to_wire()]}}),
+                &[("outcome", Field::Raw("{\"type\":\"success\"}"))],
             ),
-            Ending::Error { code, message } => self.error_frame(*code, message),
-        };
-        let encoded = sse::data_frame(&frame);
-        self.stream_bytes += encoded.len();
-        self.frames += 1;
-        self.record.push_final(&encoded);
+            Ending::Interrupt(i) => {
+                let outcome = json!({"type": "interrupt", "interrupts": [i.to_wire()]});
+                self.encode_next(
+                    &mut encoded,
+                    "RUN_FINISHED",
+                    &[("outcome", Field::Json(&outcome))],
+                );
+            }
+            Ending::Error { code, message } => self.error_frame(&mut encoded, *code, message),
+        }
+        self.ledger.count_final(&encoded, 1);
         self.final_frame = Some(encoded);
         self.finished = Some(Finished { ending });
     }
@@ -459,18 +481,19 @@ impl FrameWriter {
     /// turn failed). Not recorded.
     pub fn replacement_error(&mut self, code: TurnErrorCode, message: &str) -> String {
         self.final_frame = None;
-        let f = self.error_frame(code, message);
-        sse::data_frame(&f)
+        let mut out = String::new();
+        self.error_frame(&mut out, code, message);
+        out
     }
 
     /// Bytes ready to send, in order. The final frame is not among them.
     pub fn take_output(&mut self) -> String {
-        std::mem::take(&mut self.out)
+        self.ledger.take_output()
     }
 
     /// True once bytes are waiting in [`FrameWriter::take_output`].
     pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
+        !self.ledger.pending().is_empty()
     }
 
     /// The prepared final frame, once the turn has ended.
@@ -491,7 +514,7 @@ impl FrameWriter {
     /// Everything after the first frame, final frame included: what a replay sends (empty
     /// if the recording was not kept: see [`FrameWriter::take_recording`]).
     pub fn recording(&self) -> &str {
-        self.record.kept().unwrap_or_default()
+        self.ledger.recording().unwrap_or_default()
     }
 
     /// Takes what a replay sends, once the turn has finished: the recording, moved out. If it
@@ -499,16 +522,20 @@ impl FrameWriter {
     /// close the turn step and end with `RUN_ERROR` `REPLAY_UNAVAILABLE` instead, so a repeated
     /// delivery never runs the agent again.
     pub fn take_recording(&mut self) -> String {
-        if let Some(kept) = self.record.take() {
+        if let Some(kept) = self.ledger.take_recording() {
             return kept;
         }
-        let step = self.envelope("STEP_FINISHED", json!({"stepName": TURN_STEP}));
-        let error = self.error_frame(
+        let mut out = String::new();
+        self.encode_next(
+            &mut out,
+            "STEP_FINISHED",
+            &[("stepName", Field::Str(TURN_STEP))],
+        );
+        self.error_frame(
+            &mut out,
             TurnErrorCode::ReplayUnavailable,
             "This message was already answered, but the answer was too long to keep for a repeat. Please ask again.",
         );
-        let mut out = sse::data_frame(&step);
-        out.push_str(&sse::data_frame(&error));
         out
     }
 
@@ -520,44 +547,35 @@ impl FrameWriter {
 
     /// Bytes written so far, comments included.
     pub fn stream_bytes(&self) -> usize {
-        self.stream_bytes
+        self.ledger.stream_bytes()
     }
 
     /// Frames written so far.
     pub fn frame_count(&self) -> usize {
-        self.frames
+        self.ledger.frames()
     }
 
     /// Closes everything open without limit checks: the reserve kept by [`Self::emit`]
     /// guarantees the room.
     fn close_all(&mut self) {
-        let closing = self.closing_frames();
-        self.text = None;
-        self.reasoning = None;
-        self.tools.clear();
-        self.steps.clear();
-        for (ty, fields) in closing {
-            let f = self.envelope(ty, fields);
-            self.push_raw(&f);
+        if let Some(id) = self.text.take() {
+            self.push_unchecked(
+                "TEXT_MESSAGE_END",
+                &[("messageId", Field::Str(id.as_str()))],
+            );
         }
-    }
-
-    /// The frames that close everything open, innermost first, without their envelope.
-    fn closing_frames(&self) -> Vec<(&'static str, Value)> {
-        let mut frames = Vec::new();
-        if let Some(id) = &self.text {
-            frames.push(("TEXT_MESSAGE_END", json!({"messageId": id})));
+        if let Some(id) = self.reasoning.take() {
+            self.push_unchecked(
+                "REASONING_MESSAGE_END",
+                &[("messageId", Field::Str(id.as_str()))],
+            );
         }
-        if let Some(id) = &self.reasoning {
-            frames.push(("REASONING_MESSAGE_END", json!({"messageId": id})));
+        for id in std::mem::take(&mut self.tools) {
+            self.push_unchecked("TOOL_CALL_END", &[("toolCallId", Field::Str(&id))]);
         }
-        for id in &self.tools {
-            frames.push(("TOOL_CALL_END", json!({"toolCallId": id})));
+        for name in std::mem::take(&mut self.steps).iter().rev() {
+            self.push_unchecked("STEP_FINISHED", &[("stepName", Field::Str(name))]);
         }
-        for name in self.steps.iter().rev() {
-            frames.push(("STEP_FINISHED", json!({"stepName": name})));
-        }
-        frames
     }
 
     /// The bytes that would end the stream right now with `RUN_ERROR` `code`, after
@@ -569,32 +587,54 @@ impl FrameWriter {
         if self.finished.is_some() && self.final_frame.is_none() {
             return String::new();
         }
-        let mut frames = if self.finished.is_some() {
-            Vec::new()
-        } else {
-            self.closing_frames()
+        let mut out = self.ledger.pending().to_owned();
+        let mut seq = self.seq;
+        let mut frame = |out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]| {
+            encode(out, &self.event_prefix.0, seq, ty, fields);
+            seq += 1;
         };
-        frames.push((
-            "RUN_ERROR",
-            json!({"message": message, "code": code.as_str()}),
-        ));
-        let mut out = self.out.clone();
-        for (seq, (ty, fields)) in (self.seq..).zip(frames) {
-            out.push_str(&sse::data_frame(&envelope_at(
-                &self.event_prefix,
-                seq,
-                ty,
-                fields,
-            )));
+        if self.finished.is_none() {
+            if let Some(id) = &self.text {
+                frame(
+                    &mut out,
+                    "TEXT_MESSAGE_END",
+                    &[("messageId", Field::Str(id.as_str()))],
+                );
+            }
+            if let Some(id) = &self.reasoning {
+                frame(
+                    &mut out,
+                    "REASONING_MESSAGE_END",
+                    &[("messageId", Field::Str(id.as_str()))],
+                );
+            }
+            for id in &self.tools {
+                frame(&mut out, "TOOL_CALL_END", &[("toolCallId", Field::Str(id))]);
+            }
+            for name in self.steps.iter().rev() {
+                frame(&mut out, "STEP_FINISHED", &[("stepName", Field::Str(name))]);
+            }
         }
+        frame(
+            &mut out,
+            "RUN_ERROR",
+            &[
+                ("message", Field::Str(message)),
+                ("code", Field::Str(code.as_str())),
+            ],
+        );
         out
     }
 
-    fn error_frame(&mut self, code: TurnErrorCode, message: &str) -> Value {
-        self.envelope(
+    fn error_frame(&mut self, out: &mut String, code: TurnErrorCode, message: &str) {
+        self.encode_next(
+            out,
             "RUN_ERROR",
-            json!({"message": message, "code": code.as_str()}),
-        )
+            &[
+                ("message", Field::Str(message)),
+                ("code", Field::Str(code.as_str())),
+            ],
+        );
     }
 
     fn claim_state_file(&mut self, artifact: &Value) -> bool {
@@ -608,15 +648,15 @@ impl FrameWriter {
         }
     }
 
-    fn new_message_id(&mut self) -> String {
+    fn new_message_id(&mut self) -> MessageId {
         self.next_message += 1;
-        format!("m{}", self.next_message)
+        MessageId::new(self.next_message)
     }
 
-    fn envelope(&mut self, ty: &str, fields: Value) -> Value {
-        let frame = envelope_at(&self.event_prefix, self.seq, ty, fields);
+    /// Encodes the next frame (the next `event_id`) into `out`.
+    fn encode_next(&mut self, out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]) {
+        encode(out, &self.event_prefix.0, self.seq, ty, fields);
         self.seq += 1;
-        frame
     }
 
     fn open_items(&self) -> usize {
@@ -630,27 +670,38 @@ impl FrameWriter {
         (self.open_items() + 1) * CLOSE_RESERVE + FINAL_RESERVE
     }
 
-    fn frame_budget(&self, empty: &Value) -> usize {
+    /// Room for a field's content in a frame of this shape whose content is empty (written
+    /// into the output, measured, taken back: nothing is allocated).
+    fn frame_budget(&mut self, ty: &str, empty: &[(&str, Field<'_>)]) -> usize {
+        let mark = self.ledger.mark();
+        encode(self.ledger.out(), &self.event_prefix.0, self.seq, ty, empty);
+        let len = self.ledger.len_since(mark);
+        self.ledger.discard_since(mark);
         self.limits
             .max_frame_bytes
-            .saturating_sub(sse::data_frame(empty).len() + SPLIT_SLACK)
+            .saturating_sub(len + SPLIT_SLACK)
     }
 
     /// Emits `delta` as one or more `ty` frames keyed by `key: id`, each within the frame
     /// limit. Returns false if the turn ended on a limit instead.
     fn emit_split(&mut self, ty: &str, key: &str, id: &str, delta: &str) -> bool {
-        let mut probe = Map::new();
-        probe.insert("type".into(), Value::String(ty.into()));
-        probe.insert(
-            "event_id".into(),
-            Value::String(format!("{}.{}", self.event_prefix, self.seq)),
-        );
-        probe.insert(key.into(), Value::String(id.into()));
-        probe.insert("delta".into(), Value::String(String::new()));
-        let budget = self.frame_budget(&Value::Object(probe));
-        for piece in sse::split_escaped(delta, budget) {
-            let f = self.envelope(ty, json!({key: id, "delta": piece}));
-            if !self.emit(f) {
+        // Escaping at most sextuples a byte: a delta that fits even so is one frame, and
+        // needs no measuring (the common case: a model's deltas are a few bytes).
+        let worst = 6 * (delta.len() + id.len()) + self.event_prefix.0.len() + 256;
+        if worst + SPLIT_SLACK <= self.limits.max_frame_bytes {
+            return self.emit(ty, &[(key, Field::Str(id)), ("delta", Field::Str(delta))]);
+        }
+        let budget = self.frame_budget(ty, &[(key, Field::Str(id)), ("delta", Field::Str(""))]);
+        // Room for the whole delta at once, not by repeated doubling.
+        self.ledger.reserve(delta.len() + delta.len() / 4);
+        let mut pieces = escaped_pieces(delta, budget);
+        while let Some(piece) = pieces.next() {
+            let piece = if pieces.last_was_plain() {
+                Field::Plain(piece)
+            } else {
+                Field::Str(piece)
+            };
+            if !self.emit(ty, &[(key, Field::Str(id)), ("delta", piece)]) {
                 return false;
             }
         }
@@ -659,56 +710,111 @@ impl FrameWriter {
 
     /// Emits one frame if it fits, keeping the closing reserve; otherwise ends the turn with
     /// `RUN_ERROR` and returns false.
-    fn emit(&mut self, frame: Value) -> bool {
+    fn emit(&mut self, ty: &str, fields: &[(&str, Field<'_>)]) -> bool {
         if self.is_finished() {
             return false;
         }
-        let encoded = sse::data_frame(&frame);
-        if encoded.len() > self.limits.max_frame_bytes {
-            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = encoded.len(), "frame over the frame limit refused");
+        let mark = self.ledger.mark();
+        encode(
+            self.ledger.out(),
+            &self.event_prefix.0,
+            self.seq,
+            ty,
+            fields,
+        );
+        self.seq += 1;
+        let len = self.ledger.len_since(mark);
+        if len > self.limits.max_frame_bytes {
+            self.ledger.discard_since(mark);
+            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = len, "frame over the frame limit refused");
             self.finish(Ending::error(
                 TurnErrorCode::LimitExceeded,
                 "The answer contained a part too large to send.",
             ));
             return false;
         }
-        let fits_bytes = self.stream_bytes + encoded.len() + self.reserve_bytes()
-            <= self.limits.max_stream_bytes;
-        let fits_frames = self.frames + 1 + self.open_items() + 2 <= self.limits.max_frames;
+        let fits_bytes =
+            self.ledger.stream_bytes() + len + self.reserve_bytes() <= self.limits.max_stream_bytes;
+        let fits_frames =
+            self.ledger.frames() + 1 + self.open_items() + 2 <= self.limits.max_frames;
         if !fits_bytes || !fits_frames {
-            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = self.stream_bytes, frames = self.frames, "stream limit reached");
+            self.ledger.discard_since(mark);
+            tracing::error!(run_id = %self.run_id, code = "LIMIT_EXCEEDED", bytes = self.ledger.stream_bytes(), frames = self.ledger.frames(), "stream limit reached");
             self.finish(Ending::error(
                 TurnErrorCode::LimitExceeded,
                 "The answer was too long and has been cut short.",
             ));
             return false;
         }
-        self.push_encoded(encoded);
+        self.ledger.keep_since(mark);
         true
     }
 
-    fn push_raw(&mut self, frame: &Value) {
-        self.push_encoded(sse::data_frame(frame));
-    }
-
-    fn push_encoded(&mut self, encoded: String) {
-        self.stream_bytes += encoded.len();
-        self.frames += 1;
-        self.record.push(&encoded);
-        self.out.push_str(&encoded);
+    /// Writes a frame without limit checks (the first frame, closing frames).
+    fn push_unchecked(&mut self, ty: &str, fields: &[(&str, Field<'_>)]) {
+        let mark = self.ledger.mark();
+        encode(
+            self.ledger.out(),
+            &self.event_prefix.0,
+            self.seq,
+            ty,
+            fields,
+        );
+        self.seq += 1;
+        self.ledger.keep_since(mark);
     }
 }
 
-/// A frame: `type` first (adapters and clients may look for it at the start), then
-/// `event_id` `{prefix}.{seq}`, then `fields`.
-fn envelope_at(prefix: &str, seq: u64, ty: &str, fields: Value) -> Value {
-    let mut obj = Map::new();
-    obj.insert("type".into(), Value::String(ty.into()));
-    obj.insert("event_id".into(), Value::String(format!("{prefix}.{seq}")));
-    if let Value::Object(fields) = fields {
-        obj.extend(fields);
+/// An `event_id` prefix, JSON-escaped.
+#[derive(Debug)]
+struct EscapedPrefix(String);
+
+impl EscapedPrefix {
+    fn new(prefix: &str) -> Self {
+        let mut s = String::with_capacity(prefix.len());
+        crate::json_text::push_escaped(&mut s, prefix);
+        Self(s)
     }
-    Value::Object(obj)
+}
+
+/// A message id runway makes, `m{n}`, kept inline (`Copy`): naming it in a frame allocates
+/// nothing.
+#[derive(Debug, Clone, Copy)]
+struct MessageId {
+    buf: [u8; 11],
+    len: u8,
+}
+
+impl MessageId {
+    fn new(n: u32) -> Self {
+        let mut buf = [0u8; 11];
+        buf[0] = b'm';
+        let mut len = 1;
+        let mut digits = [0u8; 10];
+        let mut count = 0;
+        let mut rest = n;
+        loop {
+            digits[count] = b'0' + (rest % 10) as u8;
+            count += 1;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        for d in digits[..count].iter().rev() {
+            buf[len] = *d;
+            len += 1;
+        }
+        Self {
+            buf,
+            len: len as u8,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits after `m` are ever stored.
+        std::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("m")
+    }
 }
 
 #[cfg(test)]
@@ -765,6 +871,13 @@ mod tests {
         assert_eq!(w.answer(), "Gold fell 0.5% yesterday.");
         // The recording is everything after the first frame.
         assert_eq!(out.split_once("\n\n").unwrap().1, w.recording());
+    }
+
+    #[test]
+    fn message_ids_are_m_and_a_number() {
+        for n in [0, 1, 9, 10, 4_294_967_295] {
+            assert_eq!(MessageId::new(n).as_str(), format!("m{n}"));
+        }
     }
 
     #[test]

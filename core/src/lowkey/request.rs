@@ -266,10 +266,7 @@ pub fn storage_id(id: &str) -> String {
 }
 
 fn hex_digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 fn transcript_message(item: &Value, i: usize) -> Result<TranscriptMessage, BadRequest> {

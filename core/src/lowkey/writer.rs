@@ -4,11 +4,12 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::console::sse::split_escaped;
 use crate::error::TurnErrorCode;
+use crate::json_text::escaped_pieces;
+use crate::ledger::Ledger;
 use crate::output::AgentEvent;
 use crate::protocol::Limits;
-use crate::recorder::{RecordPool, Recorder};
+use crate::recorder::RecordPool;
 use crate::wire::Ending;
 use crate::wire::Wire;
 
@@ -42,10 +43,8 @@ const PARAGRAPH: &str = "\n\n";
 #[derive(Debug)]
 pub struct NdjsonWriter {
     limits: Limits,
-    stream_bytes: usize,
-    lines: usize,
-    out: String,
-    record: Recorder,
+    /// Output, recording, bytes and lines: the ledger Console's writer keeps too.
+    ledger: Ledger,
     /// A stretch of text is open: the next text continues it.
     in_text: bool,
     /// Announced `Thinking…` for the current reasoning stretch.
@@ -63,10 +62,7 @@ impl NdjsonWriter {
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
-            stream_bytes: 0,
-            lines: 0,
-            out: String::new(),
-            record: Recorder::new(RecordPool::process()),
+            ledger: Ledger::new(RecordPool::process()),
             in_text: false,
             in_reasoning: false,
             tools_seen: HashSet::new(),
@@ -81,10 +77,10 @@ impl NdjsonWriter {
     /// Writes `status: started`. It is not part of the recorded turn: a replay writes its own
     /// first line at once and then the recording.
     pub fn start(&mut self) {
-        debug_assert_eq!(self.lines, 0, "start() must come first");
+        debug_assert_eq!(self.ledger.frames(), 0, "start() must come first");
         let line = status_line("started", None);
         self.push(&line);
-        self.record.start();
+        self.ledger.start_recording();
     }
 
     /// Writes a keep-alive: a `status: working` line without content (Lowkey's reader needs a
@@ -96,12 +92,10 @@ impl NdjsonWriter {
             return;
         }
         let line = status_line("working", None);
-        if self.stream_bytes + line.len() + FINAL_RESERVE <= self.limits.max_stream_bytes
-            && self.lines + 3 <= self.limits.max_frames
+        if self.ledger.stream_bytes() + line.len() + FINAL_RESERVE <= self.limits.max_stream_bytes
+            && self.ledger.frames() + 3 <= self.limits.max_frames
         {
-            self.stream_bytes += line.len();
-            self.lines += 1;
-            self.out.push_str(&line);
+            self.ledger.push_unrecorded(&line, 1);
         }
     }
 
@@ -211,13 +205,13 @@ impl NdjsonWriter {
                     question.insert_str(0, PARAGRAPH);
                 }
                 let budget = self.text_budget();
-                for piece in split_escaped(&question, budget) {
+                for piece in escaped_pieces(&question, budget) {
                     fin.push_str(&text_line(piece));
                 }
                 fin.push_str(&status_line("complete", None));
                 let lines = fin.matches('\n').count();
-                if self.stream_bytes + fin.len() <= self.limits.max_stream_bytes
-                    && self.lines + lines <= self.limits.max_frames
+                if self.ledger.stream_bytes() + fin.len() <= self.limits.max_stream_bytes
+                    && self.ledger.frames() + lines <= self.limits.max_frames
                 {
                     Ending::Interrupt(i)
                 } else {
@@ -238,9 +232,7 @@ impl NdjsonWriter {
                 Ending::Error { code, message }
             }
         };
-        self.stream_bytes += fin.len();
-        self.lines += fin.matches('\n').count();
-        self.record.push_final(&fin);
+        self.ledger.count_final(&fin, fin.matches('\n').count());
         self.final_line = Some(fin);
         self.ending = Some(ending);
     }
@@ -259,14 +251,14 @@ impl NdjsonWriter {
         if self.ending.is_some() && self.final_line.is_none() {
             return String::new();
         }
-        let mut out = self.out.clone();
+        let mut out = self.ledger.pending().to_owned();
         out.push_str(&error_line(message));
         out
     }
 
     /// Lines ready to send, in order. The terminal line is not among them.
     pub fn take_output(&mut self) -> String {
-        std::mem::take(&mut self.out)
+        self.ledger.take_output()
     }
 
     /// The prepared terminal line(s), once the turn has ended.
@@ -287,13 +279,13 @@ impl NdjsonWriter {
     /// Everything after the first line, terminal line included: what a replay sends (empty
     /// if the recording was not kept: see [`NdjsonWriter::take_recording`]).
     pub fn recording(&self) -> &str {
-        self.record.kept().unwrap_or_default()
+        self.ledger.recording().unwrap_or_default()
     }
 
     /// Counts this turn's recording in `pool` instead of the process's (tests).
     #[must_use]
     pub fn with_record_pool(mut self, pool: &'static RecordPool) -> Self {
-        self.record = Recorder::new(pool);
+        self.ledger.set_record_pool(pool);
         self
     }
 
@@ -301,7 +293,7 @@ impl NdjsonWriter {
     /// was not kept (recordings were at their memory bound, see [`RecordPool`]), an `error`
     /// event saying so instead, so a repeated delivery never runs the agent again.
     pub fn take_recording(&mut self) -> String {
-        self.record.take().unwrap_or_else(|| {
+        self.ledger.take_recording().unwrap_or_else(|| {
             error_line("This message was already answered, but the answer was too long to keep for a repeat. Please ask again.")
         })
     }
@@ -314,7 +306,7 @@ impl NdjsonWriter {
 
     /// Bytes written so far, keep-alives included.
     pub fn stream_bytes(&self) -> usize {
-        self.stream_bytes
+        self.ledger.stream_bytes()
     }
 
     fn working(&mut self, content: &str) {
@@ -335,7 +327,7 @@ impl NdjsonWriter {
     /// ended on a limit instead.
     fn emit_text(&mut self, content: &str) -> bool {
         let budget = self.text_budget();
-        for piece in split_escaped(content, budget) {
+        for piece in escaped_pieces(content, budget) {
             if !self.emit(text_line(piece)) {
                 return false;
             }
@@ -351,13 +343,13 @@ impl NdjsonWriter {
             return false;
         }
         let fits_bytes =
-            self.stream_bytes + line.len() + FINAL_RESERVE <= self.limits.max_stream_bytes;
-        let fits_lines = self.lines + 3 <= self.limits.max_frames;
+            self.ledger.stream_bytes() + line.len() + FINAL_RESERVE <= self.limits.max_stream_bytes;
+        let fits_lines = self.ledger.frames() + 3 <= self.limits.max_frames;
         if line.len() > self.limits.max_frame_bytes || !fits_bytes || !fits_lines {
             tracing::error!(
                 code = "LIMIT_EXCEEDED",
-                bytes = self.stream_bytes,
-                lines = self.lines,
+                bytes = self.ledger.stream_bytes(),
+                lines = self.ledger.frames(),
                 "stream limit reached"
             );
             self.finish(Ending::error(
@@ -371,10 +363,9 @@ impl NdjsonWriter {
     }
 
     fn push(&mut self, line: &str) {
-        self.stream_bytes += line.len();
-        self.lines += 1;
-        self.record.push(line);
-        self.out.push_str(line);
+        let mark = self.ledger.mark();
+        self.ledger.out().push_str(line);
+        self.ledger.keep_since(mark);
     }
 
     /// The artifacts listed in a state snapshot (`{"artifacts": [...]}`) or added by a JSON
