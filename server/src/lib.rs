@@ -31,6 +31,7 @@
 //! binary itself uses it to serve the built-in agents).
 #![warn(missing_docs)]
 
+mod attachment_warning;
 mod cli;
 mod listener;
 mod logging;

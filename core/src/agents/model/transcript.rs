@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::attachment_intake::FileRef;
+
 /// The key of the thread state under which the transcript is kept.
 pub const STATE_KEY: &str = "model";
 
@@ -16,6 +18,9 @@ pub enum ChatMessage {
     User {
         /// What they said.
         content: String,
+        /// The files attached to it (sent to the model as content parts).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<FileRef>,
     },
     /// The model.
     Assistant {
@@ -155,7 +160,10 @@ mod tests {
     use super::*;
 
     fn user(s: &str) -> ChatMessage {
-        ChatMessage::User { content: s.into() }
+        ChatMessage::User {
+            content: s.into(),
+            files: Vec::new(),
+        }
     }
 
     fn calls(ids: &[&str]) -> ChatMessage {
