@@ -39,9 +39,11 @@ mod playground;
 mod request_body;
 mod serve;
 mod shutdown;
+mod sqlite_attachments;
 mod sqlite_store;
 mod write_stall;
 
 pub use cli::{check, serve};
 pub use playground::proxy::{PlaygroundArgs, run as playground};
 pub use serve::{ServeArgs, run};
+pub use sqlite_attachments::SqliteAttachmentStore;

@@ -72,7 +72,24 @@ async fn serve_with(
     capture_log: bool,
     settings: &[(&str, &str)],
 ) -> Served {
-    let data_dir = free_data_dir("model-agent");
+    serve_in(
+        free_data_dir("model-agent"),
+        model_base_url,
+        tools,
+        capture_log,
+        settings,
+    )
+    .await
+}
+
+/// [`serve_with`] on `data_dir` (a restart passes the previous one).
+async fn serve_in(
+    data_dir: PathBuf,
+    model_base_url: &str,
+    tools: Option<&ScriptedServer>,
+    capture_log: bool,
+    settings: &[(&str, &str)],
+) -> Served {
     let log = capture_log.then(|| data_dir.join("stderr.log"));
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut cmd = match &log {
@@ -1023,5 +1040,37 @@ async fn without_the_test_setting_loopback_links_are_refused_before_connecting()
         "{shown}"
     );
     assert!(files.requests().is_empty(), "a refused link was fetched");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn kept_attachments_outlive_their_link_and_a_restart() {
+    let files = file_server().await;
+    let model = ScriptedServer::script(vec![answer("A pixel."), answer("Still a pixel.")]).await;
+    let settings = [("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")];
+    let s = serve_with(&model.base_url, None, false, &settings).await;
+    let thread = fresh_id();
+    let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);
+    let mut body = run_body(&fresh_id(), &thread, "What is this?");
+    body["attachments"] = json!([attachment("file-pixel", &pixel, "p.png", "image/png", 70)]);
+    assert_eq!(s.client.turn(&body).await.text(), "A pixel.");
+    let first = model_calls(&model)[0]["messages"][1]["content"][1].clone();
+    assert_eq!(first["type"], "image_url");
+
+    // The link is dead (its server is gone) and runway restarted on the same data directory.
+    drop(files);
+    s.process.stop().await;
+    let s = serve_in(s.data_dir, &model.base_url, None, false, &settings).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "And again?"))
+        .await;
+    assert_eq!(t.text(), "Still a pixel.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(
+        req["messages"][1]["content"][1], first,
+        "the kept image was sent again"
+    );
     s.stop().await;
 }

@@ -9,6 +9,7 @@ mod file_store;
 #[cfg(feature = "reqwest")]
 mod public_client;
 mod sniff;
+pub mod sql_files;
 
 pub use address_policy::{AddressPolicy, Refusal, is_loopback, is_public};
 pub use download::{DownloadError, REFUSED_ADDRESS_MARKER, download, human_bytes};
