@@ -27,6 +27,8 @@ mod entry;
 #[cfg(target_arch = "wasm32")]
 pub mod fetch_client;
 #[cfg(target_arch = "wasm32")]
+pub mod kv_attachments;
+#[cfg(target_arch = "wasm32")]
 mod live;
 #[cfg(target_arch = "wasm32")]
 pub mod runtime;
