@@ -1074,3 +1074,40 @@ async fn kept_attachments_outlive_their_link_and_a_restart() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn an_answer_cut_by_a_disconnect_stays_in_the_models_transcript() {
+    let cut = Reply::stream(vec![
+        Piece::Data(format!("data: {}\n\n", chunk::role())),
+        Piece::Data(format!(
+            "data: {}\n\n",
+            chunk::text("Part one of the answer")
+        )),
+        Piece::Pause(Duration::from_secs(10)),
+        Piece::Data(format!("data: {}\n\n", chunk::text(", never seen."))),
+        Piece::Data(format!("data: {}\n\n", chunk::finish("stop"))),
+        Piece::Data("data: [DONE]\n\n".into()),
+    ]);
+    let model = ScriptedServer::script(vec![cut, answer("Continuing.")]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let thread = fresh_id();
+    // The user leaves after the first piece of text.
+    let t = s
+        .client
+        .turn_until(&run_body(&fresh_id(), &thread, "Tell me everything"), 3)
+        .await;
+    assert_eq!(t.last()["type"], "TEXT_MESSAGE_CONTENT", "{:?}", t.frames);
+    // runway notices at the next heartbeat (1 s) and records the turn as cancelled.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Go on"))
+        .await;
+    assert_eq!(t.text(), "Continuing.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(req["messages"][2]["content"], "Part one of the answer");
+    assert_eq!(req["messages"][3]["content"], "Go on");
+    s.stop().await;
+}

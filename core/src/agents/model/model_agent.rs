@@ -11,7 +11,7 @@ use super::attachment_intake::{load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::settings::ModelSettings;
 use super::tool_runner::run_tool;
-use super::transcript::{ChatMessage, ModelToolCall, Transcript, truncate};
+use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::agent::{Agent, AgentError, AgentResult, Outcome, Turn};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use crate::context::Role;
@@ -167,6 +167,9 @@ struct Round {
 impl<R: Runtime> Agent for ModelAgent<R> {
     async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
         let mut t = Transcript::from_state(&turn.context.state);
+        // The previous turn may have been cut while the agent ran (the user left, the
+        // deadline passed): keep what the user saw of it, and answer calls it never finished.
+        t.recover(MAX_STORED_MESSAGE_BYTES);
         if t.messages.is_empty() && t.pending.is_empty() {
             // A fork Console seeded from `history`: carry the plain messages over.
             t.messages = seed_from_context(turn);
@@ -222,6 +225,9 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 content: text,
                 tool_calls: round.calls.iter().map(|(c, _)| c.clone()).collect(),
             });
+            // Saved before the tools run: a turn cut while they run keeps the calls (answered
+            // as unfinished by the next turn's `recover`).
+            self.save(turn, &mut t);
             let mut to_run = Vec::new();
             let mut to_ask = Vec::new();
             for (call, shown) in round.calls {
@@ -385,7 +391,16 @@ impl<R: Runtime> ModelAgent<R> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            match self.round(turn.http(), out, t, images).await {
+            // Saved with an empty partial answer that the stream then extends in place: if the
+            // turn is cut mid-answer, the next turn finds what the user saw.
+            t.partial = Some(String::new());
+            self.save(turn, t);
+            t.partial = None;
+            let http = turn.http().clone();
+            match self
+                .round(&http, out, t, images, &mut turn.context.state)
+                .await
+            {
                 Ok(round) => return Ok(round),
                 Err((RoundError::Fatal { user, detail }, partial)) => {
                     if !partial.is_empty() {
@@ -538,6 +553,7 @@ impl<R: Runtime> ModelAgent<R> {
         out: &Output,
         t: &Transcript,
         images: &HashMap<String, String>,
+        state: &mut Value,
     ) -> Result<Round, (RoundError, String)> {
         let mut response = self
             .send(http, t, images)
@@ -605,6 +621,7 @@ impl<R: Runtime> ModelAgent<R> {
                             out.end_reasoning();
                             reasoning_open = false;
                         }
+                        append_partial(state, &delta);
                         out.text(delta.clone());
                         text.push_str(&delta);
                         shown_anything = true;
