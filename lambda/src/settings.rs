@@ -130,8 +130,28 @@ pub async fn builtin_agent(
 /// # Errors
 /// As [`init_agent`], and an unknown agent name (found before any network request).
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
-    let agent = builtin_agent(&get).await?;
+    let agent = match builtin_agent(&get).await? {
+        // The model agent keeps downloaded attachments in the same table.
+        BuiltinAgent::Model(model) => {
+            let settings = Settings::from_lookup(&get)?;
+            let store = dynamo_store(&settings, &sdk_config(&get).await);
+            BuiltinAgent::Model(model.with_attachment_store(std::sync::Arc::new(store)))
+        }
+        other => other,
+    };
     init_agent(agent, get).await
+}
+
+/// The DynamoDB store on the table (and endpoint) of `settings`. Makes no request.
+fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore {
+    let mut dynamo = aws_sdk_dynamodb::config::Builder::from(sdk);
+    if let Some(endpoint) = &settings.dynamodb_endpoint {
+        dynamo = dynamo.endpoint_url(endpoint);
+    }
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
+        settings.table.clone(),
+    )
 }
 
 /// Builds the application serving `agent` from `get` (the environment): SDK config, the auth
@@ -162,14 +182,7 @@ pub async fn init_agent<A: Agent>(
     let mut config = config;
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
-    let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&sdk);
-    if let Some(endpoint) = &settings.dynamodb_endpoint {
-        dynamo = dynamo.endpoint_url(endpoint);
-    }
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
-        settings.table.clone(),
-    );
+    let store = dynamo_store(&settings, &sdk);
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,
