@@ -120,7 +120,13 @@ pub async fn builtin_agent(
     let settings = Settings::from_lookup(&get)?;
     if settings.agent == "model" {
         let sdk = sdk_config(&get).await;
-        return model_agent(&get, &sdk, &TokioRuntime).await;
+        return Ok(match model_agent(&get, &sdk, &TokioRuntime).await? {
+            // Downloaded attachments are kept in the table, for every instance.
+            BuiltinAgent::Model(model) => BuiltinAgent::Model(
+                model.with_attachment_store(std::sync::Arc::new(dynamo_store(&settings, &sdk))),
+            ),
+            other => other,
+        });
     }
     BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
 }
@@ -130,15 +136,7 @@ pub async fn builtin_agent(
 /// # Errors
 /// As [`init_agent`], and an unknown agent name (found before any network request).
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
-    let agent = match builtin_agent(&get).await? {
-        // The model agent keeps downloaded attachments in the same table.
-        BuiltinAgent::Model(model) => {
-            let settings = Settings::from_lookup(&get)?;
-            let store = dynamo_store(&settings, &sdk_config(&get).await);
-            BuiltinAgent::Model(model.with_attachment_store(std::sync::Arc::new(store)))
-        }
-        other => other,
-    };
+    let agent = builtin_agent(&get).await?;
     init_agent(agent, get).await
 }
 
@@ -183,6 +181,12 @@ pub async fn init_agent<A: Agent>(
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
     let store = dynamo_store(&settings, &sdk);
+    if get("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK").is_some_and(|v| matches!(v.trim(), "1" | "true")) {
+        tracing::warn!(
+            "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to loopback addresses are \
+             downloaded. For tests only: never set it in production"
+        );
+    }
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,
