@@ -1,5 +1,5 @@
 //! Files users attach to a turn, made safe to use: downloaded under an SSRF guard
-//! ([`AddressPolicy`], [`download`]; natively through [`PublicOnlyClient`]), typed from their
+//! ([`AddressPolicy`], [`download`]; natively through `PublicOnlyClient`, feature `reqwest`), typed from their
 //! bytes ([`sniff`]), and kept with the thread ([`AttachmentStore`]) so later turns can use
 //! them after the link expired.
 

@@ -236,6 +236,45 @@ mod tests {
     }
 
     #[test]
+    fn attachment_settings_are_read_and_fail_closed() {
+        let base = [
+            ("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:1/v1"),
+            ("RUNWAY_MODEL", "m"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            ModelSettings::from_lookup(lookup(&all), no_files)
+        };
+        let s = with(&[]).unwrap();
+        assert!(!s.attachments.policy.allow_loopback);
+        assert_eq!(s.attachments.max_bytes, 4 * 1024 * 1024);
+        let s = with(&[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "2000"),
+        ])
+        .unwrap();
+        assert!(s.attachments.policy.allow_loopback);
+        assert_eq!(s.attachments.max_bytes, 2000);
+        assert!(
+            !with(&[("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "0")])
+                .unwrap()
+                .attachments
+                .policy
+                .allow_loopback
+        );
+        for (name, bad) in [
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "yes"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "0"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "4MB"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "999999999"),
+        ] {
+            let e = with(&[(name, bad)]).unwrap_err();
+            assert!(e.to_string().starts_with(name), "{name}={bad}: {e}");
+        }
+    }
+
+    #[test]
     fn missing_or_bad_settings_refuse_to_start() {
         let e = ModelSettings::from_lookup(lookup(&[("RUNWAY_MODEL", "m")]), no_files);
         assert_eq!(

@@ -81,7 +81,7 @@ pub struct Transcript {
     /// Calls of the last assistant message still waiting for the user's decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<ModelToolCall>,
-    /// The text of the model call in progress, as it streams ([`append_partial`]). Present
+    /// The text of the model call in progress, as it streams (extended in place). Present
     /// only in a state saved while a model call ran: when the turn was cut there (the user
     /// left, the deadline passed, a newer turn took over) the agent was stopped before it could
     /// record the answer, and the next turn adds what the user saw ([`Transcript::recover`]).
@@ -114,7 +114,7 @@ impl Transcript {
 
     /// Repairs a transcript whose turn was cut while the agent ran: the partial answer the
     /// user saw becomes an assistant message (cut to `max_bytes`), and a tool call left without
-    /// a result (and not waiting for approval) gets [`UNFINISHED_CALL`].
+    /// a result (and not waiting for approval) gets a result saying it was not completed.
     pub fn recover(&mut self, max_bytes: usize) {
         if let Some(partial) = self.partial.take()
             && !partial.trim().is_empty()
