@@ -126,3 +126,160 @@ fn failure(e: HttpError) -> DownloadError {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::http_client::turn_clock::TurnClock;
+    use crate::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
+    use crate::maybe_send::BoxFuture;
+
+    /// tokio's (paused) clock.
+    struct TestClock(tokio::time::Instant);
+
+    impl TurnClock for TestClock {
+        fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+            Box::pin(tokio::time::sleep(duration))
+        }
+        fn now_ms(&self) -> u64 {
+            self.0.elapsed().as_millis() as u64
+        }
+    }
+
+    /// Answers by path: `/redirect-to?<location>` a 302, `/big` 10 pieces of 1,000 bytes with
+    /// a small declared length, `/stall` a body that never ends, `/ok` "hello". Records paths.
+    #[derive(Default)]
+    struct Files {
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl HttpClient for Arc<Files> {
+        fn send(&self, r: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
+            self.asked.lock().unwrap().push(r.url.path().to_owned());
+            let mut head = http::HeaderMap::new();
+            let (status, body) = match r.url.path() {
+                "/redirect-to" => {
+                    let to = r.url.query().unwrap_or_default().to_owned();
+                    head.insert(http::header::LOCATION, to.parse().unwrap());
+                    (302, HttpBody::empty())
+                }
+                "/big" => {
+                    head.insert(http::header::CONTENT_LENGTH, "10".parse().unwrap());
+                    let pieces = (0..10).map(|_| Ok(Bytes::from(vec![b'x'; 1000])));
+                    (200, HttpBody::from_stream(futures::stream::iter(pieces)))
+                }
+                "/stall" => (
+                    200,
+                    HttpBody::from_stream(
+                        futures::stream::once(async { Ok(Bytes::from_static(b"a")) })
+                            .chain(futures::stream::pending()),
+                    ),
+                ),
+                _ => (
+                    200,
+                    HttpBody::from_stream(futures::stream::once(async {
+                        Ok(Bytes::from_static(b"hello"))
+                    })),
+                ),
+            };
+            let status = http::StatusCode::from_u16(status).unwrap();
+            Box::pin(async move { Ok(HttpResponse::new(status, head, body)) })
+        }
+    }
+
+    fn turn(files: &Arc<Files>) -> (Http, crate::http_client::handle::TurnHttpGuard) {
+        Http::for_turn(
+            Some(Arc::new(files.clone())),
+            Arc::new(TestClock(tokio::time::Instant::now())),
+            Duration::from_secs(60),
+        )
+    }
+
+    const POLICY: AddressPolicy = AddressPolicy {
+        allow_loopback: false,
+    };
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cap_is_counted_as_the_body_streams_whatever_was_declared() {
+        let files = Arc::new(Files::default());
+        let (http, _g) = turn(&files);
+        let t = Duration::from_secs(30);
+        let e = download(&http, "https://files.example/big", &POLICY, 2500, t).await;
+        assert_eq!(e, Err(DownloadError::TooLarge { limit: 2500 }));
+        let ok = download(&http, "https://files.example/big", &POLICY, 10_000, t).await;
+        assert_eq!(ok.unwrap().len(), 10_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_body_times_out() {
+        let files = Arc::new(Files::default());
+        let (http, _g) = turn(&files);
+        let started = tokio::time::Instant::now();
+        let e = download(
+            &http,
+            "https://files.example/stall",
+            &POLICY,
+            1000,
+            Duration::from_secs(3),
+        )
+        .await;
+        assert_eq!(e, Err(DownloadError::Timeout));
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        assert!(started.elapsed() < Duration::from_secs(4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_redirect_hop_is_checked_before_it_is_fetched() {
+        let files = Arc::new(Files::default());
+        let (http, _g) = turn(&files);
+        let t = Duration::from_secs(30);
+        for to in [
+            "https://169.254.169.254/latest",
+            "https://[::ffff:10.0.0.1]/x",
+            "http://files.example/ok",
+        ] {
+            let url = format!("https://files.example/redirect-to?{to}");
+            let e = download(&http, &url, &POLICY, 1000, t).await.unwrap_err();
+            assert!(matches!(e, DownloadError::Refused(_)), "{to}: {e:?}");
+        }
+        // Only the first hops were requested, never a refused target.
+        assert!(
+            files
+                .asked
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|p| p == "/redirect-to"),
+            "{:?}",
+            files.asked.lock().unwrap()
+        );
+        let ok = download(
+            &http,
+            "https://files.example/redirect-to?/ok",
+            &POLICY,
+            1000,
+            t,
+        )
+        .await;
+        assert_eq!(ok.unwrap(), "hello");
+        // A relative Location resolves against the hop; a chain longer than 5 is refused.
+        let mut url = "/ok".to_owned();
+        for _ in 0..6 {
+            url = format!("/redirect-to?{url}");
+        }
+        let e = download(
+            &http,
+            &format!("https://files.example{url}"),
+            &POLICY,
+            1000,
+            t,
+        )
+        .await;
+        assert_eq!(e, Err(DownloadError::TooManyRedirects));
+    }
+}
