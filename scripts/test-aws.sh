@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The AWS Lambda checks: template lints (offline), the adapter's unit and template tests, the
 # DynamoDB store against moto, and the end-to-end suite against the real `bootstrap` under
-# cargo-lambda's emulator (tests/tests/lambda.rs).
+# cargo-lambda's emulator (tests/tests/lambda.rs, and the model agent: lambda_model.rs).
 #
 #   scripts/test-aws.sh [--build]
 #
@@ -69,6 +69,9 @@ step "end-to-end suite against bootstrap under cargo lambda watch"
 # Build the function once so every start of infra/aws/local is quick.
 timeout 1800 cargo build -p runway-lambda --bin bootstrap
 timeout 1800 cargo test -p runway-e2e --test lambda -- --ignored --nocapture
+
+step "the model agent in bootstrap under cargo lambda watch (scripted model, tools, attachments)"
+timeout 1800 cargo test -p runway-e2e --test lambda_model -- --ignored --nocapture
 
 step "runway new: the generated crate's bootstrap passes runway check under cargo lambda watch"
 timeout 1800 cargo test -p runway-e2e --test new_crate_lambda -- --ignored --nocapture

@@ -2,10 +2,15 @@
 //! `RUNWAY_AGENT` (`demo`, `echo`, `model` or `http-probe`), served through the public [`crate::fetch`] like any
 //! user's agent.
 
+use std::sync::Arc;
+
 use runway_core::agents::BuiltinAgent;
 use worker::{Context, Env, Request, event};
 
+use crate::FILES_BINDING;
+use crate::download_client::DownloadClient;
 use crate::entry::setting;
+use crate::kv_attachments::KvAttachmentStore;
 use crate::runtime::WorkersRuntime;
 
 #[event(fetch)]
@@ -13,7 +18,24 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
     crate::fetch_with(
         |env| {
             let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
-            BuiltinAgent::from_settings(name.trim(), &WorkersRuntime, |k| setting(env, k))
+            let agent =
+                BuiltinAgent::from_settings(name.trim(), &WorkersRuntime, |k| setting(env, k))?;
+            Ok(match agent {
+                // Attachments are downloaded by `fetch` without following redirects (the
+                // agent re-checks each hop).
+                // Kept files go to the hosted files' KV namespace.
+                BuiltinAgent::Model(model) => {
+                    let kv = env
+                        .kv(FILES_BINDING)
+                        .map_err(|_| format!("the {FILES_BINDING} KV binding is missing"))?;
+                    BuiltinAgent::Model(
+                        model
+                            .with_download_client(Arc::new(DownloadClient))
+                            .with_attachment_store(Arc::new(KvAttachmentStore::new(kv))),
+                    )
+                }
+                other => other,
+            })
         },
         req,
         env,

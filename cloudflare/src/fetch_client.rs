@@ -46,47 +46,56 @@ fn body_stream(
 
 impl HttpClient for FetchClient {
     fn send(&self, request: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
-        Box::pin(async move {
-            let headers = worker::Headers::new();
-            for (name, value) in &request.headers {
-                let refused = || HttpError::InvalidRequest(format!("header {name} refused"));
-                let value = value.to_str().map_err(|_| refused())?;
-                headers
-                    .append(name.as_str(), value)
-                    .map_err(|_| refused())?;
-            }
-            let mut init = worker::RequestInit::new();
-            init.with_method(worker::Method::from(request.method.as_str().to_owned()))
-                .with_headers(headers);
-            if !request.body.is_empty() {
-                init.with_body(Some(js_sys::Uint8Array::from(&request.body[..]).into()));
-            }
-            let req = worker::Request::new_with_init(request.url.as_str(), &init)
-                .map_err(|e| HttpError::InvalidRequest(redacted(e)))?;
-            let controller = worker::AbortController::default();
-            let signal = controller.signal();
-            let abort = AbortOnDrop(Some(controller));
-            let mut response = worker::Fetch::Request(req)
-                .send_with_signal(&signal)
-                .await
-                .map_err(|e| HttpError::Connect(redacted(e)))?;
-            let status = http::StatusCode::from_u16(response.status_code())
-                .map_err(|_| HttpError::Body("invalid status code".into()))?;
-            let mut head = http::HeaderMap::new();
-            for (name, value) in response.headers().entries() {
-                if let (Ok(n), Ok(v)) = (
-                    http::HeaderName::try_from(name),
-                    http::HeaderValue::try_from(value),
-                ) {
-                    head.append(n, v);
-                }
-            }
-            // `stream()` fails only for a response without a body.
-            let body = match response.stream() {
-                Ok(stream) => HttpBody::from_stream(body_stream(stream, abort)),
-                Err(_) => HttpBody::empty(),
-            };
-            Ok(HttpResponse::new(status, head, body))
-        })
+        send(request, worker::RequestRedirect::Follow)
     }
+}
+
+/// Sends `request` with `fetch`, following redirects as `redirect` says.
+pub(crate) fn send(
+    request: HttpRequest,
+    redirect: worker::RequestRedirect,
+) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
+    Box::pin(async move {
+        let headers = worker::Headers::new();
+        for (name, value) in &request.headers {
+            let refused = || HttpError::InvalidRequest(format!("header {name} refused"));
+            let value = value.to_str().map_err(|_| refused())?;
+            headers
+                .append(name.as_str(), value)
+                .map_err(|_| refused())?;
+        }
+        let mut init = worker::RequestInit::new();
+        init.with_method(worker::Method::from(request.method.as_str().to_owned()))
+            .with_headers(headers)
+            .with_redirect(redirect);
+        if !request.body.is_empty() {
+            init.with_body(Some(js_sys::Uint8Array::from(&request.body[..]).into()));
+        }
+        let req = worker::Request::new_with_init(request.url.as_str(), &init)
+            .map_err(|e| HttpError::InvalidRequest(redacted(e)))?;
+        let controller = worker::AbortController::default();
+        let signal = controller.signal();
+        let abort = AbortOnDrop(Some(controller));
+        let mut response = worker::Fetch::Request(req)
+            .send_with_signal(&signal)
+            .await
+            .map_err(|e| HttpError::Connect(redacted(e)))?;
+        let status = http::StatusCode::from_u16(response.status_code())
+            .map_err(|_| HttpError::Body("invalid status code".into()))?;
+        let mut head = http::HeaderMap::new();
+        for (name, value) in response.headers().entries() {
+            if let (Ok(n), Ok(v)) = (
+                http::HeaderName::try_from(name),
+                http::HeaderValue::try_from(value),
+            ) {
+                head.append(n, v);
+            }
+        }
+        // `stream()` fails only for a response without a body.
+        let body = match response.stream() {
+            Ok(stream) => HttpBody::from_stream(body_stream(stream, abort)),
+            Err(_) => HttpBody::empty(),
+        };
+        Ok(HttpResponse::new(status, head, body))
+    })
 }

@@ -21,9 +21,13 @@ mod builtin_worker;
 #[cfg(target_arch = "wasm32")]
 mod console_log;
 #[cfg(target_arch = "wasm32")]
+pub mod download_client;
+#[cfg(target_arch = "wasm32")]
 mod entry;
 #[cfg(target_arch = "wasm32")]
 pub mod fetch_client;
+#[cfg(target_arch = "wasm32")]
+pub mod kv_attachments;
 #[cfg(target_arch = "wasm32")]
 mod live;
 #[cfg(target_arch = "wasm32")]

@@ -30,6 +30,7 @@
 mod abort_tail;
 mod agent;
 pub mod agents;
+pub mod attachments;
 mod auth;
 mod config;
 mod console;

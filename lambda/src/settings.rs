@@ -120,7 +120,13 @@ pub async fn builtin_agent(
     let settings = Settings::from_lookup(&get)?;
     if settings.agent == "model" {
         let sdk = sdk_config(&get).await;
-        return model_agent(&get, &sdk, &TokioRuntime).await;
+        return Ok(match model_agent(&get, &sdk, &TokioRuntime).await? {
+            // Downloaded attachments are kept in the table, for every instance.
+            BuiltinAgent::Model(model) => BuiltinAgent::Model(
+                model.with_attachment_store(std::sync::Arc::new(dynamo_store(&settings, &sdk))),
+            ),
+            other => other,
+        });
     }
     BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
 }
@@ -132,6 +138,18 @@ pub async fn builtin_agent(
 pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
     let agent = builtin_agent(&get).await?;
     init_agent(agent, get).await
+}
+
+/// The DynamoDB store on the table (and endpoint) of `settings`. Makes no request.
+fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore {
+    let mut dynamo = aws_sdk_dynamodb::config::Builder::from(sdk);
+    if let Some(endpoint) = &settings.dynamodb_endpoint {
+        dynamo = dynamo.endpoint_url(endpoint);
+    }
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
+        settings.table.clone(),
+    )
 }
 
 /// Builds the application serving `agent` from `get` (the environment): SDK config, the auth
@@ -162,14 +180,13 @@ pub async fn init_agent<A: Agent>(
     let mut config = config;
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
-    let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&sdk);
-    if let Some(endpoint) = &settings.dynamodb_endpoint {
-        dynamo = dynamo.endpoint_url(endpoint);
+    let store = dynamo_store(&settings, &sdk);
+    if get("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK").is_some_and(|v| matches!(v.trim(), "1" | "true")) {
+        tracing::warn!(
+            "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to loopback addresses are \
+             downloaded. For tests only: never set it in production"
+        );
     }
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
-        settings.table.clone(),
-    );
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,

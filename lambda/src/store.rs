@@ -54,6 +54,8 @@
 //! transaction is retried here the same way. What still fails is a [`StoreError`], which the
 //! engine turns into `RUN_ERROR` and a `degraded` `/health`.
 
+mod attachments;
+
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::time::Duration;

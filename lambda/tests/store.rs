@@ -284,3 +284,28 @@ async fn a_duplicate_poll_is_one_conditional_write_and_reads_nothing() {
     let ops: Vec<String> = rec.take().into_iter().map(|r| r.target).collect();
     assert_eq!(ops, ["PutItem"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn kept_attachments_small_and_in_parts_first_write_wins() {
+    use bytes::Bytes;
+    use runway_core::attachments::AttachmentStore;
+    let db = moto("attachments").await;
+    let (s, _) = store(&db.endpoint, "attachments").await;
+    let small = Bytes::from_static(b"\x89PNG small");
+    s.put_if_absent("a/t", "f1", small.clone()).await.unwrap();
+    s.put_if_absent("a/t", "f1", Bytes::from_static(b"other"))
+        .await
+        .unwrap();
+    assert_eq!(s.get("a/t", "f1").await.unwrap(), Some(small));
+    assert_eq!(s.get("a/u", "f1").await.unwrap(), None, "another thread");
+    assert_eq!(s.get("a/t", "f2").await.unwrap(), None);
+    // 4 MiB of incompressible bytes: twelve parts, each in its own partition.
+    let big = Bytes::from(
+        (0..4 * 1024 * 1024)
+            .map(|_| fastrand::u8(..))
+            .collect::<Vec<u8>>(),
+    );
+    s.put_if_absent("a/t", "big", big.clone()).await.unwrap();
+    assert_eq!(s.get("a/t", "big").await.unwrap(), Some(big));
+}

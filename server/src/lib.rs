@@ -31,6 +31,7 @@
 //! binary itself uses it to serve the built-in agents).
 #![warn(missing_docs)]
 
+mod attachment_warning;
 mod cli;
 mod data_dir;
 mod listener;
@@ -39,6 +40,7 @@ mod playground;
 mod request_body;
 mod serve;
 mod shutdown;
+mod sqlite_attachments;
 mod sqlite_store;
 mod sqlite_thread;
 mod write_stall;
@@ -46,3 +48,4 @@ mod write_stall;
 pub use cli::{check, serve};
 pub use playground::proxy::{PlaygroundArgs, run as playground};
 pub use serve::{ServeArgs, run};
+pub use sqlite_attachments::SqliteAttachmentStore;

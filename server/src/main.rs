@@ -94,6 +94,22 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            // The model agent keeps downloaded attachments in the data directory.
+            let agent = match agent {
+                BuiltinAgent::Model(model) => {
+                    let path = serve.data_dir.join("attachments.sqlite3");
+                    match runway::SqliteAttachmentStore::open(&path) {
+                        Ok(files) => BuiltinAgent::Model(
+                            model.with_attachment_store(std::sync::Arc::new(files)),
+                        ),
+                        Err(e) => {
+                            eprintln!("runway: data directory: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                }
+                other => other,
+            };
             rt.block_on(runway::run(agent, serve))
         }
         Command::Check { args } => rt.block_on(runway::check(args)),

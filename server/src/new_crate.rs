@@ -41,23 +41,48 @@ const FILES: [(&str, &str); 10] = [
 ];
 
 /// The new crate's SAM template: runway's own, serving the crate's agent instead of a built-in
-/// one (no `AgentName` parameter, no `RUNWAY_AGENT`), built from the crate's directory. `None`
-/// if runway's template no longer has what this edits.
+/// one (no `AgentName` parameter, no `RUNWAY_AGENT`, and none of the built-in model agent's
+/// parameters, environment lines, condition and key-reading permission), built from the
+/// crate's directory. `None` if runway's template no longer has what this edits.
 fn sam_template(repo: &str) -> Option<String> {
     let mut out = String::with_capacity(repo.len());
     let mut lines = repo.lines().peekable();
     let (mut dropped_parameter, mut dropped_env, mut code_uri) = (false, false, false);
+    let mut dropped_model = 0;
     while let Some(line) = lines.next() {
-        if line == "  AgentName:" {
+        let parameter = line
+            .strip_prefix("  ")
+            .and_then(|l| l.strip_suffix(':'))
+            .filter(|name| *name == "AgentName" || BUILTIN_MODEL_PARAMETERS.contains(name));
+        if let Some(name) = parameter {
             // The parameter's block: its more-indented lines.
             while lines.peek().is_some_and(|l| l.starts_with("    ")) {
                 lines.next();
             }
-            dropped_parameter = true;
+            if name == "AgentName" {
+                dropped_parameter = true;
+            } else {
+                dropped_model += 1;
+            }
             continue;
         }
         if line.trim() == "RUNWAY_AGENT: !Ref AgentName" {
             dropped_env = true;
+            continue;
+        }
+        let names_model_parameter = BUILTIN_MODEL_PARAMETERS
+            .iter()
+            .any(|p| line.trim_end().ends_with(&format!("!Ref {p}")));
+        if names_model_parameter || line.trim().starts_with("HasModelKey:") {
+            continue;
+        }
+        if line.trim() == "- !If" && lines.peek().is_some_and(|l| l.trim() == "- HasModelKey") {
+            // The key-reading statement: up to its `!Ref AWS::NoValue` branch.
+            for l in lines.by_ref() {
+                if l.trim() == "- !Ref AWS::NoValue" {
+                    break;
+                }
+            }
             continue;
         }
         if line.trim() == "CodeUri: ../.." {
@@ -69,8 +94,21 @@ fn sam_template(repo: &str) -> Option<String> {
         out.push_str(line);
         out.push('\n');
     }
-    (dropped_parameter && dropped_env && code_uri).then_some(out)
+    (dropped_parameter
+        && dropped_env
+        && code_uri
+        && dropped_model == BUILTIN_MODEL_PARAMETERS.len())
+    .then_some(out)
 }
+
+/// Parameters of runway's template that only the built-in model agent reads.
+const BUILTIN_MODEL_PARAMETERS: [&str; 5] = [
+    "ModelBaseUrl",
+    "ModelName",
+    "ModelApiKeyParameterName",
+    "SystemPrompt",
+    "Tools",
+];
 
 /// Why `runway new` wrote nothing.
 #[derive(Debug, thiserror::Error)]
@@ -412,6 +450,13 @@ mod tests {
     fn the_sam_template_is_runways_own_serving_the_crates_agent() {
         let t = sam_template(SAM_TEMPLATE).expect("runway's template has what is edited");
         assert!(!t.contains("AgentName"), "{t}");
+        for p in BUILTIN_MODEL_PARAMETERS {
+            assert!(!t.contains(p), "{p} is the built-in model agent's: {t}");
+        }
+        assert!(
+            !t.contains("RUNWAY_MODEL") && !t.contains("HasModelKey"),
+            "{t}"
+        );
         assert!(t.contains("      CodeUri: .\n"), "{t}");
         // Everything else is runway's, in order: what was dropped is only the parameter's
         // block and the environment line naming it.
@@ -428,9 +473,15 @@ mod tests {
         assert_eq!(generated.next(), None);
         assert!(dropped[0] == "  AgentName:", "{dropped:?}");
         assert!(
-            dropped.last().is_some_and(|l| l.contains("RUNWAY_AGENT")),
+            dropped.iter().any(|l| l.contains("RUNWAY_AGENT")),
             "{dropped:?}"
         );
-        assert!(dropped.len() <= 8, "{dropped:?}");
+        // Only the built-in agents' lines went: each names AgentName, a model parameter or
+        // the model key, or is inside one of their blocks.
+        assert!(dropped.len() <= 60, "{dropped:?}");
+        assert!(
+            t.contains("Sid: AuthHeaders") && t.contains("Sid: RunwayTable"),
+            "{t}"
+        );
     }
 }

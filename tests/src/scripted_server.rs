@@ -48,6 +48,8 @@ impl Recorded {
 pub enum Piece {
     /// Bytes sent as one HTTP chunk and flushed.
     Data(String),
+    /// Raw bytes (a binary file) sent as one HTTP chunk and flushed.
+    Bytes(Vec<u8>),
     /// Wait before the next piece.
     Pause(Duration),
     /// Close the connection now, without finishing the body.
@@ -283,6 +285,15 @@ async fn serve(mut conn: TcpStream, handler: &Handler, seen: &Mutex<Vec<Recorded
             Piece::Data(d) => {
                 let framed = format!("{:x}\r\n{d}\r\n", d.len());
                 if conn.write_all(framed.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = conn.flush().await;
+            }
+            Piece::Bytes(b) => {
+                let mut framed = format!("{:x}\r\n", b.len()).into_bytes();
+                framed.extend_from_slice(&b);
+                framed.extend_from_slice(b"\r\n");
+                if conn.write_all(&framed).await.is_err() {
                     return;
                 }
                 let _ = conn.flush().await;

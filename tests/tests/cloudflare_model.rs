@@ -16,26 +16,33 @@ use tokio::process::Command;
 
 const KEY: &str = "sk-worker-test-3b81";
 
-/// Single-quoted TOML strings and no `${NAME}` header: `infra/cloudflare/local` hands settings
-/// to `wrangler dev` as a dotenv file, where a `"` stays escaped (`\"`) and `${…}` is expanded,
-/// so a double-quoted tools file reaches the Worker mangled (the Worker then refuses it, naming
-/// the line). Header filling is tested against `runway serve` (`model_agent.rs`).
+/// The tools file as an operator writes it: double-quoted TOML strings and a `${NAME}` header
+/// filled from the Worker's settings (`infra/cloudflare/local` hands settings to `wrangler dev`
+/// unchanged: no quote escaped twice, no `${…}` expanded on the way).
 const TOOLS: &str = r#"
 [[tools]]
-name = 'get_weather'
-description = 'Current weather in a city'
-parameters = { type = 'object', properties = { city = { type = 'string' } }, required = ['city'] }
-method = 'GET'
-url = 'TOOLS_BASE/now?city={city}'
+name = "get_weather"
+description = "Current weather in a city"
+parameters = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
+method = "GET"
+url = "TOOLS_BASE/now?city={city}"
+headers = { X-Token = "Bearer ${RUNWAY_TEST_TOOL_TOKEN}" }
 
 [[tools]]
-name = 'issue_refund'
-description = 'Refund an order'
-parameters = { type = 'object', properties = { order = { type = 'string' }, amount = { type = 'number' } }, required = ['order', 'amount'] }
-method = 'POST'
-url = 'TOOLS_BASE/refunds'
+name = "issue_refund"
+description = "Refund an order"
+parameters = { type = "object", properties = { order = { type = "string" }, amount = { type = "number" } }, required = ["order", "amount"] }
+method = "POST"
+url = "TOOLS_BASE/refunds"
 approval = true
 "#;
+
+const TOOL_TOKEN: &str = "tooltok-cf-5d2e";
+/// A prompt with what a dotenv file would mangle: quotes, a backslash, `$NAME` and `${NAME}`.
+const SYSTEM: &str = r#"Be brief. Prices are in "$USD" \ say ${price} as written.
+Second line."#;
+/// A 1×1 PNG.
+const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
 
 async fn start_worker(model: &ScriptedServer, tools: &ScriptedServer) -> AgentProcess {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
@@ -46,7 +53,9 @@ async fn start_worker(model: &ScriptedServer, tools: &ScriptedServer) -> AgentPr
         .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url))
         .env("RUNWAY_MODEL", "test-model")
         .env("RUNWAY_MODEL_API_KEY", KEY)
-        .env("RUNWAY_SYSTEM_PROMPT", "Be brief.")
+        .env("RUNWAY_SYSTEM_PROMPT", SYSTEM)
+        .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
+        .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
         .env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url))
         .env("RUNWAY_LOG", "warn")
         .env("RUNWAY_CF_WRANGLER_LOG", "warn");
@@ -66,7 +75,12 @@ fn data(c: Value) -> Piece {
     Piece::Data(format!("data: {c}\n\n"))
 }
 
-async fn checks(worker: &AgentProcess, model: &ScriptedServer, tools: &ScriptedServer) {
+async fn checks(
+    worker: &AgentProcess,
+    model: &ScriptedServer,
+    tools: &ScriptedServer,
+    files: &ScriptedServer,
+) {
     let client = Client::new(worker.base_url(), target_auth());
 
     // 1. Text streams as the model sends it (after a 429 with Retry-After, retried).
@@ -93,6 +107,15 @@ async fn checks(worker: &AgentProcess, model: &ScriptedServer, tools: &ScriptedS
         reqs[1].header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
+    // The prompt arrived byte for byte: quotes, backslash, `$` and newline untouched.
+    let system = reqs[1].json()["messages"][0]["content"].clone();
+    assert!(
+        system
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{SYSTEM}\n\n")),
+        "{system}"
+    );
 
     // 2. Parallel tool calls: one runs, one waits for approval; approve goes on.
     let thread = fresh_id();
@@ -111,6 +134,8 @@ async fn checks(worker: &AgentProcess, model: &ScriptedServer, tools: &ScriptedS
     let calls = tools.requests();
     assert_eq!(calls.len(), 1, "only the weather ran");
     assert_eq!(calls[0].target, "/now?city=Hu%E1%BA%BF");
+    let token = format!("Bearer {TOOL_TOKEN}");
+    assert_eq!(calls[0].header("x-token"), Some(token.as_str()));
 
     let mut resume = run_body(&fresh_id(), &thread, "");
     resume["resume"] = json!({"decision": "approve"});
@@ -133,6 +158,75 @@ async fn checks(worker: &AgentProcess, model: &ScriptedServer, tools: &ScriptedS
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
+
+    // 3. Attachments: a text file and an image reach the model (typed from their bytes); a
+    //    redirect to a private address and a private-address link are refused, and said so.
+    let base = &files.base_url;
+    let mut body = run_body(&fresh_id(), &fresh_id(), "What are these?");
+    body["attachments"] = json!([
+        {"id": "t", "url": format!("{base}/notes.txt?sig=1"), "name": "x.png", "mime": "image/png", "sizeBytes": 1},
+        {"id": "p", "url": format!("{base}/pixel.png?sig=2"), "name": "x.txt", "mime": "text/plain", "sizeBytes": 1},
+        {"id": "h", "url": format!("{base}/hop?sig=3"), "name": "h", "mime": "text/plain", "sizeBytes": 1},
+        {"id": "x", "url": "https://10.0.0.7/x?sig=4", "name": "x", "mime": "text/plain", "sizeBytes": 1},
+    ]);
+    let t = client.turn(&body).await;
+    assert_eq!(t.last()["type"], "RUN_FINISHED", "{:?}", t.frames);
+    let shown = t.text();
+    assert_eq!(
+        shown
+            .matches("could not be used: the link points to a private or reserved address")
+            .count(),
+        2,
+        "{shown}"
+    );
+    assert!(shown.ends_with("Got the files."), "{shown}");
+    let request = model.requests().last().unwrap().json();
+    let parts = request["messages"][1]["content"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(parts[0]["text"], "What are these?");
+    assert!(
+        parts[1]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order DH-1: paid.\n"),
+        "{parts:?}"
+    );
+    assert!(
+        parts[2]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{parts:?}"
+    );
+    let hop_and_private: Vec<&str> = parts[3..]
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(hop_and_private.len(), 2, "{parts:?}");
+}
+
+/// `/notes.txt`, `/pixel.png`, and `/hop` (a redirect to a private address).
+async fn file_server() -> ScriptedServer {
+    ScriptedServer::start(|r| {
+        let file = |piece: Piece| Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            pieces: vec![piece],
+        };
+        match r.target.split('?').next().unwrap_or_default() {
+            "/notes.txt" => file(Piece::Data("Order DH-1: paid.\n".into())),
+            "/pixel.png" => file(Piece::Bytes(PIXEL_PNG.to_vec())),
+            "/hop" => Reply {
+                status: 302,
+                headers: vec![("location".into(), "https://169.254.169.254/latest".into())],
+                pieces: vec![],
+            },
+            _ => Reply::status(404, &[], &json!({"error": "no such file"})),
+        }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,6 +260,11 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
             chunk::text("Refunded."),
             chunk::finish("stop"),
         ]),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::text("Got the files."),
+            chunk::finish("stop"),
+        ]),
     ])
     .await;
     let tools = ScriptedServer::start(|r| {
@@ -176,9 +275,10 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
         }
     })
     .await;
+    let files = file_server().await;
     let worker = start_worker(&model, &tools).await;
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks(
-        &worker, &model, &tools,
+        &worker, &model, &tools, &files,
     )))
     .await;
     worker.stop().await;

@@ -62,7 +62,34 @@ impl Served {
 /// `runway serve` with the model agent pointed at `model_base_url`, tools at `tools` (if any). With
 /// `capture_log`, stderr goes to a file returned by [`Served::stop`].
 async fn serve(model_base_url: &str, tools: Option<&ScriptedServer>, capture_log: bool) -> Served {
-    let data_dir = free_data_dir("model-agent");
+    serve_with(model_base_url, tools, capture_log, &[]).await
+}
+
+/// [`serve`] with extra settings.
+async fn serve_with(
+    model_base_url: &str,
+    tools: Option<&ScriptedServer>,
+    capture_log: bool,
+    settings: &[(&str, &str)],
+) -> Served {
+    serve_in(
+        free_data_dir("model-agent"),
+        model_base_url,
+        tools,
+        capture_log,
+        settings,
+    )
+    .await
+}
+
+/// [`serve_with`] on `data_dir` (a restart passes the previous one).
+async fn serve_in(
+    data_dir: PathBuf,
+    model_base_url: &str,
+    tools: Option<&ScriptedServer>,
+    capture_log: bool,
+    settings: &[(&str, &str)],
+) -> Served {
     let log = capture_log.then(|| data_dir.join("stderr.log"));
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut cmd = match &log {
@@ -92,7 +119,12 @@ async fn serve(model_base_url: &str, tools: Option<&ScriptedServer>, capture_log
         .env("RUNWAY_TURN_DEADLINE_SECS", "30")
         .env("RUNWAY_LOG", if capture_log { "info" } else { "warn" })
         .env_remove("RUNWAY_TOOLS_FILE")
-        .env_remove("RUNWAY_AUTH_HEADERS");
+        .env_remove("RUNWAY_AUTH_HEADERS")
+        .env_remove("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK")
+        .env_remove("RUNWAY_ATTACHMENTS_MAX_BYTES");
+    for (k, v) in settings {
+        cmd.env(k, v);
+    }
     match tools {
         Some(t) => cmd.env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &t.base_url)),
         None => cmd.env_remove("RUNWAY_TOOLS"),
@@ -184,10 +216,11 @@ async fn plain_text_streams_as_it_arrives_and_the_thread_is_remembered() {
     let req = &model_calls(&model)[0];
     assert_eq!(req["model"], "test-model");
     assert_eq!(req["stream"], true);
-    assert_eq!(
-        req["messages"][0],
-        json!({"role": "system", "content": SYSTEM})
-    );
+    // The operator's prompt first, then runway's one rule about platform notices.
+    assert_eq!(req["messages"][0]["role"], "system");
+    let system = req["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with(&format!("{SYSTEM}\n\n")), "{system}");
+    assert!(system.contains("not the user's words"), "{system}");
     assert_eq!(
         req["messages"][1],
         json!({"role": "user", "content": "Where is order DH-99217?"})
@@ -742,4 +775,339 @@ async fn an_edit_naming_another_tool_still_edits_the_only_pending_call() {
     assert_eq!(outcome(&t), json!({"type": "success"}));
     assert_eq!(tool_calls.len(), 1);
     assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 7}));
+}
+
+/// A 1×1 PNG.
+const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
+/// The secret part of every attachment link: it must never reach a log.
+const LINK_SECRET: &str = "sig=7c1f0d9e2b5a";
+
+/// A file server on loopback: `/notes.txt` (text), `/pixel.png`, `/big.bin` (5,000 bytes of
+/// text, sent in pieces), `/hop` (a redirect to a private address).
+async fn file_server() -> ScriptedServer {
+    ScriptedServer::start(|r| {
+        let path = r.target.split('?').next().unwrap_or_default();
+        let file = |pieces: Vec<Piece>| Reply {
+            status: 200,
+            // What the file server declares is not what runway trusts either.
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            pieces,
+        };
+        match path {
+            "/notes.txt" => file(vec![Piece::Data(
+                "Order DH-99217: 2 × bánh mì, paid.\n".into(),
+            )]),
+            "/pixel.png" => file(vec![Piece::Bytes(PIXEL_PNG.to_vec())]),
+            "/big.bin" => file((0..5).map(|_| Piece::Data("x".repeat(1000))).collect()),
+            "/hop" => Reply {
+                status: 302,
+                headers: vec![(
+                    "location".into(),
+                    "https://169.254.169.254/latest/meta-data/".into(),
+                )],
+                pieces: vec![],
+            },
+            _ => Reply::status(404, &[], &json!({"error": "no such file"})),
+        }
+    })
+    .await
+}
+
+fn attachment(id: &str, url: &str, name: &str, mime: &str, size: u64) -> Value {
+    json!({"id": id, "url": url, "name": name, "mime": mime, "sizeBytes": size})
+}
+
+fn hits(server: &ScriptedServer, path: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.target.split('?').next() == Some(path))
+        .count()
+}
+
+fn answer(text: &str) -> Reply {
+    Reply::sse(&[
+        chunk::role(),
+        chunk::text(text),
+        chunk::finish("stop"),
+        chunk::usage(),
+    ])
+}
+
+#[tokio::test]
+async fn attachments_reach_the_model_typed_from_their_bytes_and_are_downloaded_once() {
+    let files = file_server().await;
+    let model = ScriptedServer::script(vec![answer("Got both."), answer("Still here.")]).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        true,
+        &[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_LOG", "debug"),
+        ],
+    )
+    .await;
+    let thread = fresh_id();
+    let notes = format!("{}/notes.txt?{LINK_SECRET}", files.base_url);
+    let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);
+    let mut body = run_body(&fresh_id(), &thread, "What is in these?");
+    // Declared types are lies and the name is a path: neither is used.
+    body["attachments"] = json!([
+        attachment("file-notes", &notes, "../../etc/passwd", "image/png", 3),
+        attachment("file-pixel", &pixel, "/tmp/x.txt", "text/plain", 999_999),
+    ]);
+    let t = s.client.turn(&body).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text(), "Got both.");
+
+    let req = &model_calls(&model)[0];
+    let user = &req["messages"][1];
+    assert_eq!(user["role"], "user");
+    let parts = user["content"].as_array().expect("content parts");
+    assert_eq!(
+        parts[0],
+        json!({"type": "text", "text": "What is in these?"})
+    );
+    assert_eq!(parts[1]["type"], "text");
+    let text = parts[1]["text"].as_str().unwrap();
+    assert!(text.starts_with("[Attached file 1: text"), "{text}");
+    assert!(
+        text.ends_with("Order DH-99217: 2 × bánh mì, paid.\n"),
+        "{text}"
+    );
+    assert_eq!(parts[2]["type"], "image_url");
+    let data_url = parts[2]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        data_url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{data_url}"
+    );
+    assert!(
+        !req.to_string().contains(LINK_SECRET),
+        "the link reached the model"
+    );
+
+    // The next turn sends the same files again (Console resends them): not downloaded again,
+    // not added again; the image still reaches the model, from the thread's store.
+    let mut body = run_body(&fresh_id(), &thread, "And now?");
+    body["attachments"] = json!([
+        attachment("file-notes", &notes, "notes.txt", "text/plain", 40),
+        attachment("file-pixel", &pixel, "pixel.png", "image/png", 70),
+    ]);
+    let t = s.client.turn(&body).await;
+    assert_eq!(t.text(), "Still here.");
+    assert_eq!(hits(&files, "/notes.txt"), 1);
+    assert_eq!(hits(&files, "/pixel.png"), 1);
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(req["messages"][3]["content"], "And now?");
+    assert_eq!(
+        req["messages"][1]["content"][2]["image_url"]["url"],
+        data_url
+    );
+
+    let log = s.stop().await;
+    assert!(
+        log.contains("ALLOW_LOOPBACK"),
+        "no warning at start-up: {log}"
+    );
+    assert!(!log.contains(LINK_SECRET), "a link reached the log:\n{log}");
+}
+
+#[tokio::test]
+async fn unusable_attachments_are_explained_and_the_turn_goes_on() {
+    let files = file_server().await;
+    let model = ScriptedServer::script(vec![answer("I could not read those.")]).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        true,
+        &[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "2000"),
+            ("RUNWAY_LOG", "debug"),
+        ],
+    )
+    .await;
+    let base = &files.base_url;
+    let port = base.rsplit(':').next().unwrap();
+    let mut body = run_body(&fresh_id(), &fresh_id(), "Read these please");
+    body["attachments"] = json!([
+        // Declares 10 bytes, streams 5,000: stopped at the 2,000-byte cap.
+        attachment(
+            "big",
+            &format!("{base}/big.bin?{LINK_SECRET}"),
+            "a.txt",
+            "text/plain",
+            10
+        ),
+        attachment(
+            "private",
+            &format!("https://10.0.0.7:{port}/x?{LINK_SECRET}"),
+            "b",
+            "text/plain",
+            1
+        ),
+        attachment(
+            "plain-http",
+            &format!("http://files.example.com/x?{LINK_SECRET}"),
+            "c",
+            "text/plain",
+            1
+        ),
+        attachment(
+            "redirect",
+            &format!("{base}/hop?{LINK_SECRET}"),
+            "d",
+            "text/plain",
+            1
+        ),
+    ]);
+    let t = s.client.turn(&body).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let shown = t.text();
+    assert!(
+        shown.contains("could not be used: it is larger than the 2000 bytes limit"),
+        "{shown}"
+    );
+    assert!(shown.contains("private or reserved address"), "{shown}");
+    assert!(shown.contains("not https"), "{shown}");
+    assert!(shown.ends_with("I could not read those."), "{shown}");
+    assert!(
+        !shown.contains(LINK_SECRET) && !shown.contains("10.0.0.7"),
+        "{shown}"
+    );
+
+    let req = &model_calls(&model)[0];
+    let parts = req["messages"][1]["content"].as_array().expect("parts");
+    let told: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert_eq!(told.len(), 5, "{told:?}");
+    assert!(
+        told[1].starts_with("[Attached file 1 could not be used: it is larger"),
+        "{told:?}"
+    );
+    assert!(told[2].contains("private or reserved address"), "{told:?}");
+    assert!(told[3].contains("not https"), "{told:?}");
+    assert!(
+        told[4].contains("private or reserved address"),
+        "redirect: {told:?}"
+    );
+    assert!(!req.to_string().contains(LINK_SECRET));
+    assert_eq!(hits(&files, "/hop"), 1, "the first hop was fetched");
+    let log = s.stop().await;
+    assert!(!log.contains(LINK_SECRET), "a link reached the log:\n{log}");
+}
+
+#[tokio::test]
+async fn without_the_test_setting_loopback_links_are_refused_before_connecting() {
+    let files = file_server().await;
+    let model = ScriptedServer::script(vec![answer("Nothing usable.")]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let port = files.base_url.rsplit(':').next().unwrap().to_owned();
+    let mut body = run_body(&fresh_id(), &fresh_id(), "Look");
+    body["attachments"] = json!([
+        attachment(
+            "a",
+            &format!("http://127.0.0.1:{port}/notes.txt"),
+            "n",
+            "text/plain",
+            1
+        ),
+        attachment(
+            "b",
+            &format!("https://127.0.0.1:{port}/notes.txt"),
+            "n",
+            "text/plain",
+            1
+        ),
+        // A name that resolves to loopback: refused by the resolver, on the resolved address.
+        attachment(
+            "c",
+            &format!("https://localhost:{port}/notes.txt"),
+            "n",
+            "text/plain",
+            1
+        ),
+    ]);
+    let t = s.client.turn(&body).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let shown = t.text();
+    assert_eq!(shown.matches("could not be used").count(), 3, "{shown}");
+    assert!(shown.contains("not https"), "{shown}");
+    assert_eq!(
+        shown.matches("private or reserved address").count(),
+        2,
+        "{shown}"
+    );
+    assert!(files.requests().is_empty(), "a refused link was fetched");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn kept_attachments_outlive_their_link_and_a_restart() {
+    let files = file_server().await;
+    let model = ScriptedServer::script(vec![answer("A pixel."), answer("Still a pixel.")]).await;
+    let settings = [("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")];
+    let s = serve_with(&model.base_url, None, false, &settings).await;
+    let thread = fresh_id();
+    let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);
+    let mut body = run_body(&fresh_id(), &thread, "What is this?");
+    body["attachments"] = json!([attachment("file-pixel", &pixel, "p.png", "image/png", 70)]);
+    assert_eq!(s.client.turn(&body).await.text(), "A pixel.");
+    let first = model_calls(&model)[0]["messages"][1]["content"][1].clone();
+    assert_eq!(first["type"], "image_url");
+
+    // The link is dead (its server is gone) and runway restarted on the same data directory.
+    drop(files);
+    s.process.stop().await;
+    let s = serve_in(s.data_dir, &model.base_url, None, false, &settings).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "And again?"))
+        .await;
+    assert_eq!(t.text(), "Still a pixel.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(
+        req["messages"][1]["content"][1], first,
+        "the kept image was sent again"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_cut_by_a_disconnect_stays_in_the_models_transcript() {
+    let cut = Reply::stream(vec![
+        Piece::Data(format!("data: {}\n\n", chunk::role())),
+        Piece::Data(format!(
+            "data: {}\n\n",
+            chunk::text("Part one of the answer")
+        )),
+        Piece::Pause(Duration::from_secs(10)),
+        Piece::Data(format!("data: {}\n\n", chunk::text(", never seen."))),
+        Piece::Data(format!("data: {}\n\n", chunk::finish("stop"))),
+        Piece::Data("data: [DONE]\n\n".into()),
+    ]);
+    let model = ScriptedServer::script(vec![cut, answer("Continuing.")]).await;
+    let s = serve(&model.base_url, None, false).await;
+    let thread = fresh_id();
+    // The user leaves after the first piece of text.
+    let t = s
+        .client
+        .turn_until(&run_body(&fresh_id(), &thread, "Tell me everything"), 3)
+        .await;
+    assert_eq!(t.last()["type"], "TEXT_MESSAGE_CONTENT", "{:?}", t.frames);
+    // runway notices at the next heartbeat (1 s) and records the turn as cancelled.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Go on"))
+        .await;
+    assert_eq!(t.text(), "Continuing.");
+    let req = &model_calls(&model)[1];
+    assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
+    assert_eq!(req["messages"][2]["content"], "Part one of the answer");
+    assert_eq!(req["messages"][3]["content"], "Go on");
+    s.stop().await;
 }

@@ -151,6 +151,24 @@ impl Http {
         )
     }
 
+    /// The same turn's client (same deadline, ended with the same turn) sending through
+    /// `client` instead: for requests that need another policy than the platform's client,
+    /// such as attachment downloads through an address-filtering client. `None` without a
+    /// turn client (nothing can be sent then either).
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+    pub fn with_client(&self, client: Arc<dyn HttpClient>) -> Option<Self> {
+        let s = self.scope.as_ref()?;
+        let scope = TurnScope {
+            client,
+            clock: s.clock.clone(),
+            deadline_at_ms: s.deadline_at_ms,
+            ended: s.ended.clone(),
+        };
+        Some(Self {
+            scope: Some(Arc::new(scope)),
+        })
+    }
+
     /// True if this runtime gave the agent an HTTP client.
     pub fn is_available(&self) -> bool {
         self.scope.is_some()

@@ -11,11 +11,11 @@
 mod body;
 mod client;
 mod error;
-mod handle;
+pub(crate) mod handle;
 #[cfg(feature = "reqwest")]
 mod reqwest_client;
 mod response;
-mod turn_clock;
+pub(crate) mod turn_clock;
 
 pub use body::{BoxByteStream, HttpBody};
 pub use client::{HttpClient, HttpRequest};

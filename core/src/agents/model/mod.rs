@@ -1,6 +1,7 @@
 //! [`ModelAgent`]: a Digital Worker backed by any OpenAI-compatible chat-completions endpoint,
 //! with HTTP tools and human approval, configured by settings (`RUNWAY_AGENT=model`) or in code.
 
+mod attachment_intake;
 mod chat_stream;
 mod model_agent;
 mod secret;
@@ -9,6 +10,7 @@ mod tool_runner;
 mod tools_file;
 mod transcript;
 
+pub use attachment_intake::{AttachmentSettings, FileRef, FileRefKind};
 pub use chat_stream::{ChatStreamError, ChatStreamEvent, ChatStreamParser};
 pub use model_agent::ModelAgent;
 pub use secret::Secret;

@@ -1,19 +1,21 @@
 //! [`ModelAgent`]: the turn loop. Call the model, stream what it says, run the tools it calls,
 //! ask the user first where a tool wants approval, and go round again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::attachment_intake::{load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::settings::ModelSettings;
 use super::tool_runner::run_tool;
-use super::transcript::{ChatMessage, ModelToolCall, Transcript, truncate};
+use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::agent::{Agent, AgentError, AgentResult, Outcome, Turn};
+use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use crate::context::Role;
-use crate::http_client::{Http, HttpError, HttpResponse};
+use crate::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use crate::output::{Output, ToolCall};
 use crate::protocol::{Decision, Interrupt, ReviewItem};
 use crate::runtime::Runtime;
@@ -28,6 +30,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(20);
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 /// Longest stored text of one message.
 const MAX_STORED_MESSAGE_BYTES: usize = 16 * 1024;
+/// What the default in-memory attachment store holds at most, all threads together.
+const MEMORY_ATTACHMENTS_BYTES: usize = 64 * 1024 * 1024;
+/// Told to the model with the system prompt: Console names a file it could not attach in a
+/// system notice line of the user's input, and that line is not the user's to hear back.
+const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line from the chat \
+    platform (for example about a file it could not attach). It is not the user's words: do \
+    not repeat it back; if it matters, say briefly that a file could not be attached.";
 
 /// A Digital Worker backed by any OpenAI-compatible chat-completions endpoint (OpenAI, Azure
 /// OpenAI, Ollama, vLLM, llama.cpp, LiteLLM…), configured rather than coded.
@@ -56,19 +65,67 @@ const MAX_STORED_MESSAGE_BYTES: usize = 16 * 1024;
 /// let agent = ModelAgent::new(settings, runway_core::adapter::TokioRuntime);
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ModelAgent<R> {
     settings: Arc<ModelSettings>,
     rt: R,
+    download_client: Option<Arc<dyn HttpClient>>,
+    files: Arc<dyn AttachmentStore>,
+}
+
+impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelAgent")
+            .field("settings", &self.settings)
+            .field("rt", &self.rt)
+            .field("downloads_files", &self.download_client.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<R: Runtime> ModelAgent<R> {
     /// An agent with `settings`; `rt` provides the timer for backoff between retries.
+    ///
+    /// Attachments are kept in memory ([`MemoryAttachmentStore`], 64 MiB for all threads;
+    /// see [`ModelAgent::with_attachment_store`]). With the core's `reqwest` feature they are
+    /// downloaded through a `PublicOnlyClient` (`runway_core::attachments`) under
+    /// `settings.attachments.policy`; without it, only once
+    /// [`ModelAgent::with_download_client`] gave a client (until then each file is reported to
+    /// the model and the user as not usable).
     pub fn new(settings: ModelSettings, rt: R) -> Self {
+        if settings.attachments.policy.allow_loopback {
+            tracing::warn!(
+                "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to this machine's \
+                 loopback addresses (plain http too) are downloaded. For tests only: never \
+                 set it in production"
+            );
+        }
+        #[cfg(feature = "reqwest")]
+        let download_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(
+            crate::attachments::PublicOnlyClient::new(settings.attachments.policy),
+        ));
+        #[cfg(not(feature = "reqwest"))]
+        let download_client: Option<Arc<dyn HttpClient>> = None;
         Self {
             settings: Arc::new(settings),
             rt,
+            download_client,
+            files: Arc::new(MemoryAttachmentStore::new(MEMORY_ATTACHMENTS_BYTES)),
         }
+    }
+
+    /// Downloads attachments with `client`. It must reach public addresses only (checking
+    /// the addresses it connects to against `settings.attachments.policy`), and must not
+    /// follow redirects itself: each hop is checked and followed by the agent.
+    pub fn with_download_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.download_client = Some(client);
+        self
+    }
+
+    /// Keeps downloaded attachments in `store` (instead of the process's memory).
+    pub fn with_attachment_store(mut self, store: Arc<dyn AttachmentStore>) -> Self {
+        self.files = store;
+        self
     }
 
     /// The agent's settings.
@@ -110,6 +167,9 @@ struct Round {
 impl<R: Runtime> Agent for ModelAgent<R> {
     async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
         let mut t = Transcript::from_state(&turn.context.state);
+        // The previous turn may have been cut while the agent ran (the user left, the
+        // deadline passed): keep what the user saw of it, and answer calls it never finished.
+        t.recover(MAX_STORED_MESSAGE_BYTES);
         if t.messages.is_empty() && t.pending.is_empty() {
             // A fork Console seeded from `history`: carry the plain messages over.
             t.messages = seed_from_context(turn);
@@ -124,15 +184,31 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             );
             return Ok(Outcome::Done);
         }
-        if !input_used && !turn.input.trim().is_empty() {
-            t.messages.push(ChatMessage::User {
-                content: truncate(&turn.input, MAX_STORED_MESSAGE_BYTES),
-            });
+        let (files, note) = take_in(
+            turn,
+            &self.settings.attachments,
+            self.download_client.as_ref(),
+            &*self.files,
+            &t,
+        )
+        .await;
+        if let Some(note) = note {
+            out.text(note);
+            out.end_message();
+        }
+        if (!input_used && !turn.input.trim().is_empty()) || !files.is_empty() {
+            let content = if input_used {
+                String::new()
+            } else {
+                truncate(&turn.input, MAX_STORED_MESSAGE_BYTES)
+            };
+            t.messages.push(ChatMessage::User { content, files });
         }
         self.save(turn, &mut t);
+        let images = load_images(turn, &*self.files, &t).await;
 
         for _ in 0..self.settings.max_rounds.max(1) {
-            let round = self.round_with_retries(turn, out, &mut t).await?;
+            let round = self.round_with_retries(turn, out, &mut t, &images).await?;
             let text =
                 (!round.text.is_empty()).then(|| truncate(&round.text, MAX_STORED_MESSAGE_BYTES));
             if round.calls.is_empty() {
@@ -149,6 +225,9 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 content: text,
                 tool_calls: round.calls.iter().map(|(c, _)| c.clone()).collect(),
             });
+            // Saved before the tools run: a turn cut while they run keeps the calls (answered
+            // as unfinished by the next turn's `recover`).
+            self.save(turn, &mut t);
             let mut to_run = Vec::new();
             let mut to_ask = Vec::new();
             for (call, shown) in round.calls {
@@ -307,11 +386,21 @@ impl<R: Runtime> ModelAgent<R> {
         turn: &mut Turn,
         out: &Output,
         t: &mut Transcript,
+        images: &HashMap<String, String>,
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            match self.round(turn.http(), out, t).await {
+            // Saved with an empty partial answer that the stream then extends in place: if the
+            // turn is cut mid-answer, the next turn finds what the user saw.
+            t.partial = Some(String::new());
+            self.save(turn, t);
+            t.partial = None;
+            let http = turn.http().clone();
+            match self
+                .round(&http, out, t, images, &mut turn.context.state)
+                .await
+            {
                 Ok(round) => return Ok(round),
                 Err((RoundError::Fatal { user, detail }, partial)) => {
                     if !partial.is_empty() {
@@ -353,17 +442,20 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(&self, t: &Transcript) -> Value {
+    fn request_body(&self, t: &Transcript, images: &HashMap<String, String>) -> Value {
         let s = &self.settings;
         let mut messages = Vec::with_capacity(t.messages.len() + 1);
-        if let Some(p) = &s.system_prompt {
-            messages.push(json!({"role": "system", "content": p}));
-        }
-        messages.extend(
-            t.messages
-                .iter()
-                .map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
-        );
+        let system = match &s.system_prompt {
+            Some(p) => format!("{p}\n\n{PLATFORM_NOTICE_RULE}"),
+            None => PLATFORM_NOTICE_RULE.to_owned(),
+        };
+        messages.push(json!({"role": "system", "content": system}));
+        messages.extend(t.messages.iter().map(|m| match m {
+            ChatMessage::User { content, files } if !files.is_empty() => {
+                json!({"role": "user", "content": user_content(content, files, images)})
+            }
+            m => serde_json::to_value(m).unwrap_or(Value::Null),
+        }));
         let mut body = json!({
             "model": s.model,
             "stream": true,
@@ -386,12 +478,17 @@ impl<R: Runtime> ModelAgent<R> {
         body
     }
 
-    async fn send(&self, http: &Http, t: &Transcript) -> Result<HttpResponse, RoundError> {
+    async fn send(
+        &self,
+        http: &Http,
+        t: &Transcript,
+        images: &HashMap<String, String>,
+    ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
         let mut request = http
             .post(&s.completions_url())
             .header("accept", "text/event-stream")
-            .json(&self.request_body(t));
+            .json(&self.request_body(t, images));
         if let Some(key) = &s.api_key {
             request = request.bearer_auth(key.expose());
         }
@@ -455,8 +552,13 @@ impl<R: Runtime> ModelAgent<R> {
         http: &Http,
         out: &Output,
         t: &Transcript,
+        images: &HashMap<String, String>,
+        state: &mut Value,
     ) -> Result<Round, (RoundError, String)> {
-        let mut response = self.send(http, t).await.map_err(|e| (e, String::new()))?;
+        let mut response = self
+            .send(http, t, images)
+            .await
+            .map_err(|e| (e, String::new()))?;
         let mut parser = ChatStreamParser::new();
         let mut text = String::new();
         let mut shown_anything = false;
@@ -519,6 +621,7 @@ impl<R: Runtime> ModelAgent<R> {
                             out.end_reasoning();
                             reasoning_open = false;
                         }
+                        append_partial(state, &delta);
                         out.text(delta.clone());
                         text.push_str(&delta);
                         shown_anything = true;
@@ -637,6 +740,7 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
         .filter_map(|m| match m.role {
             Role::User => Some(ChatMessage::User {
                 content: truncate(&m.content, MAX_STORED_MESSAGE_BYTES),
+                files: Vec::new(),
             }),
             Role::Assistant => Some(ChatMessage::Assistant {
                 content: Some(truncate(&m.content, MAX_STORED_MESSAGE_BYTES)),

@@ -1,18 +1,25 @@
 //! What a [`ModelAgent`](super::ModelAgent) is configured with: in code, or from the
 //! `RUNWAY_MODEL_*` settings.
 
+use super::attachment_intake::AttachmentSettings;
 use super::secret::Secret;
 use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
 
 /// The settings a model-backed agent reads (see [`ModelSettings::from_lookup`]).
-pub const SETTING_NAMES: [&str; 6] = [
+pub const SETTING_NAMES: [&str; 8] = [
     "RUNWAY_MODEL_BASE_URL",
     "RUNWAY_MODEL",
     "RUNWAY_MODEL_API_KEY",
     "RUNWAY_SYSTEM_PROMPT",
     "RUNWAY_TOOLS_FILE",
     "RUNWAY_TOOLS",
+    "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK",
+    "RUNWAY_ATTACHMENTS_MAX_BYTES",
 ];
+
+/// Largest `RUNWAY_ATTACHMENTS_MAX_BYTES` accepted (a file is held in memory, and sent to
+/// the model base64-encoded).
+pub const MAX_ATTACHMENT_BYTES: usize = 20 * 1024 * 1024;
 
 /// How the model agent talks to an OpenAI-compatible chat-completions endpoint.
 ///
@@ -40,6 +47,8 @@ pub struct ModelSettings {
     pub max_tool_result_bytes: usize,
     /// How long one tool call may take (default 30 s, and never past the turn's deadline).
     pub tool_timeout: std::time::Duration,
+    /// How user attachments are downloaded and used.
+    pub attachments: AttachmentSettings,
 }
 
 /// A model setting that cannot be used.
@@ -77,6 +86,7 @@ impl ModelSettings {
             window_bytes: 40 * 1024,
             max_tool_result_bytes: 8 * 1024,
             tool_timeout: std::time::Duration::from_secs(30),
+            attachments: AttachmentSettings::default(),
         })
     }
 
@@ -109,6 +119,29 @@ impl ModelSettings {
             });
         }
         s.system_prompt = non_empty("RUNWAY_SYSTEM_PROMPT");
+        if let Some(v) = get("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK") {
+            s.attachments.policy.allow_loopback = match v.trim() {
+                "1" | "true" => true,
+                "0" | "false" | "" => false,
+                _ => {
+                    return Err(ModelSettingsError::Invalid {
+                        setting: "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK",
+                        reason: "must be 1 or 0".into(),
+                    });
+                }
+            };
+        }
+        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_BYTES") {
+            s.attachments.max_bytes = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_ATTACHMENT_BYTES).contains(n))
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_ATTACHMENTS_MAX_BYTES",
+                    reason: format!("must be a number of bytes from 1 to {MAX_ATTACHMENT_BYTES}"),
+                })?;
+        }
         let setting = |name: &str| get(name);
         match (non_empty("RUNWAY_TOOLS"), non_empty("RUNWAY_TOOLS_FILE")) {
             (Some(_), Some(_)) => {
@@ -200,6 +233,45 @@ mod tests {
         assert_eq!(s.tools.len(), 1);
         let debug = format!("{s:?}");
         assert!(!debug.contains("sk-very-secret"), "{debug}");
+    }
+
+    #[test]
+    fn attachment_settings_are_read_and_fail_closed() {
+        let base = [
+            ("RUNWAY_MODEL_BASE_URL", "http://127.0.0.1:1/v1"),
+            ("RUNWAY_MODEL", "m"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            ModelSettings::from_lookup(lookup(&all), no_files)
+        };
+        let s = with(&[]).unwrap();
+        assert!(!s.attachments.policy.allow_loopback);
+        assert_eq!(s.attachments.max_bytes, 4 * 1024 * 1024);
+        let s = with(&[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "2000"),
+        ])
+        .unwrap();
+        assert!(s.attachments.policy.allow_loopback);
+        assert_eq!(s.attachments.max_bytes, 2000);
+        assert!(
+            !with(&[("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "0")])
+                .unwrap()
+                .attachments
+                .policy
+                .allow_loopback
+        );
+        for (name, bad) in [
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "yes"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "0"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "4MB"),
+            ("RUNWAY_ATTACHMENTS_MAX_BYTES", "999999999"),
+        ] {
+            let e = with(&[(name, bad)]).unwrap_err();
+            assert!(e.to_string().starts_with(name), "{name}={bad}: {e}");
+        }
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::attachment_intake::FileRef;
+
 /// The key of the thread state under which the transcript is kept.
 pub const STATE_KEY: &str = "model";
 
@@ -16,6 +18,9 @@ pub enum ChatMessage {
     User {
         /// What they said.
         content: String,
+        /// The files attached to it (sent to the model as content parts).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<FileRef>,
     },
     /// The model.
     Assistant {
@@ -76,7 +81,26 @@ pub struct Transcript {
     /// Calls of the last assistant message still waiting for the user's decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<ModelToolCall>,
+    /// The text of the model call in progress, as it streams (extended in place). Present
+    /// only in a state saved while a model call ran: when the turn was cut there (the user
+    /// left, the deadline passed, a newer turn took over) the agent was stopped before it could
+    /// record the answer, and the next turn adds what the user saw ([`Transcript::recover`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
+
+/// Adds `delta` to the partial answer of the transcript kept in `state` (saved with
+/// `partial: Some(..)`), in place: O(delta), so it can follow every streamed piece.
+pub fn append_partial(state: &mut Value, delta: &str) {
+    if let Some(Value::String(s)) = state.get_mut(STATE_KEY).and_then(|m| m.get_mut("partial")) {
+        s.push_str(delta);
+    }
+}
+
+/// What a call the turn never finished is answered with, so the transcript stays valid (every
+/// tool call has a result).
+pub const UNFINISHED_CALL: &str =
+    "Not completed: the turn ended before this call returned; its outcome is unknown.";
 
 impl Transcript {
     /// The transcript kept in `state` (empty when there is none or it does not parse: a thread
@@ -86,6 +110,46 @@ impl Transcript {
             .get(STATE_KEY)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default()
+    }
+
+    /// Repairs a transcript whose turn was cut while the agent ran: the partial answer the
+    /// user saw becomes an assistant message (cut to `max_bytes`), and a tool call left without
+    /// a result (and not waiting for approval) gets a result saying it was not completed.
+    pub fn recover(&mut self, max_bytes: usize) {
+        if let Some(partial) = self.partial.take()
+            && !partial.trim().is_empty()
+        {
+            self.messages.push(ChatMessage::Assistant {
+                content: Some(truncate(&partial, max_bytes)),
+                tool_calls: Vec::new(),
+            });
+        }
+        let mut repaired = Vec::with_capacity(self.messages.len());
+        let mut open: Vec<String> = Vec::new();
+        let close = |open: &mut Vec<String>, out: &mut Vec<ChatMessage>| {
+            for id in open.drain(..) {
+                out.push(ChatMessage::Tool {
+                    tool_call_id: id,
+                    content: UNFINISHED_CALL.into(),
+                });
+            }
+        };
+        for m in std::mem::take(&mut self.messages) {
+            match &m {
+                ChatMessage::Tool { tool_call_id, .. } => open.retain(|id| id != tool_call_id),
+                _ => close(&mut open, &mut repaired),
+            }
+            if let ChatMessage::Assistant { tool_calls, .. } = &m {
+                open = tool_calls
+                    .iter()
+                    .map(|c| c.id.clone())
+                    .filter(|id| !self.pending.iter().any(|p| &p.id == id))
+                    .collect();
+            }
+            repaired.push(m);
+        }
+        close(&mut open, &mut repaired);
+        self.messages = repaired;
     }
 
     /// Writes the transcript into `state` (other keys are kept).
@@ -155,7 +219,10 @@ mod tests {
     use super::*;
 
     fn user(s: &str) -> ChatMessage {
-        ChatMessage::User { content: s.into() }
+        ChatMessage::User {
+            content: s.into(),
+            files: Vec::new(),
+        }
     }
 
     fn calls(ids: &[&str]) -> ChatMessage {
@@ -198,6 +265,7 @@ mod tests {
                 answer("ok"),
             ],
             pending: vec![],
+            partial: None,
         };
         let full: usize = t
             .messages
@@ -223,6 +291,7 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+            partial: None,
         };
         t.trim(1_000_000);
         assert_eq!(t.pending.len(), 1);
@@ -232,11 +301,47 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_turn_keeps_what_the_user_saw_and_no_call_without_a_result() {
+        let mut t = Transcript {
+            messages: vec![user("hi"), calls(&["a", "b"]), result("a", "ok")],
+            pending: vec![],
+            partial: None,
+        };
+        let mut state = serde_json::json!({});
+        t.partial = Some(String::new());
+        t.save(&mut state);
+        append_partial(&mut state, "Part one, ");
+        append_partial(&mut state, "part two");
+        let mut back = Transcript::from_state(&state);
+        back.recover(1000);
+        assert_eq!(
+            back.messages,
+            vec![
+                user("hi"),
+                calls(&["a", "b"]),
+                result("a", "ok"),
+                result("b", UNFINISHED_CALL),
+                answer("Part one, part two"),
+            ]
+        );
+        assert_eq!(back.partial, None);
+        // Nothing to repair: unchanged; a call waiting for approval is not answered.
+        let mut t = Transcript {
+            messages: vec![user("hi"), calls(&["c"])],
+            pending: vec![ModelToolCall::new("c".into(), "t".into(), "{}".into())],
+            partial: Some("  ".into()),
+        };
+        t.recover(1000);
+        assert_eq!(t.messages, vec![user("hi"), calls(&["c"])]);
+    }
+
+    #[test]
     fn it_round_trips_through_the_state_beside_other_keys() {
         let mut state = serde_json::json!({"mine": 1});
         let t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+            partial: None,
         };
         t.save(&mut state);
         assert_eq!(state["mine"], 1);

@@ -1,0 +1,188 @@
+//! The model agent (`RUNWAY_AGENT=model`) in the real `bootstrap` under cargo-lambda's emulator
+//! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
+//! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
+//! round trip, and attachments downloaded once and kept in the table.
+//!
+//! Ignored by a plain `cargo test`: run by `scripts/test-aws.sh`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
+use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const KEY: &str = "sk-lambda-test-91c3";
+const TOOL_TOKEN: &str = "tooltok-lambda-27";
+const TOOLS: &str = r#"
+[[tools]]
+name = "issue_refund"
+description = "Refund an order"
+parameters = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+method = "POST"
+url = "TOOLS_BASE/refunds"
+headers = { X-Token = "Bearer ${RUNWAY_TEST_TOOL_TOKEN}" }
+approval = true
+"#;
+/// A 1×1 PNG.
+const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
+
+fn data(c: Value) -> Piece {
+    Piece::Data(format!("data: {c}\n\n"))
+}
+
+fn answer(text: &str) -> Reply {
+    Reply::sse(&[chunk::role(), chunk::text(text), chunk::finish("stop")])
+}
+
+async fn checks(
+    function: &AgentProcess,
+    model: &ScriptedServer,
+    tools: &ScriptedServer,
+    files: &ScriptedServer,
+) {
+    let client = Client::new(function.base_url(), target_auth());
+
+    // 1. Text streams as the model sends it.
+    let t = client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Where is my order?"))
+        .await;
+    assert_eq!(t.last()["type"], "RUN_FINISHED", "{:?}", t.frames);
+    assert_eq!(t.text(), "It left Hà Nội today.");
+    let at: Vec<Duration> = t
+        .frames
+        .iter()
+        .zip(&t.frame_arrivals)
+        .filter(|(f, _)| f["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|(_, a)| *a)
+        .collect();
+    assert!(
+        at[1] - at[0] >= Duration::from_millis(1200),
+        "not streamed: {at:?}"
+    );
+    let first = &model.requests()[0];
+    assert_eq!(
+        first.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+
+    // 2. Approval: the refund waits; approve runs it with the header from the settings.
+    let thread = fresh_id();
+    let t = client
+        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .await;
+    assert_eq!(t.last()["outcome"]["type"], "interrupt", "{:?}", t.frames);
+    assert!(tools.requests().is_empty());
+    let mut resume = run_body(&fresh_id(), &thread, "");
+    resume["resume"] = json!({"decision": "approve"});
+    let t = client.turn(&resume).await;
+    assert_eq!(t.text(), "Refunded.", "{:?}", t.frames);
+    let calls = tools.requests();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].json(), json!({"order": "DH-1"}));
+    let token = format!("Bearer {TOOL_TOKEN}");
+    assert_eq!(calls[0].header("x-token"), Some(token.as_str()));
+
+    // 3. Attachments: typed from their bytes, downloaded once, kept in the table.
+    let thread = fresh_id();
+    let base = &files.base_url;
+    let attachments = json!([
+        {"id": "t", "url": format!("{base}/notes.txt?sig=1"), "name": "a.png", "mime": "image/png", "sizeBytes": 1},
+        {"id": "p", "url": format!("{base}/pixel.png?sig=2"), "name": "a.txt", "mime": "text/plain", "sizeBytes": 1},
+    ]);
+    let mut body = run_body(&fresh_id(), &thread, "What are these?");
+    body["attachments"] = attachments.clone();
+    let t = client.turn(&body).await;
+    assert_eq!(t.text(), "A note and a pixel.", "{:?}", t.frames);
+    let mut body = run_body(&fresh_id(), &thread, "Again?");
+    body["attachments"] = attachments;
+    let t = client.turn(&body).await;
+    assert_eq!(t.text(), "Still.", "{:?}", t.frames);
+    assert_eq!(files.requests().len(), 2, "each file downloaded once");
+    let reqs = model.requests();
+    let last = reqs.last().unwrap().json();
+    let parts = &last["messages"][1]["content"];
+    assert!(
+        parts[1]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order DH-1: paid.\n"),
+        "{parts}"
+    );
+    let url = parts[2]["image_url"]["url"].as_str().unwrap_or_default();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{}",
+        serde_json::to_string(
+            &reqs
+                .iter()
+                .map(|r| r.json()["messages"].clone())
+                .collect::<Vec<_>>()
+        )
+        .unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachments() {
+    let model = ScriptedServer::script(vec![
+        Reply::stream(vec![
+            data(chunk::role()),
+            data(chunk::text("It left ")),
+            Piece::Pause(Duration::from_millis(1500)),
+            data(chunk::text("Hà Nội today.")),
+            data(chunk::finish("stop")),
+            Piece::Data("data: [DONE]\n\n".into()),
+        ]),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, "call_r", "issue_refund", "{\"order\":"),
+            chunk::tool_args(0, "\"DH-1\"}"),
+            chunk::finish("tool_calls"),
+        ]),
+        answer("Refunded."),
+        answer("A note and a pixel."),
+        answer("Still."),
+    ])
+    .await;
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let files = ScriptedServer::start(|r| {
+        let file = |piece: Piece| Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            pieces: vec![piece],
+        };
+        match r.target.split('?').next().unwrap_or_default() {
+            "/notes.txt" => file(Piece::Data("Order DH-1: paid.\n".into())),
+            "/pixel.png" => file(Piece::Bytes(PIXEL_PNG.to_vec())),
+            _ => Reply::status(404, &[], &json!({"error": "no such file"})),
+        }
+    })
+    .await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/local");
+    let mut cmd = Command::new(script);
+    cmd.args(["--table", "model", "--concurrency", "2"])
+        .envs(TARGET_ENV)
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url))
+        .env("RUNWAY_MODEL", "test-model")
+        .env("RUNWAY_MODEL_API_KEY", KEY)
+        .env("RUNWAY_SYSTEM_PROMPT", "Be brief.")
+        .env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url))
+        .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
+        .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
+        .env("RUNWAY_LOG", "warn");
+    let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks(
+        &function, &model, &tools, &files,
+    )))
+    .await;
+    function.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
