@@ -102,16 +102,39 @@ def serve_rows(out):
     return rows
 
 
+def criterion_throughputs(out):
+    """Bytes per iteration of the benches that declare a throughput, by bench name, read from
+    criterion's own records ($CARGO_TARGET_DIR/criterion/**/new/benchmark.json)."""
+    found = {}
+    root = os.path.join(os.path.dirname(os.path.abspath(out)), "criterion")
+    for dirpath, _, files in os.walk(root):
+        if os.path.basename(dirpath) != "new" or "benchmark.json" not in files:
+            continue
+        try:
+            meta = json.load(open(os.path.join(dirpath, "benchmark.json")))
+        except (OSError, ValueError):
+            continue
+        bytes_ = (meta.get("throughput") or {}).get("Bytes")
+        if bytes_:
+            found[meta.get("full_id") or meta.get("title")] = bytes_
+    return found
+
+
 def criterion_rows(out):
     path = os.path.join(out, "criterion.txt")
     rows = []
     if not os.path.exists(path):
         return rows
+    throughputs = criterion_throughputs(out)
     for line in open(path):
         m = re.match(r"test (.+?) \.\.\. bench:\s+([\d,]+) ns/iter \(\+/- ([\d,]+)\)", line)
         if m:
             ns = int(m.group(2).replace(",", ""))
-            rows.append(f"| {m.group(1)} | {ns / 1000:,.1f} µs | ± {int(m.group(3).replace(',', '')) / 1000:,.1f} µs |")
+            spread = int(m.group(3).replace(",", "")) / 1000
+            rate = ""
+            if m.group(1) in throughputs and ns > 0:
+                rate = f"{throughputs[m.group(1)] / (ns / 1e9) / 1e6:,.0f} MB/s of SSE"
+            rows.append(f"| {m.group(1)} | {ns / 1000:,.1f} µs | ± {spread:,.1f} µs | {rate} |")
     return rows
 
 
@@ -155,8 +178,8 @@ def section(out, runs, seconds):
             "",
             "`cargo bench -p runway-core --bench '*' -- --output-format bencher --warm-up-time 1 --measurement-time 3`",
             "",
-            "| bench | time | spread |",
-            "|---|---|---|",
+            "| bench | time | spread | throughput |",
+            "|---|---|---|---|",
             *crit,
             "",
         ]

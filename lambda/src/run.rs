@@ -1,6 +1,7 @@
 //! [`run`]: a whole `bootstrap` for any agent.
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use lambda_http::service_fn;
 use runway_core::Agent;
@@ -34,9 +35,40 @@ pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     );
     // One app for the process's lifetime; the handler borrows it for every invocation.
     let app = &*Box::leak(Box::new(app));
-    let handler = service_fn(move |req| crate::handle(app, req));
-    #[cfg(feature = "concurrent")]
-    return lambda_http::run_with_streaming_response_concurrent(handler).await;
-    #[cfg(not(feature = "concurrent"))]
-    lambda_http::run_with_streaming_response(handler).await
+    let invocations = &*Box::leak(Box::new(AtomicU64::new(0)));
+    let mut failures = 0u32;
+    let mut invocations_at_failure = 0;
+    loop {
+        let handler = service_fn(move |req| {
+            invocations.fetch_add(1, Ordering::Relaxed);
+            crate::handle(app, req)
+        });
+        #[cfg(feature = "concurrent")]
+        let ended = lambda_http::run_with_streaming_response_concurrent(handler).await;
+        #[cfg(not(feature = "concurrent"))]
+        let ended = lambda_http::run_with_streaming_response(handler).await;
+        let Err(e) = ended else {
+            return Ok(());
+        };
+        // lambda_runtime's loop returns on any error talking to the Runtime API, including
+        // a response stream whose connection broke (cargo-lambda's emulator cuts it when the
+        // client hangs up). That invocation's answer is lost with its client; the process
+        // is fine, so it goes on with a fresh connection. Only repeated failures with no
+        // invocation in between (the Runtime API itself is gone) end it, as Lambda expects.
+        let served = invocations.load(Ordering::Relaxed);
+        if served != invocations_at_failure {
+            failures = 0;
+        }
+        invocations_at_failure = served;
+        failures += 1;
+        if failures >= RUNTIME_API_ATTEMPTS {
+            return Err(e);
+        }
+        tracing::warn!(error = %e, failures, "the Lambda Runtime API connection failed: starting over");
+        tokio::time::sleep(Duration::from_millis(50 * u64::from(failures))).await;
+    }
 }
+
+/// Consecutive failures of the runtime loop, with no invocation between them, that end the
+/// process.
+const RUNTIME_API_ATTEMPTS: u32 = 3;
