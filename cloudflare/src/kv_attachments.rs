@@ -10,12 +10,8 @@
 
 use bytes::Bytes;
 use runway_core::adapter::{BoxFuture, StoreError};
-use runway_core::attachments::AttachmentStore;
-use sha2::{Digest, Sha256};
+use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 use worker::kv::KvStore;
-
-/// How long a kept file lives after its download: the default thread lifetime.
-const KEEP_FOR_SECS: u64 = 30 * 24 * 3600;
 
 /// Attachments in Workers KV.
 pub struct KvAttachmentStore {
@@ -37,12 +33,7 @@ impl KvAttachmentStore {
     /// `attachment:` and the SHA-256 of thread key and id: fixed length (KV keys are at most
     /// 512 bytes, ids up to 256 characters each), and never a hosted file's `file/` key.
     fn key(thread_key: &str, id: &str) -> String {
-        let mut h = Sha256::new();
-        h.update(thread_key.as_bytes());
-        h.update([0]);
-        h.update(id.as_bytes());
-        let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        format!("attachment:{digest}")
+        format!("attachment:{}", attachment_digest(thread_key, id))
     }
 }
 
@@ -71,7 +62,7 @@ impl AttachmentStore for KvAttachmentStore {
             self.kv
                 .put_bytes(&key, &bytes)
                 .map_err(|e| unavailable("kv put", e))?
-                .expiration_ttl(KEEP_FOR_SECS)
+                .expiration_ttl(KEEP_ATTACHMENTS_FOR.as_secs())
                 .execute()
                 .await
                 .map_err(|e| unavailable("kv put", e))

@@ -8,12 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use runway_core::adapter::{BoxFuture, Runtime, StoreError, TokioRuntime};
-use runway_core::attachments::AttachmentStore;
 use runway_core::attachments::sql_files::{SCHEMA, SqlAttachmentFiles};
+use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR};
 use rusqlite::Connection;
-
-/// How long a kept file lives after its download: the default thread lifetime.
-pub const KEEP_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Attachments in SQLite, on tokio's blocking pool.
 #[derive(Clone)]
@@ -75,7 +72,7 @@ impl AttachmentStore for SqliteAttachmentStore {
         let (key, id) = (thread_key.to_owned(), id.to_owned());
         Box::pin(self.with(move |files| {
             let now = TokioRuntime.now_ms();
-            let until = now.saturating_add(KEEP_FOR.as_millis() as u64);
+            let until = now.saturating_add(KEEP_ATTACHMENTS_FOR.as_millis() as u64);
             Ok(files.put_if_absent(&key, &id, &bytes, now, until)?)
         }))
     }

@@ -4,10 +4,28 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
+use std::time::Duration;
+
 use bytes::Bytes;
+use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
 use crate::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
+
+/// How long every backend keeps a downloaded attachment (from its download, not tied to the
+/// thread's context TTL).
+pub const KEEP_ATTACHMENTS_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// A fixed-length key for attachment `id` of `thread_key`: the hex SHA-256 of both, with a
+/// separator neither can contain. For stores whose keys are short (KV: 512 bytes; one
+/// DynamoDB partition per file) while ids and thread keys may each be 256 characters.
+pub fn attachment_digest(thread_key: &str, id: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(thread_key.as_bytes());
+    h.update([0]);
+    h.update(id.as_bytes());
+    hex::encode(h.finalize())
+}
 
 /// Downloaded attachments, keyed by thread key and attachment id.
 ///

@@ -13,7 +13,9 @@ pub mod sql_files;
 
 pub use address_policy::{AddressPolicy, Refusal, is_loopback, is_public};
 pub use download::{DownloadError, REFUSED_ADDRESS_MARKER, download, human_bytes};
-pub use file_store::{AttachmentStore, MemoryAttachmentStore};
+pub use file_store::{
+    AttachmentStore, KEEP_ATTACHMENTS_FOR, MemoryAttachmentStore, attachment_digest,
+};
 #[cfg(feature = "reqwest")]
 pub use public_client::PublicOnlyClient;
 pub use sniff::{FileKind, sniff};

@@ -13,28 +13,20 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use bytes::Bytes;
 use runway_core::adapter::{BoxFuture, StoreError};
-use runway_core::attachments::AttachmentStore;
-use sha2::{Digest, Sha256};
+use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 
 use super::{
     DynamoStore, ITEM_PAYLOAD_BYTES, Item, PayloadRef, backoff, expiry, get_n, new_tag,
     payload_ref, s, sdk_error,
 };
 
-/// How long a kept file lives after its download: the default thread lifetime.
-const KEEP_FOR_MS: u64 = 30 * 24 * 3600 * 1000;
 /// Keys in one `BatchGetItem` (DynamoDB's limit is 100).
 const BATCH_GET_KEYS: usize = 100;
 /// Rounds of `BatchGetItem` retrying unprocessed keys.
 const BATCH_GET_ATTEMPTS: u32 = 6;
 
 fn head_pk(thread_key: &str, id: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(thread_key.as_bytes());
-    h.update([0]);
-    h.update(id.as_bytes());
-    let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    format!("attachment#{digest}")
+    format!("attachment#{}", attachment_digest(thread_key, id))
 }
 
 fn part_pk(head: &str, tag: &str, i: usize) -> String {
@@ -55,7 +47,7 @@ impl DynamoStore {
         bytes: &[u8],
     ) -> Result<(), StoreError> {
         let pk = head_pk(thread_key, id);
-        let expires_at_ms = now_ms().saturating_add(KEEP_FOR_MS);
+        let expires_at_ms = now_ms().saturating_add(KEEP_ATTACHMENTS_FOR.as_millis() as u64);
         let mut head = Item::new();
         head.insert("pk".into(), s(&pk));
         head.insert("sk".into(), s("file"));
