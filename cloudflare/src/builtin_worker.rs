@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use runway_core::agents::BuiltinAgent;
+use runway_agents::BuiltinAgent;
 use worker::{Context, Env, Request, event};
 
 use crate::FILES_BINDING;

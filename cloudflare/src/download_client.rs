@@ -13,7 +13,7 @@ use runway_core::adapter::BoxFuture;
 use runway_core::http_client::{HttpClient, HttpError, HttpRequest, HttpResponse};
 
 /// `fetch` without following redirects, for
-/// [`ModelAgent::with_download_client`](runway_core::agents::ModelAgent::with_download_client).
+/// [`ModelAgent::with_download_client`](runway_agents::ModelAgent::with_download_client).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DownloadClient;
 

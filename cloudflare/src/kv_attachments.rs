@@ -9,8 +9,8 @@
 //! downloads it again while its link is valid.
 
 use bytes::Bytes;
+use runway_agents::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 use runway_core::adapter::{BoxFuture, StoreError};
-use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 use worker::kv::KvStore;
 
 /// Attachments in Workers KV.

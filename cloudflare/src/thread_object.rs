@@ -14,8 +14,8 @@ use worker::{
     State, durable_object,
 };
 
-use runway_core::sql::{DbError, Sql, SqlValue};
-use runway_core::sql_store::SqlStore;
+use runway_core::store::sql::{DbError, Sql, SqlValue};
+use runway_core::store::sql_store::SqlStore;
 
 use crate::wire::{CallError, answer};
 

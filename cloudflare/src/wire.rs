@@ -7,8 +7,8 @@
 //! runway-core's shared SQLite store, so it is tested natively over rusqlite.
 
 use runway_core::adapter::{StoreError, TurnClaim, TurnCommit};
-use runway_core::sql::{DbError, Sql};
-use runway_core::sql_store::SqlStore;
+use runway_core::store::sql::{DbError, Sql};
+use runway_core::store::sql_store::SqlStore;
 use serde::{Deserialize, Serialize};
 
 /// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.

@@ -11,7 +11,7 @@ use runway_cloudflare::wire::{FINISH_PATH, LATEST_PATH, LatestRequest, START_PAT
 use runway_core::adapter::{
     CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
-use runway_core::sql_store::SqlStore;
+use runway_core::store::sql_store::SqlStore;
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]
@@ -72,19 +72,19 @@ impl TurnStore for NativeThreadObjects {
 #[test]
 fn the_durable_objects_storage_passes_the_store_conformance_suite() {
     let store = NativeThreadObjects::default();
-    futures::executor::block_on(runway_core::store_tests::run_all(&store, "do"));
+    futures::executor::block_on(runway_core::store::conformance::run_all(&store, "do"));
 }
 
 #[test]
 fn alarm_planning_and_purge_empty_an_idle_thread() {
     let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
     assert_eq!(db.next_expiry().unwrap(), None);
-    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let claim = runway_core::store::conformance::claim("r", "a/t", "f", 0, "k");
     let (started, alarm) =
         answer(&db, START_PATH, &serde_json::to_string(&claim).unwrap()).unwrap();
     assert_eq!(alarm, Some(Some(1000)));
     let started: TurnStart = serde_json::from_str(&started).unwrap();
-    let commit = runway_core::store_tests::commit(&claim, &started, "q", "a");
+    let commit = runway_core::store::conformance::commit(&claim, &started, "q", "a");
     let (_, alarm) = answer(&db, FINISH_PATH, &serde_json::to_string(&commit).unwrap()).unwrap();
     // Context at 10 000, recording at 20 000 (the thread row keeps the lease's 1000 or later).
     assert_eq!(alarm, Some(Some(10_000)));
@@ -116,18 +116,18 @@ fn a_bad_call_is_an_error_reply_not_a_crash() {
              INSERT INTO runs VALUES ('r', 'f', 1, 3, 99999999999999);",
         )
         .unwrap();
-    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let claim = runway_core::store::conformance::claim("r", "a/t", "f", 0, "k");
     let (reply, _) = answer(&db, START_PATH, &serde_json::to_string(&claim).unwrap()).unwrap();
     assert!(reply.contains("\"claimed\""), "{reply}");
 }
 
 #[test]
 fn recordings_larger_than_a_row_are_stored_in_parts() {
-    use runway_core::text_parts::PART_BYTES;
+    use runway_core::store::text_parts::PART_BYTES;
     let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
-    let claim = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+    let claim = runway_core::store::conformance::claim("r", "a/t", "f", 0, "k");
     let started = db.start(&claim).unwrap();
-    let mut commit = runway_core::store_tests::commit(&claim, &started, "q", "a");
+    let mut commit = runway_core::store::conformance::commit(&claim, &started, "q", "a");
     commit.recording = "é".repeat(3 * PART_BYTES / 2 + 17).into();
     db.finish(&commit).unwrap();
     let (parts, largest): (i64, i64) = db
@@ -140,7 +140,7 @@ fn recordings_larger_than_a_row_are_stored_in_parts() {
         .unwrap();
     assert_eq!(parts, 4);
     assert!(largest <= PART_BYTES as i64);
-    let replay = runway_core::store_tests::claim("r", "a/t", "f", 1, "k2");
+    let replay = runway_core::store::conformance::claim("r", "a/t", "f", 1, "k2");
     assert_eq!(
         db.start(&replay).unwrap(),
         TurnStart::Finished {

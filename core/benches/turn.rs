@@ -11,8 +11,18 @@ use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use runway_core::adapter::{Config, Ending, FrameWriter, MemoryStore, Reply, Runtime, Runway};
-use runway_core::agents::EchoAgent;
 use runway_core::protocol::Limits;
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
+
+/// Answers with the user's input: the cheapest agent, so the bench measures runway alone.
+struct EchoAgent;
+
+impl Agent for EchoAgent {
+    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        out.text(turn.input.clone());
+        Ok(Outcome::Done)
+    }
+}
 
 #[derive(Clone, Copy)]
 struct BenchRuntime;

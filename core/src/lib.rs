@@ -10,95 +10,75 @@
 //!   idempotency and storage. End with [`Outcome::Done`] or an [`Interrupt`]; fail with an
 //!   [`AgentError`].
 //! - [`protocol`]: what a turn carries (attachments, the user's [`protocol::Resume`] decision).
+//! - [`http_client`]: [`Turn::http`], the turn's HTTP client for models and APIs.
 //!
 //! Serving the agent is the adapters' job: `runway::serve(agent)` on one box,
 //! `runway_lambda::run(agent)` on AWS Lambda, `runway_cloudflare::fetch(agent, ...)` on
 //! Cloudflare Workers (`runway new` writes a crate with all three). What they are built from is
-//! in [`adapter`]:
+//! in [`adapter`]; the folders of this crate are its layers (see `ARCHITECTURE.md`):
 //!
-//! - [`adapter::FrameWriter`]: the sans-I/O state machine that makes any agent's output a
-//!   stream Console accepts.
-//! - [`adapter::Runway`]: routes, auth and validation as `http::Request` in,
-//!   [`adapter::Reply`] out; an adapter is a few lines around it.
-//! - [`adapter::TurnStore`] and [`adapter::Runtime`]: what a platform provides (storage;
-//!   clock, timer, entropy).
+//! | folder | what it holds |
+//! |---|---|
+//! | `agent/` | the Agent API: [`Agent`], [`Turn`], [`Output`], [`Outcome`], [`ThreadContext`] |
+//! | `protocol/` | both protocols' requests and the parts of a turn they share, as plain data |
+//! | `http_client/` | [`Turn::http`]: requests bound to the turn's deadline and cancellation |
+//! | `service/` | [`adapter::Runway`]: routes, auth, validation, hosted files, settings |
+//! | `turn/` | the engine: claim → run → commit, heartbeats, deadline, back-pressure |
+//! | `wire/` | the sans-I/O writers: Console's SSE frames and Lowkey's NDJSON lines |
+//! | `store/` | [`adapter::TurnStore`], its state machine ([`store::turn_state`]), memory and SQL stores |
+//! | `platform/` | [`adapter::Runtime`] (clock, timer, entropy) and [`MaybeSend`] |
 //!
 //! Compiles for `wasm32-unknown-unknown`: no tokio, no threads, no sockets. Futures are `Send`
 //! on native targets and need not be on `wasm32` (see [`MaybeSend`]).
 #![warn(missing_docs)]
 
-mod abort_tail;
 mod agent;
-pub mod agents;
-pub mod attachments;
-mod auth;
-mod config;
-mod console;
-mod context;
-mod engine;
 mod error;
-mod flow;
-pub mod hosted_files;
 pub mod http_client;
-mod json_text;
-mod ledger;
-pub mod lowkey;
-mod maybe_send;
-mod memory_store;
-mod os_settings;
-mod output;
+mod platform;
 pub mod protocol;
-mod recorder;
-mod recording;
-mod refusal_log;
-mod routing;
-mod runtime;
 mod service;
-pub mod sql;
-pub mod sql_store;
-mod store;
-#[cfg(any(test, feature = "store-tests"))]
-pub mod store_tests;
-pub mod text_parts;
-#[cfg(feature = "tokio")]
-mod tokio_runtime;
-mod turn_body;
-pub mod turn_state;
+pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod turn;
 mod wire;
 
-pub use agent::{Agent, AgentError, AgentResult, Outcome, Protocol, Turn};
-pub use context::{Message, Role, ThreadContext};
+pub use agent::{
+    Agent, AgentError, AgentResult, Artifact, Message, Outcome, Output, OutputFile, Protocol, Role,
+    ThreadContext, ToolCall, Turn,
+};
 pub use http_client::{Http, HttpError, HttpResponse};
-pub use maybe_send::{MaybeSend, MaybeSync};
-pub use output::{AgentEvent, Artifact, Output, OutputFile, ToolCall};
+pub use platform::maybe_send::{MaybeSend, MaybeSync};
 pub use protocol::Interrupt;
 
 /// Adapter plumbing: what runs an [`Agent`] on a platform. An agent's author does not need it.
 pub mod adapter {
-    pub use crate::abort_tail::PANIC_MESSAGE;
-    pub use crate::auth::AuthHeaders;
-    pub use crate::config::{Config, MAX_BODY_BYTES};
-    pub use crate::console::sse;
-    pub use crate::console::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};
-    pub use crate::context::{ContextPolicy, thread_key};
+    pub use crate::agent::context::{ContextPolicy, thread_key};
+    pub use crate::agent::output::{AgentEvent, OutputEvents};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
-    pub use crate::flow::{
-        BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
-    };
-    pub use crate::maybe_send::BoxFuture;
-    pub use crate::memory_store::MemoryStore;
-    pub use crate::os_settings::OsSettings;
-    pub use crate::output::OutputEvents;
-    pub use crate::recorder::{RECORDED_FLOOR_BYTES, RecordPool, TOTAL_RECORDED_BYTES};
-    pub use crate::recording::Recording;
-    pub use crate::runtime::Runtime;
+    pub use crate::platform::maybe_send::BoxFuture;
+    pub use crate::platform::runtime::Runtime;
+    #[cfg(feature = "tokio")]
+    pub use crate::platform::tokio::TokioRuntime;
+    pub use crate::service::auth::AuthHeaders;
+    pub use crate::service::config::{Config, MAX_BODY_BYTES};
+    pub use crate::service::os_settings::OsSettings;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
+    pub use crate::store::memory::MemoryStore;
     pub use crate::store::{
         CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
     };
-    #[cfg(feature = "tokio")]
-    pub use crate::tokio_runtime::TokioRuntime;
-    pub use crate::turn_body::TurnBody;
+    pub use crate::turn::abort_tail::PANIC_MESSAGE;
+    pub use crate::turn::body::TurnBody;
+    pub use crate::turn::flow::{
+        BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
+    };
+    pub use crate::wire::console::sse;
+    pub use crate::wire::console::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};
+    pub use crate::wire::lowkey::{NdjsonWriter, error_event, has_terminal_event};
+    pub use crate::wire::recorder::{RECORDED_FLOOR_BYTES, RecordPool, TOTAL_RECORDED_BYTES};
+    pub use crate::wire::recording::Recording;
     pub use crate::wire::{Ending, Wire};
 }
 

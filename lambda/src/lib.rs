@@ -39,11 +39,11 @@ pub mod store;
 use std::convert::Infallible;
 
 use bytes::Bytes;
+use runway_agents::BuiltinAgent;
 use runway_core::Agent;
 use runway_core::adapter::{
     MAX_BODY_BYTES, PlatformOrigin, Reply, Runway, TokioRuntime, json_error,
 };
-use runway_core::agents::BuiltinAgent;
 
 pub use body::LambdaBody;
 pub use lambda_http::Error;

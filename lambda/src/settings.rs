@@ -5,9 +5,9 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use runway_agents::BuiltinAgent;
 use runway_core::Agent;
 use runway_core::adapter::{Config, Runway, TokioRuntime};
-use runway_core::agents::BuiltinAgent;
 use runway_core::http_client::ReqwestClient;
 
 use crate::App;

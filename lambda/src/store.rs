@@ -32,7 +32,7 @@
 //!   its version), the finished run record (conditional on the claim's token) and the
 //!   arrivals item's expiry, checking the turn is still the latest arrival. When a condition
 //!   fails because the thread moved on, the thread is read and the commit merged as
-//!   [`runway_core::turn_state`] decides, and written again, conditional on the version read.
+//!   [`runway_core::store::turn_state`] decides, and written again, conditional on the version read.
 //! - [`TurnStore::latest_arrival`]: one consistent `GetItem` of the small `live` item, at
 //!   each heartbeat while the agent runs.
 //!
@@ -73,7 +73,7 @@ use runway_core::ThreadContext;
 use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
-use runway_core::turn_state::{
+use runway_core::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
 };
 
@@ -484,7 +484,7 @@ impl DynamoStore {
     /// condition on the context, so overlapping turns never contend for it.
     fn superseded_item(&self, commit: &TurnCommit) -> Result<Item, StoreError> {
         let thread = thread_after(
-            runway_core::turn_state::CommitDecision::Superseded,
+            runway_core::store::turn_state::CommitDecision::Superseded,
             None,
             commit,
         );
@@ -688,7 +688,7 @@ impl TurnStore for DynamoStore {
                 tokio::time::sleep(contention_backoff(attempt)).await;
             }
             let decision = decide_commit(head, commit);
-            let superseded = decision == runway_core::turn_state::CommitDecision::Superseded;
+            let superseded = decision == runway_core::store::turn_state::CommitDecision::Superseded;
             let (thread_items, version, latest) = if superseded {
                 (vec![self.superseded_item(commit)?], None, None)
             } else {

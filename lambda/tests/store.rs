@@ -11,12 +11,12 @@ use runway_core::{Message, Role, ThreadContext};
 use support::{moto, store};
 
 fn claim(run: &str, thread: &str, fp: &str, now: u64) -> TurnClaim {
-    runway_core::store_tests::claim(run, thread, fp, now, &format!("token-{run}-{now}"))
+    runway_core::store::conformance::claim(run, thread, fp, now, &format!("token-{run}-{now}"))
 }
 
 /// The commit of a turn claimed with `c` (whose start was `started`), with `context`.
 fn commit(c: &TurnClaim, started: &TurnStart, context: ThreadContext) -> TurnCommit {
-    let mut commit = runway_core::store_tests::commit(c, started, "q", "a");
+    let mut commit = runway_core::store::conformance::commit(c, started, "q", "a");
     commit.context = context;
     commit
 }
@@ -30,7 +30,7 @@ fn random_text(n: usize) -> String {
 async fn passes_the_store_conformance_suite() {
     let db = moto("conformance").await;
     let (s, _) = store(&db.endpoint, "conformance").await;
-    runway_core::store_tests::run_all(&s, "dynamo").await;
+    runway_core::store::conformance::run_all(&s, "dynamo").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,7 +289,7 @@ async fn a_duplicate_poll_is_one_conditional_write_and_reads_nothing() {
 #[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn kept_attachments_small_and_in_parts_first_write_wins() {
     use bytes::Bytes;
-    use runway_core::attachments::AttachmentStore;
+    use runway_agents::attachments::AttachmentStore;
     let db = moto("attachments").await;
     let (s, _) = store(&db.endpoint, "attachments").await;
     let small = Bytes::from_static(b"\x89PNG small");

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use runway_agents::BuiltinAgent;
 use runway_core::adapter::TokioRuntime;
-use runway_core::agents::BuiltinAgent;
 
 #[derive(Parser)]
 #[command(

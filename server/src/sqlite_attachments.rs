@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use runway_agents::attachments::sql_files::{SCHEMA, SqlAttachmentFiles};
+use runway_agents::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR};
 use runway_core::adapter::{BoxFuture, Runtime, StoreError, TokioRuntime};
-use runway_core::attachments::sql_files::{SCHEMA, SqlAttachmentFiles};
-use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR};
 use rusqlite::Connection;
 
 /// Attachments in SQLite, on tokio's blocking pool.

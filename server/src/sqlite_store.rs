@@ -14,7 +14,7 @@ use std::path::Path;
 use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
-use runway_core::sql_store::SqlStore;
+use runway_core::store::sql_store::SqlStore;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::sqlite_thread::ConnectionThread;
@@ -73,7 +73,7 @@ impl SqliteStore {
         // room for all of them (about twenty), so none is evicted and parsed again.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(FILES_SCHEMA)?;
-        for stmt in runway_core::sql_store::SCHEMA {
+        for stmt in runway_core::store::sql_store::SCHEMA {
             conn.execute_batch(stmt)?;
         }
         let db = ConnectionThread::start(conn).map_err(OpenError::Thread)?;
@@ -203,19 +203,19 @@ mod tests {
     async fn passes_the_store_conformance_suite() {
         let dir = tempdir("conformance");
         let s = SqliteStore::open(&dir.join("db")).unwrap();
-        runway_core::store_tests::run_all(&s, "sqlite").await;
+        runway_core::store::conformance::run_all(&s, "sqlite").await;
     }
 
     #[tokio::test]
     async fn purge_deletes_expired_rows() {
         let dir = tempdir("purge");
         let s = SqliteStore::open(&dir.join("db")).unwrap();
-        let c = runway_core::store_tests::claim("r", "a/t", "f", 0, "k");
+        let c = runway_core::store::conformance::claim("r", "a/t", "f", 0, "k");
         let started = s.start_turn(&c).await.unwrap();
-        let commit = runway_core::store_tests::commit(&c, &started, "q", "a");
+        let commit = runway_core::store::conformance::commit(&c, &started, "q", "a");
         s.finish_turn(&commit).await.unwrap();
         s.purge_expired(100_000).await.unwrap();
-        let c = runway_core::store_tests::claim("r2", "a/t", "f", 100_001, "k2");
+        let c = runway_core::store::conformance::claim("r2", "a/t", "f", 100_001, "k2");
         assert!(matches!(
             s.start_turn(&c).await.unwrap(),
             TurnStart::Claimed {
@@ -243,7 +243,7 @@ mod tests {
         .unwrap();
         drop(old);
         let s = SqliteStore::open(&path).unwrap();
-        let c = runway_core::store_tests::claim("r", "a/t", "f", 1, "k");
+        let c = runway_core::store::conformance::claim("r", "a/t", "f", 1, "k");
         assert!(matches!(
             s.start_turn(&c).await.unwrap(),
             TurnStart::Claimed { context: None, .. }

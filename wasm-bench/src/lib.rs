@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use runway_agents::DemoAgent;
 use runway_core::adapter::{Config, MemoryStore, Reply, Runtime, Runway};
-use runway_core::agents::DemoAgent;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 /// Polls before a turn that makes no progress is declared stuck (it never waits on anything:

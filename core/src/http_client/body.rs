@@ -10,7 +10,7 @@ use futures::future::{Fuse, Shared};
 use futures::{FutureExt, Stream, StreamExt};
 
 use super::error::HttpError;
-use crate::maybe_send::BoxFuture;
+use crate::platform::maybe_send::BoxFuture;
 
 /// A boxed stream of body chunks, `Send` on native targets and local on `wasm32`.
 #[cfg(not(target_arch = "wasm32"))]

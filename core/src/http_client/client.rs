@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::error::HttpError;
 use super::response::HttpResponse;
-use crate::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
+use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 
 /// A request as the platform's client receives it.
 ///

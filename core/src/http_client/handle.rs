@@ -25,7 +25,8 @@ struct TurnScope {
 
 /// Held by the turn: dropping it (the turn ended, or its future was dropped) ends every
 /// request and body the turn's [`Http`] started, even one the agent moved elsewhere.
-pub(crate) struct TurnHttpGuard {
+#[must_use = "dropping the guard ends every request of the turn"]
+pub struct TurnHttpGuard {
     _alive: oneshot::Sender<()>,
 }
 
@@ -388,7 +389,7 @@ mod tests {
 
     use super::*;
     use crate::http_client::{HttpBody, HttpRequest};
-    use crate::maybe_send::BoxFuture;
+    use crate::platform::maybe_send::BoxFuture;
 
     /// tokio's (paused) clock.
     struct TestClock(tokio::time::Instant);

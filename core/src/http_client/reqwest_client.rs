@@ -9,7 +9,7 @@ use super::body::HttpBody;
 use super::client::{HttpClient, HttpRequest};
 use super::error::HttpError;
 use super::response::HttpResponse;
-use crate::maybe_send::BoxFuture;
+use crate::platform::maybe_send::BoxFuture;
 
 /// `reqwest` with rustls and the platform's proxy settings. Cheap to clone (one connection
 /// pool).

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
-use crate::runtime::Runtime;
+use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
+use crate::platform::runtime::Runtime;
 use crate::service::Shared;
 
 /// Sleep and wall-clock time of the runtime serving a turn.
@@ -27,5 +27,20 @@ where
 
     fn now_ms(&self) -> u64 {
         self.rt.now_ms()
+    }
+}
+
+/// A bare runtime as a turn's clock (a turn outside [`crate::adapter::Runway`]: tests).
+#[cfg(feature = "testing")]
+pub(crate) struct RuntimeClock<R>(pub(crate) R);
+
+#[cfg(feature = "testing")]
+impl<R: Runtime> TurnClock for RuntimeClock<R> {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(self.0.sleep(duration))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
     }
 }

@@ -1,10 +1,13 @@
-//! Console's External Agent contract as plain data: the request, the frames' parts, the
-//! interrupts, the health body and the limits.
+//! The protocols as plain data: Console's request ([`RunRequest`]), the parts of a turn both
+//! protocols share (attachments, interrupts, the user's [`Resume`] decision, the limits, the
+//! health body), and Lowkey's request ([`lowkey`]). How a turn's output is *encoded* for each is
+//! in `crate::wire`.
 
 mod attachment;
 mod health;
 mod interrupt;
 mod limits;
+pub mod lowkey;
 mod resume;
 mod run_request;
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::attachment::Attachment;
 use super::resume::Resume;
-use crate::context::{Message, Role};
+use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
 
 /// The protocol version this crate speaks on `POST /runs`.

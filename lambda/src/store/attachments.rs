@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use bytes::Bytes;
+use runway_agents::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 use runway_core::adapter::{BoxFuture, StoreError};
-use runway_core::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 
 use super::{
     DynamoStore, ITEM_PAYLOAD_BYTES, Item, PayloadRef, backoff, expiry, get_n, new_tag,

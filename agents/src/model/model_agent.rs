@@ -1,0 +1,752 @@
+//! [`ModelAgent`]: the turn loop. Call the model, stream what it says, run the tools it calls,
+//! ask the user first where a tool wants approval, and go round again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::attachment_intake::{load_images, take_in, user_content};
+use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
+use super::settings::ModelSettings;
+use super::tool_runner::run_tool;
+use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
+use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
+use runway_core::Role;
+use runway_core::adapter::Runtime;
+use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
+use runway_core::protocol::{Decision, Interrupt, ReviewItem};
+use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn};
+use runway_core::{Output, ToolCall};
+
+/// Attempts at reaching the model before its first token (the first plus retries).
+const MAX_ATTEMPTS: u32 = 5;
+/// First backoff; doubled after each failed attempt.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest wait between attempts, even if `Retry-After` asks for more.
+const MAX_BACKOFF: Duration = Duration::from_secs(20);
+/// Time kept back before the turn's deadline: a retry that would start later is not made.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+/// Longest stored text of one message.
+const MAX_STORED_MESSAGE_BYTES: usize = 16 * 1024;
+/// What the default in-memory attachment store holds at most, all threads together.
+const MEMORY_ATTACHMENTS_BYTES: usize = 64 * 1024 * 1024;
+/// Told to the model with the system prompt: Console names a file it could not attach in a
+/// system notice line of the user's input, and that line is not the user's to hear back.
+const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line from the chat \
+    platform (for example about a file it could not attach). It is not the user's words: do \
+    not repeat it back; if it matters, say briefly that a file could not be attached.";
+
+/// A Digital Worker backed by any OpenAI-compatible chat-completions endpoint (OpenAI, Azure
+/// OpenAI, Ollama, vLLM, llama.cpp, LiteLLM…), configured rather than coded.
+///
+/// Each turn it sends the system prompt, the thread's transcript and the declared tools with
+/// `stream: true`, and streams the answer to the user as it arrives: text as text, reasoning
+/// (`reasoning_content` / `reasoning`) as reasoning, tool calls as tool calls. It runs the
+/// HTTP tools the model calls, sends their results back and loops (at most
+/// [`ModelSettings::max_rounds`] model calls per turn). A tool declared with
+/// `approval = true` ends the turn with a `review` question; the next turn's `resume` runs it
+/// (`approve`, or `edit` with the edited arguments), or tells the model the user rejected it
+/// or what they said instead (`respond`).
+///
+/// The transcript (tool calls and results included) lives in the thread's state under
+/// `"model"`, trimmed oldest-first to [`ModelSettings::window_bytes`]; the system prompt is
+/// configuration and never stored.
+///
+/// # Example
+///
+/// ```
+/// use runway_agents::{ModelAgent, ModelSettings};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut settings = ModelSettings::new("http://127.0.0.1:11434/v1", "llama3.1")?;
+/// settings.system_prompt = Some("You answer questions about orders. Be brief.".into());
+/// # #[cfg(feature = "tokio")]
+/// let agent = ModelAgent::new(settings, runway_core::adapter::TokioRuntime);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ModelAgent<R> {
+    settings: Arc<ModelSettings>,
+    rt: R,
+    download_client: Option<Arc<dyn HttpClient>>,
+    files: Arc<dyn AttachmentStore>,
+}
+
+impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelAgent")
+            .field("settings", &self.settings)
+            .field("rt", &self.rt)
+            .field("downloads_files", &self.download_client.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> ModelAgent<R> {
+    /// An agent with `settings`; `rt` provides the timer for backoff between retries.
+    ///
+    /// Attachments are kept in memory ([`MemoryAttachmentStore`], 64 MiB for all threads;
+    /// see [`ModelAgent::with_attachment_store`]). With the core's `reqwest` feature they are
+    /// downloaded through a `PublicOnlyClient` (`runway_core::attachments`) under
+    /// `settings.attachments.policy`; without it, only once
+    /// [`ModelAgent::with_download_client`] gave a client (until then each file is reported to
+    /// the model and the user as not usable).
+    pub fn new(settings: ModelSettings, rt: R) -> Self {
+        if settings.attachments.policy.allow_loopback {
+            tracing::warn!(
+                "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to this machine's \
+                 loopback addresses (plain http too) are downloaded. For tests only: never \
+                 set it in production"
+            );
+        }
+        #[cfg(feature = "reqwest")]
+        let download_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(
+            crate::attachments::PublicOnlyClient::new(settings.attachments.policy),
+        ));
+        #[cfg(not(feature = "reqwest"))]
+        let download_client: Option<Arc<dyn HttpClient>> = None;
+        Self {
+            settings: Arc::new(settings),
+            rt,
+            download_client,
+            files: Arc::new(MemoryAttachmentStore::new(MEMORY_ATTACHMENTS_BYTES)),
+        }
+    }
+
+    /// Downloads attachments with `client`. It must reach public addresses only (checking
+    /// the addresses it connects to against `settings.attachments.policy`), and must not
+    /// follow redirects itself: each hop is checked and followed by the agent.
+    pub fn with_download_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.download_client = Some(client);
+        self
+    }
+
+    /// Keeps downloaded attachments in `store` (instead of the process's memory).
+    pub fn with_attachment_store(mut self, store: Arc<dyn AttachmentStore>) -> Self {
+        self.files = store;
+        self
+    }
+
+    /// The agent's settings.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+}
+
+/// A model call that failed.
+enum RoundError {
+    /// Nothing reached the user yet: worth another attempt.
+    Retryable {
+        detail: String,
+        retry_after: Option<Duration>,
+    },
+    /// Give up: the user gets `user_message`.
+    Fatal { user: &'static str, detail: String },
+}
+
+const UNAVAILABLE: &str = "The model is not available right now. Please try again in a moment.";
+const CUT_OFF: &str = "The model's answer was cut off. Please try again.";
+const REFUSED: &str = "The agent could not get an answer from its model.";
+
+/// A tool call being assembled from the stream.
+#[derive(Default)]
+struct Building {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+    shown: Option<ToolCall>,
+}
+
+/// What one model call produced.
+struct Round {
+    text: String,
+    calls: Vec<(ModelToolCall, ToolCall)>,
+}
+
+impl<R: Runtime> Agent for ModelAgent<R> {
+    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        let mut t = Transcript::from_state(&turn.context.state);
+        // The previous turn may have been cut while the agent ran (the user left, the
+        // deadline passed): keep what the user saw of it, and answer calls it never finished.
+        t.recover(MAX_STORED_MESSAGE_BYTES);
+        if t.messages.is_empty() && t.pending.is_empty() {
+            // A fork Console seeded from `history`: carry the plain messages over.
+            t.messages = seed_from_context(turn);
+        }
+        let mut input_used = false;
+        if !t.pending.is_empty() {
+            input_used = self.settle_pending(turn, out, &mut t).await;
+        } else if turn.resume.is_some() && turn.input.trim().is_empty() {
+            out.text(
+                "There is nothing waiting for your decision any more, so nothing was run. \
+                 What would you like me to do?",
+            );
+            return Ok(Outcome::Done);
+        }
+        let (files, note) = take_in(
+            turn,
+            &self.settings.attachments,
+            self.download_client.as_ref(),
+            &*self.files,
+            &t,
+        )
+        .await;
+        if let Some(note) = note {
+            out.text(note);
+            out.end_message();
+        }
+        if (!input_used && !turn.input.trim().is_empty()) || !files.is_empty() {
+            let content = if input_used {
+                String::new()
+            } else {
+                truncate(&turn.input, MAX_STORED_MESSAGE_BYTES)
+            };
+            t.messages.push(ChatMessage::User { content, files });
+        }
+        self.save(turn, &mut t);
+        let images = load_images(turn, &*self.files, &t).await;
+
+        for _ in 0..self.settings.max_rounds.max(1) {
+            let round = self.round_with_retries(turn, out, &mut t, &images).await?;
+            let text =
+                (!round.text.is_empty()).then(|| truncate(&round.text, MAX_STORED_MESSAGE_BYTES));
+            if round.calls.is_empty() {
+                if let Some(content) = text {
+                    t.messages.push(ChatMessage::Assistant {
+                        content: Some(content),
+                        tool_calls: Vec::new(),
+                    });
+                }
+                self.save(turn, &mut t);
+                return Ok(Outcome::Done);
+            }
+            t.messages.push(ChatMessage::Assistant {
+                content: text,
+                tool_calls: round.calls.iter().map(|(c, _)| c.clone()).collect(),
+            });
+            // Saved before the tools run: a turn cut while they run keeps the calls (answered
+            // as unfinished by the next turn's `recover`).
+            self.save(turn, &mut t);
+            let mut to_run = Vec::new();
+            let mut to_ask = Vec::new();
+            for (call, shown) in round.calls {
+                match self.tool_of(&call) {
+                    Some(tool) if tool.approval => to_ask.push(call),
+                    _ => to_run.push((call, shown)),
+                }
+            }
+            self.run_calls(turn.http(), out, &mut t, to_run).await;
+            if !to_ask.is_empty() {
+                let interrupt = review_of(&to_ask);
+                t.pending = to_ask;
+                self.save(turn, &mut t);
+                return Ok(interrupt.into());
+            }
+            self.save(turn, &mut t);
+        }
+        Err(AgentError::with_user_message(
+            "The agent needed too many steps for this request and stopped.",
+            format!(
+                "the model was still calling tools after {} rounds",
+                self.settings.max_rounds
+            ),
+        ))
+    }
+}
+
+impl<R: Runtime> ModelAgent<R> {
+    fn tool_of(&self, call: &ModelToolCall) -> Option<&super::tools_file::HttpTool> {
+        self.settings
+            .tools
+            .iter()
+            .find(|t| t.name == call.function.name)
+    }
+
+    fn save(&self, turn: &mut Turn, t: &mut Transcript) {
+        t.trim(self.settings.window_bytes);
+        t.save(&mut turn.context.state);
+    }
+
+    /// Answers the calls the previous turn asked about, from this turn's `resume` (or its new
+    /// message, when the user typed instead of deciding). True if the input was used up.
+    async fn settle_pending(&self, turn: &Turn, out: &Output, t: &mut Transcript) -> bool {
+        let pending = std::mem::take(&mut t.pending);
+        let said = turn
+            .resume
+            .as_ref()
+            .and_then(|r| r.message.clone())
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| turn.input.clone());
+        let decision = turn.resume.as_ref().map(|r| &r.decision);
+        let edited = turn.resume.as_ref().and_then(|r| r.edited_action.as_ref());
+        // The call an `edit` applies to: the one it names, or the only one pending. An edit
+        // that matches none runs nothing: running the unedited call would ignore the user.
+        let edit_target = edited.and_then(|e| {
+            pending
+                .iter()
+                .position(|c| c.function.name == e.name)
+                .or((pending.len() == 1).then_some(0))
+        });
+        let mut to_run = Vec::new();
+        let mut input_used = false;
+        for (i, mut call) in pending.into_iter().enumerate() {
+            let declined = match decision {
+                Some(Decision::Approve) => None,
+                Some(Decision::Edit) if edit_target.is_none() => Some(
+                    "The user edited this call, but the edit did not match it; it was not run."
+                        .to_owned(),
+                ),
+                Some(Decision::Edit) => {
+                    if let (Some(e), Some(target)) = (edited, edit_target)
+                        && target == i
+                    {
+                        call.function.arguments = match &e.arguments {
+                            Value::String(s) => s.clone(),
+                            v => v.to_string(),
+                        };
+                    }
+                    None
+                }
+                Some(Decision::Reject) => {
+                    Some("The user rejected this call; it was not run.".to_owned())
+                }
+                Some(_) => {
+                    input_used = true;
+                    Some(format!(
+                        "The user did not run this call and replied instead: {said}"
+                    ))
+                }
+                None => {
+                    input_used = true;
+                    Some(format!(
+                        "Not run: the user sent a new message instead of deciding: {said}"
+                    ))
+                }
+            };
+            let args: Value = serde_json::from_str(&call.function.arguments)
+                .unwrap_or_else(|_| Value::String(call.function.arguments.clone()));
+            let shown = out.tool_call(call.function.name.clone(), &args);
+            match declined {
+                None => to_run.push((call, shown)),
+                Some(reason) => {
+                    out.tool_result(&shown, reason.clone());
+                    t.messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id,
+                        content: reason,
+                    });
+                }
+            }
+        }
+        self.run_calls(turn.http(), out, t, to_run).await;
+        input_used
+    }
+
+    /// Runs `calls` concurrently, shows each result and adds it to the transcript.
+    async fn run_calls(
+        &self,
+        http: &Http,
+        out: &Output,
+        t: &mut Transcript,
+        calls: Vec<(ModelToolCall, ToolCall)>,
+    ) {
+        let s = &self.settings;
+        let timeout = http
+            .time_left()
+            .map_or(s.tool_timeout, |left| left.min(s.tool_timeout));
+        let results = futures::future::join_all(calls.iter().map(|(call, _)| async {
+            match self.tool_of(call) {
+                Some(tool) => {
+                    run_tool(
+                        http,
+                        tool,
+                        &call.function.arguments,
+                        timeout,
+                        s.max_tool_result_bytes,
+                    )
+                    .await
+                }
+                None => format!("Error: there is no tool named {:?}.", call.function.name),
+            }
+        }))
+        .await;
+        for ((call, shown), content) in calls.into_iter().zip(results) {
+            out.tool_result(&shown, content.clone());
+            t.messages.push(ChatMessage::Tool {
+                tool_call_id: call.id,
+                content,
+            });
+        }
+    }
+
+    /// One model call, attempted again (with backoff, honouring `Retry-After`, within the turn's
+    /// deadline) while nothing has reached the user.
+    async fn round_with_retries(
+        &self,
+        turn: &mut Turn,
+        out: &Output,
+        t: &mut Transcript,
+        images: &HashMap<String, String>,
+    ) -> Result<Round, AgentError> {
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            // Saved with an empty partial answer that the stream then extends in place: if the
+            // turn is cut mid-answer, the next turn finds what the user saw.
+            t.partial = Some(String::new());
+            self.save(turn, t);
+            t.partial = None;
+            let http = turn.http().clone();
+            match self
+                .round(&http, out, t, images, &mut turn.context.state)
+                .await
+            {
+                Ok(round) => return Ok(round),
+                Err((RoundError::Fatal { user, detail }, partial)) => {
+                    if !partial.is_empty() {
+                        // What the user saw stays in the transcript.
+                        t.messages.push(ChatMessage::Assistant {
+                            content: Some(truncate(&partial, MAX_STORED_MESSAGE_BYTES)),
+                            tool_calls: Vec::new(),
+                        });
+                        self.save(turn, t);
+                    }
+                    return Err(AgentError::with_user_message(user, detail));
+                }
+                Err((
+                    RoundError::Retryable {
+                        detail,
+                        retry_after,
+                    },
+                    _,
+                )) => {
+                    let wait = retry_after.unwrap_or(backoff).min(MAX_BACKOFF);
+                    let left = turn.http().time_left().unwrap_or_default();
+                    if attempt >= MAX_ATTEMPTS || left < wait + DEADLINE_MARGIN {
+                        return Err(AgentError::with_user_message(
+                            UNAVAILABLE,
+                            format!("model call failed after {attempt} attempts: {detail}"),
+                        ));
+                    }
+                    tracing::warn!(
+                        attempt,
+                        wait_ms = wait.as_millis() as u64,
+                        error = %detail,
+                        "model call failed before its first token: retrying"
+                    );
+                    self.rt.sleep(wait).await;
+                    backoff *= 2;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    fn request_body(&self, t: &Transcript, images: &HashMap<String, String>) -> Value {
+        let s = &self.settings;
+        let mut messages = Vec::with_capacity(t.messages.len() + 1);
+        let system = match &s.system_prompt {
+            Some(p) => format!("{p}\n\n{PLATFORM_NOTICE_RULE}"),
+            None => PLATFORM_NOTICE_RULE.to_owned(),
+        };
+        messages.push(json!({"role": "system", "content": system}));
+        messages.extend(t.messages.iter().map(|m| match m {
+            ChatMessage::User { content, files } if !files.is_empty() => {
+                json!({"role": "user", "content": user_content(content, files, images)})
+            }
+            m => serde_json::to_value(m).unwrap_or(Value::Null),
+        }));
+        let mut body = json!({
+            "model": s.model,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": messages,
+        });
+        if !s.tools.is_empty() {
+            body["tools"] = s
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    }})
+                })
+                .collect();
+        }
+        body
+    }
+
+    async fn send(
+        &self,
+        http: &Http,
+        t: &Transcript,
+        images: &HashMap<String, String>,
+    ) -> Result<HttpResponse, RoundError> {
+        let s = &self.settings;
+        let mut request = http
+            .post(&s.completions_url())
+            .header("accept", "text/event-stream")
+            .json(&self.request_body(t, images));
+        if let Some(key) = &s.api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_transient() => {
+                return Err(RoundError::Retryable {
+                    detail: e.to_string(),
+                    retry_after: None,
+                });
+            }
+            Err(HttpError::TurnDeadline | HttpError::Cancelled) => {
+                return Err(RoundError::Fatal {
+                    user: UNAVAILABLE,
+                    detail: "the turn ended while waiting for the model".into(),
+                });
+            }
+            Err(e) => {
+                return Err(RoundError::Fatal {
+                    user: REFUSED,
+                    detail: format!("model request failed: {e}"),
+                });
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let body = response.bytes_limited(4096).await.unwrap_or_default();
+        let mut detail = format!(
+            "model endpoint answered HTTP {}: {}",
+            status.as_u16(),
+            String::from_utf8_lossy(&body)
+        );
+        if let Some(key) = &s.api_key {
+            detail = detail.replace(key.expose(), "<redacted>");
+        }
+        if status.as_u16() == 429 || status.is_server_error() {
+            Err(RoundError::Retryable {
+                detail,
+                retry_after,
+            })
+        } else {
+            Err(RoundError::Fatal {
+                user: REFUSED,
+                detail,
+            })
+        }
+    }
+
+    /// One model call, streamed to `out`. On error, also returns the text already shown.
+    async fn round(
+        &self,
+        http: &Http,
+        out: &Output,
+        t: &Transcript,
+        images: &HashMap<String, String>,
+        state: &mut Value,
+    ) -> Result<Round, (RoundError, String)> {
+        let mut response = self
+            .send(http, t, images)
+            .await
+            .map_err(|e| (e, String::new()))?;
+        let mut parser = ChatStreamParser::new();
+        let mut text = String::new();
+        let mut shown_anything = false;
+        let mut reasoning_open = false;
+        let mut building: BTreeMap<u32, Building> = BTreeMap::new();
+        let mut finished = false;
+        let broken = |detail: String, shown: bool, text: &str| {
+            let e = if shown {
+                RoundError::Fatal {
+                    user: CUT_OFF,
+                    detail,
+                }
+            } else {
+                RoundError::Retryable {
+                    detail,
+                    retry_after: None,
+                }
+            };
+            (e, text.to_owned())
+        };
+        loop {
+            let (events, body_ended) = match response.chunk().await {
+                Ok(Some(bytes)) => (parser.push(&bytes), false),
+                Ok(None) => (parser.finish(), true),
+                Err(HttpError::TurnDeadline | HttpError::Cancelled) => {
+                    return Err((
+                        RoundError::Fatal {
+                            user: CUT_OFF,
+                            detail: "the turn ended while the model was answering".into(),
+                        },
+                        text,
+                    ));
+                }
+                Err(e) => {
+                    return Err(broken(
+                        format!("the model's stream broke: {e}"),
+                        shown_anything,
+                        &text,
+                    ));
+                }
+            };
+            let events = match events {
+                Ok(ev) => ev,
+                Err(e) => {
+                    // An error inside a stream is the endpoint's; before any output it may
+                    // pass (overload), after it the answer is cut.
+                    return Err(broken(e.to_string(), shown_anything, &text));
+                }
+            };
+            for ev in events {
+                match ev {
+                    ChatStreamEvent::Role(_) => {}
+                    ChatStreamEvent::Reasoning(r) => {
+                        out.reasoning(r);
+                        reasoning_open = true;
+                        shown_anything = true;
+                    }
+                    ChatStreamEvent::Text(delta) => {
+                        if reasoning_open {
+                            out.end_reasoning();
+                            reasoning_open = false;
+                        }
+                        append_partial(state, &delta);
+                        out.text(delta.clone());
+                        text.push_str(&delta);
+                        shown_anything = true;
+                    }
+                    ChatStreamEvent::ToolCall {
+                        index,
+                        id,
+                        name,
+                        arguments,
+                    } => {
+                        if reasoning_open {
+                            out.end_reasoning();
+                            reasoning_open = false;
+                        }
+                        let b = building.entry(index).or_default();
+                        if b.id.is_none() {
+                            b.id = id;
+                        }
+                        if b.name.is_none() {
+                            b.name = name;
+                        }
+                        b.arguments.push_str(&arguments);
+                        match (&b.shown, &b.name) {
+                            (Some(call), _) => {
+                                if !arguments.is_empty() {
+                                    out.tool_args(call, arguments);
+                                }
+                            }
+                            (None, Some(n)) => {
+                                let call = out.start_tool_call(n.clone());
+                                if !b.arguments.is_empty() {
+                                    out.tool_args(&call, b.arguments.clone());
+                                }
+                                b.shown = Some(call);
+                                shown_anything = true;
+                            }
+                            (None, None) => {}
+                        }
+                    }
+                    ChatStreamEvent::Finish(reason) => {
+                        finished = true;
+                        tracing::debug!(finish_reason = %reason, "model answer finished");
+                    }
+                    ChatStreamEvent::Usage(u) => {
+                        let prompt = u.get("prompt_tokens").and_then(serde_json::Value::as_u64);
+                        let completion = u
+                            .get("completion_tokens")
+                            .and_then(serde_json::Value::as_u64);
+                        tracing::info!(
+                            prompt_tokens = prompt,
+                            completion_tokens = completion,
+                            "model usage"
+                        );
+                    }
+                    ChatStreamEvent::Done => {}
+                }
+            }
+            if parser.is_done() {
+                break; // [DONE]: whatever follows is not read
+            }
+            if body_ended {
+                if !finished {
+                    return Err(broken(
+                        "the model's stream ended before the answer was complete".into(),
+                        shown_anything,
+                        &text,
+                    ));
+                }
+                break;
+            }
+        }
+        if reasoning_open {
+            out.end_reasoning();
+        }
+        if !text.is_empty() {
+            out.end_message();
+        }
+        let mut calls = Vec::new();
+        for (index, b) in building {
+            let name = b.name.unwrap_or_default();
+            let id = b.id.unwrap_or_else(|| format!("call_{index}"));
+            let shown = match b.shown {
+                Some(call) => call,
+                None => out.start_tool_call(if name.is_empty() { "unknown" } else { &name }),
+            };
+            out.end_tool_call(&shown);
+            calls.push((ModelToolCall::new(id, name, b.arguments), shown));
+        }
+        Ok(Round { text, calls })
+    }
+}
+
+/// The `review` question for calls that need the user's approval.
+fn review_of(calls: &[ModelToolCall]) -> Interrupt {
+    let items = calls
+        .iter()
+        .map(|c| ReviewItem {
+            name: c.function.name.clone(),
+            arguments: serde_json::from_str(&c.function.arguments)
+                .unwrap_or_else(|_| Value::String(c.function.arguments.clone())),
+        })
+        .collect();
+    let prompt = if calls.len() == 1 {
+        format!("Run {}?", calls[0].function.name)
+    } else {
+        "Run these actions?".to_owned()
+    };
+    Interrupt::Review { prompt, items }
+}
+
+/// The plain messages of a thread the store seeded from the caller's history.
+fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
+    turn.context
+        .messages
+        .iter()
+        .filter_map(|m| match m.role {
+            Role::User => Some(ChatMessage::User {
+                content: truncate(&m.content, MAX_STORED_MESSAGE_BYTES),
+                files: Vec::new(),
+            }),
+            Role::Assistant => Some(ChatMessage::Assistant {
+                content: Some(truncate(&m.content, MAX_STORED_MESSAGE_BYTES)),
+                tool_calls: Vec::new(),
+            }),
+            Role::System => None,
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! A conversation's own memory, kept by the agent because Console keeps none for it.
+//!
+//! Stored per thread key (see [`thread_key`]) with a TTL. `T` and `T:<branch>` are different
+//! threads, so a fork never sees the other branch. The transcript is bounded by
+//! [`ContextPolicy`]: the oldest messages are dropped first, so an item never outgrows a
+//! DynamoDB item (400 KB) or a Durable Object value.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::Interrupt;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person chatting.
+    User,
+    /// The agent.
+    Assistant,
+    /// A system notice.
+    System,
+}
+
+/// One message of a thread's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// The text.
+    pub content: String,
+    /// The turn it came from, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "runId")]
+    pub run_id: Option<String>,
+    /// True when the turn did not finish (error, deadline, disconnect): the text is what the
+    /// user saw before it stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// The arrival number of the turn it came from on its thread (see
+    /// [`crate::store::turn_state`]): the transcript is kept in arrival order even when turns
+    /// overlap. Absent on messages stored before arrivals existed (they sort first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<u64>,
+}
+
+impl Message {
+    /// A complete message.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            run_id: None,
+            interrupted: false,
+            arrival: None,
+        }
+    }
+}
+
+/// Everything the agent remembers about one thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadContext {
+    /// The transcript, oldest first, bounded by [`ContextPolicy`].
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// Agent-defined state (`null` until the agent sets it).
+    #[serde(default)]
+    pub state: Value,
+    /// The question the previous turn ended with, if it ended with one.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "pendingInterrupt"
+    )]
+    pub pending_interrupt: Option<Interrupt>,
+    /// How many turns were recorded on this thread.
+    #[serde(default)]
+    pub turns: u64,
+}
+
+impl ThreadContext {
+    /// A context seeded from messages the caller sent (Console's `history` on a fork, Lowkey's
+    /// `transcriptWindow`), for a thread the store does not know.
+    pub fn seeded(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// The most recent message said by `role`.
+    pub fn last(&self, role: Role) -> Option<&Message> {
+        self.messages.iter().rev().find(|m| m.role == role)
+    }
+
+    /// Drops the oldest messages until the transcript fits `policy`.
+    pub fn trim(&mut self, policy: &ContextPolicy) {
+        let excess = self.messages.len().saturating_sub(policy.max_messages);
+        self.messages.drain(..excess);
+        let mut bytes: usize = self.messages.iter().map(|m| m.content.len() + 64).sum();
+        let mut drop = 0;
+        while bytes > policy.max_transcript_bytes && drop < self.messages.len() {
+            bytes -= self.messages[drop].content.len() + 64;
+            drop += 1;
+        }
+        self.messages.drain(..drop);
+    }
+
+    /// Serialized size of the agent's state.
+    pub fn state_bytes(&self) -> usize {
+        serde_json::to_vec(&self.state).map_or(0, |v| v.len())
+    }
+}
+
+/// How much of a thread is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextPolicy {
+    /// At most this many messages (default 100).
+    pub max_messages: usize,
+    /// At most about this many bytes of message text (default 128 KiB).
+    pub max_transcript_bytes: usize,
+    /// Largest agent state accepted; a turn that grows it past this ends with `RUN_ERROR`
+    /// (default 64 KiB).
+    pub max_state_bytes: usize,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        Self {
+            max_messages: 100,
+            max_transcript_bytes: 128 * 1024,
+            max_state_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// The store key of a conversation: the Digital Worker and the thread, so one `base_url`
+/// serving several Digital Workers never mixes their threads. Ids cannot contain `/`.
+pub fn thread_key(agent_id: &str, thread_id: &str) -> String {
+    format!("{agent_id}/{thread_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trim_keeps_the_newest() {
+        let mut c = ThreadContext::default();
+        for i in 0..10 {
+            c.messages.push(Message::new(Role::User, format!("m{i}")));
+        }
+        c.trim(&ContextPolicy {
+            max_messages: 3,
+            ..ContextPolicy::default()
+        });
+        let kept: Vec<_> = c.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(kept, ["m7", "m8", "m9"]);
+    }
+
+    #[test]
+    fn trim_bounds_bytes() {
+        let mut c = ThreadContext::default();
+        for _ in 0..10 {
+            c.messages.push(Message::new(Role::User, "x".repeat(1000)));
+        }
+        c.trim(&ContextPolicy {
+            max_transcript_bytes: 3000,
+            ..ContextPolicy::default()
+        });
+        assert_eq!(c.messages.len(), 2);
+    }
+
+    #[test]
+    fn branch_is_a_different_key() {
+        assert_ne!(thread_key("a", "918"), thread_key("a", "918:1"));
+        assert_ne!(thread_key("a", "918"), thread_key("b", "918"));
+    }
+}

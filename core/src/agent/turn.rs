@@ -1,0 +1,60 @@
+//! [`Turn`]: one turn as the agent sees it.
+
+use crate::agent::context::ThreadContext;
+use crate::http_client::Http;
+use crate::protocol::{Attachment, Resume};
+
+/// Which wire protocol the turn arrived on. The agent rarely needs to know: runway renders its
+/// output for either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Console's `POST /runs` (SSE).
+    Console,
+    /// Lowkey's `POST /lowkey/turn` (NDJSON).
+    Lowkey,
+}
+
+/// One turn, as the agent sees it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The protocol the turn arrived on.
+    pub protocol: Protocol,
+    /// This turn's id (Console `runId`, Lowkey `turnId`).
+    pub run_id: String,
+    /// The conversation's id (Console `threadId`, Lowkey `sessionHandle.id`).
+    pub thread_id: String,
+    /// The Digital Worker being called.
+    pub agent_id: String,
+    /// The calling organization (Console `workspaceId`, Lowkey `pluginId`).
+    pub workspace_id: String,
+    /// The person chatting, when there is one.
+    pub user_id: Option<String>,
+    /// What the user typed (may be empty when [`Turn::resume`] carries a decision).
+    pub input: String,
+    /// Files attached to this turn.
+    pub attachments: Vec<Attachment>,
+    /// The answer to the question the previous turn asked.
+    pub resume: Option<Resume>,
+    /// The thread so far: earlier messages (this turn's input is not among them yet), the
+    /// question asked last turn, and the agent's own [`ThreadContext::state`], which the agent
+    /// may change and runway saves when the turn ends.
+    pub context: ThreadContext,
+    /// Absolute base URL this agent is reachable at (used for hosted-file links).
+    pub public_base_url: String,
+    /// This turn's HTTP client (see [`Turn::http`]).
+    pub(crate) http: Http,
+}
+
+impl Turn {
+    /// An HTTP client for calling models and APIs during this turn: requests end by the turn's
+    /// deadline and when the turn ends, bodies stream as they arrive, and no URL or header
+    /// value is logged. See [`Http`].
+    pub fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.
+    pub fn is_validation(&self) -> bool {
+        crate::protocol::is_validation_thread(&self.thread_id)
+    }
+}

@@ -1,0 +1,216 @@
+//! Settings of a runway deployment.
+
+use std::time::Duration;
+
+use crate::agent::context::ContextPolicy;
+use crate::protocol::Limits;
+use crate::service::auth::AuthHeaders;
+
+/// Largest request body accepted (1 MiB). Adapters refuse larger bodies while reading them.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Everything configurable, with defaults fit for Console.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Display name in `/health`.
+    pub name: String,
+    /// Version in `/health`.
+    pub version: String,
+    /// The header set Console sends; empty for no authentication.
+    pub auth: AuthHeaders,
+    /// A heartbeat comment is sent after this much silence (default 10 s; Console wants one
+    /// at least every 15 s).
+    pub heartbeat: Duration,
+    /// A turn still running after this long ends with `RUN_ERROR` (default 290 s, before
+    /// Console's 5-minute cut).
+    pub turn_deadline: Duration,
+    /// How long an idle thread is remembered (default 30 days).
+    pub context_ttl: Duration,
+    /// How long Console's `validate-…` test threads are kept (default 10 minutes).
+    pub validation_ttl: Duration,
+    /// How long a finished run can be replayed by its id (default 24 hours).
+    pub recording_ttl: Duration,
+    /// How long a hosted-file link works (default 7 days, like Console's own links).
+    pub file_ttl: Duration,
+    /// Largest file an agent may host (default 5 MiB).
+    pub max_file_bytes: usize,
+    /// Console's limits.
+    pub limits: Limits,
+    /// How much of a thread is kept.
+    pub context_policy: ContextPolicy,
+    /// Public base URL (for hosted-file links), `RUNWAY_PUBLIC_URL`. When unset, links use
+    /// the origin the platform vouches for ([`crate::adapter::PlatformOrigin`]: the Lambda function
+    /// URL's domain, the local server's listen address) or, on Workers, the request's own URL,
+    /// followed by `base_path`; never a header the caller controls (`Host`,
+    /// `X-Forwarded-Proto`).
+    pub public_url: Option<String>,
+    /// The path every route is under (`RUNWAY_BASE_PATH`): `""` (the default) or `/a/b`, no
+    /// trailing slash. `{base_path}/runs`, `{base_path}/health`, `{base_path}/lowkey/turn`
+    /// and `{base_path}/files/…` are served; nothing else.
+    pub base_path: String,
+    /// How soon a duplicate delivery first checks whether the original finished (default
+    /// 250 ms); the wait doubles with every check, up to 8 s.
+    pub duplicate_poll: Duration,
+    /// `/health` says `degraded` for this long after a store error (default 60 s).
+    pub degraded_after_store_error: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            name: "runway agent".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            auth: AuthHeaders::none(),
+            heartbeat: Duration::from_secs(10),
+            turn_deadline: Duration::from_secs(290),
+            context_ttl: Duration::from_secs(30 * 24 * 3600),
+            validation_ttl: Duration::from_secs(600),
+            recording_ttl: Duration::from_secs(24 * 3600),
+            file_ttl: Duration::from_secs(7 * 24 * 3600),
+            max_file_bytes: 5 * 1024 * 1024,
+            limits: Limits::default(),
+            context_policy: ContextPolicy::default(),
+            public_url: None,
+            base_path: String::new(),
+            duplicate_poll: Duration::from_millis(250),
+            degraded_after_store_error: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the `RUNWAY_*` settings from `get` (the process environment, Workers `[vars]`,
+    /// Lambda environment…), on top of the defaults:
+    /// `RUNWAY_AUTH_HEADERS` (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
+    /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
+    /// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`. `RUNWAY_AUTH_HEADERS` set but naming no header is
+    /// refused (auth fails closed).
+    ///
+    /// # Errors
+    /// A setting that does not parse, named.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, crate::adapter::BadRequest> {
+        let mut c = Self::default();
+        if let Some(v) = get("RUNWAY_AUTH_HEADERS") {
+            c.auth = AuthHeaders::parse(&v).map_err(|e| {
+                crate::adapter::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}"))
+            })?;
+            // Set but naming no header is a mistake, not a request for no auth: fail closed.
+            if c.auth.is_empty() {
+                return Err(crate::adapter::BadRequest::new(
+                    "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines, \
+                     or unset it to serve without auth",
+                ));
+            }
+        }
+        let secs = |name: &str| -> Result<Option<Duration>, crate::adapter::BadRequest> {
+            get(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && *s > 0.0)
+                        .map(Duration::from_secs_f64)
+                        .ok_or_else(|| {
+                            crate::adapter::BadRequest::new(format!(
+                                "{name} must be a positive number of seconds"
+                            ))
+                        })
+                })
+                .transpose()
+        };
+        if let Some(d) = secs("RUNWAY_HEARTBEAT_SECS")? {
+            c.heartbeat = d;
+        }
+        if let Some(d) = secs("RUNWAY_TURN_DEADLINE_SECS")? {
+            c.turn_deadline = d;
+        }
+        if let Some(d) = secs("RUNWAY_CONTEXT_TTL_SECS")? {
+            c.context_ttl = d;
+        }
+        if let Some(u) = get("RUNWAY_PUBLIC_URL").filter(|u| !u.trim().is_empty()) {
+            let u = u.trim().trim_end_matches('/').to_owned();
+            url::Url::parse(&u)
+                .map_err(|_| crate::adapter::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
+            c.public_url = Some(u);
+        }
+        if let Some(p) = get("RUNWAY_BASE_PATH") {
+            c.base_path = parse_base_path(&p)?;
+        }
+        if let Some(n) = get("RUNWAY_NAME").filter(|n| !n.trim().is_empty()) {
+            c.name = n;
+        }
+        Ok(c)
+    }
+}
+
+/// `RUNWAY_BASE_PATH`: `""` or `/` for the root, else `/segment[/segment…]` (a trailing slash
+/// is dropped) of URL path characters, without empty, `.` or `..` segments.
+fn parse_base_path(v: &str) -> Result<String, crate::adapter::BadRequest> {
+    let v = v.trim();
+    let bad = || {
+        crate::adapter::BadRequest::new(format!(
+            "RUNWAY_BASE_PATH {v:?} is not a path like /agents/fpt"
+        ))
+    };
+    if v.is_empty() || v == "/" {
+        return Ok(String::new());
+    }
+    let p = v.strip_suffix('/').unwrap_or(v);
+    let segments = p.strip_prefix('/').ok_or_else(bad)?;
+    let ok_segment = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b))
+    };
+    if !segments.split('/').all(ok_segment) {
+        return Err(bad());
+    }
+    Ok(p.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, crate::adapter::BadRequest> {
+        Config::from_lookup(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn auth_set_but_naming_no_header_fails_closed() {
+        for blank in ["", "   ", "\n\n", " \n \t\n"] {
+            let e = config(&[("RUNWAY_AUTH_HEADERS", blank)]).unwrap_err();
+            assert!(e.to_string().contains("RUNWAY_AUTH_HEADERS"), "{e}");
+        }
+        let e = config(&[("RUNWAY_AUTH_HEADERS", "X-Key")]).unwrap_err();
+        assert!(e.to_string().contains("RUNWAY_AUTH_HEADERS"), "{e}");
+        assert!(config(&[]).unwrap().auth.is_empty());
+        let c = config(&[("RUNWAY_AUTH_HEADERS", "X-Key: k")]).unwrap();
+        assert_eq!(c.auth.names().collect::<Vec<_>>(), ["x-key"]);
+    }
+
+    #[test]
+    fn base_path_is_normalised_or_refused() {
+        let base = |v: &str| config(&[("RUNWAY_BASE_PATH", v)]).map(|c| c.base_path);
+        assert_eq!(base("").unwrap(), "");
+        assert_eq!(base("/").unwrap(), "");
+        assert_eq!(base("/fpt").unwrap(), "/fpt");
+        assert_eq!(base("/files/agent/").unwrap(), "/files/agent");
+        assert_eq!(
+            base("/lambda-url/bootstrap").unwrap(),
+            "/lambda-url/bootstrap"
+        );
+        for bad in ["fpt", "/a//b", "/a/../b", "/a?x", "/a#b", "/a b", "//"] {
+            assert!(base(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `POST …/runs` on [`Runway`]: Console's request in, its turn streamed out.
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::agent::context::{ThreadContext, thread_key};
+use crate::agent::{Agent, Protocol, Turn};
+use crate::http_client::Http;
+use crate::platform::runtime::Runtime;
+use crate::protocol::RunRequest;
+use crate::service::config::MAX_BODY_BYTES;
+use crate::service::{Reply, Runway, json_error, method_not_allowed};
+use crate::store::TurnStore;
+use crate::turn::engine::TurnPlan;
+
+use crate::wire::console::FrameWriter;
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// Answers `POST …/runs` once auth has passed: checks the method and body, then streams
+    /// the turn. Bad input is a 4xx `{"error"}` before any stream starts.
+    pub(crate) fn console_route(&self, req: &http::Request<Bytes>) -> Reply {
+        if req.method() != http::Method::POST {
+            return Reply::Full(method_not_allowed("POST"));
+        }
+        if req.body().len() > MAX_BODY_BYTES {
+            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        }
+        let run = match RunRequest::from_json(req.body()) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad POST /runs body");
+                return Reply::Full(json_error(400, e.message()));
+            }
+        };
+        let base = self.public_base_url(req);
+        self.console_turn(run, base)
+    }
+
+    /// Starts a Console turn: the reply streams at once, its first frame already written.
+    pub fn console_turn(&self, run: RunRequest, public_base_url: String) -> Reply {
+        let fingerprint = fingerprint(&run);
+        // At the error level so the span is enabled whatever `RUNWAY_LOG` says: a filter of
+        // `warn` would otherwise drop an info span, and its warnings would lose the ids.
+        let span = tracing::error_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
+        let mut user_message = run.input.clone();
+        if let Some(resume) = &run.resume {
+            let mut note = format!("[{}]", resume.decision.as_str());
+            if let Some(m) = &resume.message {
+                note = format!("{note} {m}");
+            }
+            user_message = if user_message.is_empty() {
+                note
+            } else {
+                format!("{note} {user_message}")
+            };
+        }
+        for a in &run.attachments {
+            user_message.push_str(&format!("\n[attached: {}]", a.name));
+        }
+        let plan = TurnPlan {
+            run_key: format!("console/{}", run.run_id),
+            thread_key: thread_key(&run.agent_id, &run.thread_id),
+            fingerprint,
+            seed: run.history.clone(),
+            user_message,
+            turn: Turn {
+                protocol: Protocol::Console,
+                run_id: run.run_id,
+                thread_id: run.thread_id,
+                agent_id: run.agent_id,
+                workspace_id: run.workspace_id,
+                user_id: run.user_id,
+                input: run.input,
+                attachments: run.attachments,
+                resume: run.resume,
+                context: ThreadContext::default(),
+                public_base_url,
+                http: Http::default(),
+            },
+        };
+        // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of
+        // the original run, and a replay (same body) repeats them exactly.
+        let event_prefix = format!("{}.{}", plan.turn.run_id, &plan.fingerprint[..8]);
+        let writer = FrameWriter::new(plan.turn.run_id.clone(), self.config().limits)
+            .with_event_id_prefix(event_prefix);
+        self.stream(writer, plan, span)
+    }
+}
+
+/// A digest of the request: the same `runId` with another body is a different turn.
+fn fingerprint<T: serde::Serialize>(req: &T) -> String {
+    let bytes = serde_json::to_vec(req).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}

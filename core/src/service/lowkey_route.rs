@@ -1,0 +1,89 @@
+//! `POST …/lowkey/turn` on [`Runway`].
+
+use bytes::Bytes;
+
+use crate::agent::context::{ThreadContext, thread_key};
+use crate::agent::{Agent, Protocol, Turn};
+use crate::http_client::Http;
+use crate::platform::runtime::Runtime;
+use crate::service::config::MAX_BODY_BYTES;
+use crate::service::{Reply, Runway, json_error};
+use crate::store::TurnStore;
+use crate::turn::engine::TurnPlan;
+
+use crate::protocol::lowkey::{ExternalAgentTurnRequest, storage_id};
+use crate::wire::lowkey::NdjsonWriter;
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// Answers `POST …/lowkey/turn` once auth has passed: checks the method and body, then
+    /// streams the turn. Bad input is a 4xx `{"error"}` before any stream starts.
+    pub(crate) fn lowkey_route(&self, req: &http::Request<Bytes>) -> Reply {
+        if req.method() != http::Method::POST {
+            let mut r = json_error(405, "method not allowed: use POST");
+            r.headers_mut()
+                .insert(http::header::ALLOW, http::HeaderValue::from_static("POST"));
+            return Reply::Full(r);
+        }
+        if req.body().len() > MAX_BODY_BYTES {
+            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        }
+        let turn = match ExternalAgentTurnRequest::from_json(req.body()) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad POST /lowkey/turn body");
+                return Reply::Full(json_error(400, e.message()));
+            }
+        };
+        let base = self.public_base_url(req);
+        self.lowkey_turn(turn, base)
+    }
+
+    /// Starts a Lowkey turn: the reply streams at once, `status: started` already written.
+    pub fn lowkey_turn(&self, req: ExternalAgentTurnRequest, public_base_url: String) -> Reply {
+        let fingerprint = req.fingerprint();
+        let seed = req.seed_messages();
+        let session_key = storage_id(&req.session_handle.id);
+        let run_key = format!("lowkey/{session_key}/{}", storage_id(&req.turn.turn_id));
+        // Namespaced so no Console input can name a Lowkey session: a Console key is
+        // `agent/thread` (one `/`; ids cannot contain it), a Lowkey key has two.
+        let thread_key = format!(
+            "lowkey/{}",
+            thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
+        );
+        // Ids are logged in their storage form: free of control characters, bounded.
+        // At the error level, like Console's `turn` span: enabled at every `RUNWAY_LOG` level.
+        let span = tracing::error_span!(
+            "lowkey_turn",
+            turnId = %storage_id(&req.turn.turn_id),
+            sessionHandleId = %session_key,
+        );
+        let user_id = if req.turn.headless {
+            None
+        } else {
+            req.turn.user_name.clone()
+        };
+        let plan = TurnPlan {
+            run_key,
+            thread_key,
+            fingerprint,
+            seed,
+            user_message: req.turn.message.clone(),
+            turn: Turn {
+                protocol: Protocol::Lowkey,
+                run_id: req.turn.turn_id,
+                thread_id: req.session_handle.id,
+                agent_id: req.session_handle.agent_id,
+                workspace_id: req.plugin_id,
+                user_id,
+                input: req.turn.message,
+                attachments: Vec::new(),
+                resume: None,
+                context: ThreadContext::default(),
+                public_base_url,
+                http: Http::default(),
+            },
+        };
+        let writer = NdjsonWriter::new(self.config().limits);
+        self.stream(writer, plan, span)
+    }
+}

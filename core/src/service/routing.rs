@@ -1,0 +1,104 @@
+//! Which endpoint a request path names, under the configured base path.
+//!
+//! Paths are matched exactly below `config.base_path` (`RUNWAY_BASE_PATH`): `{base}/runs`,
+//! `{base}/health`, `{base}/lowkey/turn` and `{base}/files/{token}/{name}`. Nothing is matched
+//! by substring or suffix, so a base path may itself contain `files` or `runs`, and
+//! `/x/runs` is not `/runs`.
+
+use crate::protocol::lowkey::LOWKEY_TURN_PATH;
+
+/// An endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route<'a> {
+    /// `POST {base}/runs`.
+    Runs,
+    /// `GET {base}/health`.
+    Health,
+    /// `POST {base}/lowkey/turn`.
+    LowkeyTurn,
+    /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
+    File {
+        /// The link's token.
+        token: &'a str,
+        /// The file name in the link.
+        name: &'a str,
+    },
+}
+
+/// The route `path` names below `base_path` (`""` or `/a/b`, no trailing slash), if any.
+pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
+    let rest = path.strip_prefix(base_path)?;
+    if !rest.starts_with('/') {
+        return None;
+    }
+    match rest {
+        "/runs" => return Some(Route::Runs),
+        "/health" => return Some(Route::Health),
+        r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
+        _ => {}
+    }
+    let file = rest.strip_prefix("/files/")?;
+    let (token, name) = file.split_once('/')?;
+    if token.is_empty() || name.is_empty() || name.contains('/') {
+        return None;
+    }
+    Some(Route::File { token, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_at_the_root() {
+        assert_eq!(route("/runs", ""), Some(Route::Runs));
+        assert_eq!(route("/health", ""), Some(Route::Health));
+        assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
+        assert_eq!(
+            route("/files/abc/report.csv", ""),
+            Some(Route::File {
+                token: "abc",
+                name: "report.csv"
+            })
+        );
+    }
+
+    #[test]
+    fn no_suffix_or_substring_matches() {
+        for p in [
+            "/x/runs",
+            "/runs/",
+            "/xruns",
+            "/health/x",
+            "/a/health",
+            "/a/files/t/n",
+            "/files/t",
+            "/files/t/",
+            "/files//n",
+            "/files/t/n/more",
+            "/a/lowkey/turn",
+            "",
+            "/",
+        ] {
+            assert_eq!(route(p, ""), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn routes_under_a_base_path_even_one_named_files() {
+        let base = "/files/agent";
+        assert_eq!(route("/files/agent/runs", base), Some(Route::Runs));
+        assert_eq!(route("/files/agent/health", base), Some(Route::Health));
+        assert_eq!(
+            route("/files/agent/files/tok/a.csv", base),
+            Some(Route::File {
+                token: "tok",
+                name: "a.csv"
+            })
+        );
+        assert_eq!(route("/runs", base), None);
+        assert_eq!(route("/files/agentx/runs", base), None);
+        assert_eq!(route("/files/agent", base), None);
+        assert_eq!(route("/files/agent/x/runs", base), None);
+    }
+}

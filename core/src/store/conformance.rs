@@ -1,0 +1,393 @@
+//! The store conformance suite (feature `store-tests`): every [`TurnStore`] runs it —
+//! [`crate::adapter::MemoryStore`], the server's SQLite store, DynamoDB on moto, the Durable Object's
+//! SQL over rusqlite — so the semantics of [`crate::store::turn_state`] hold on every backend.
+//!
+//! Each check takes the store and a key prefix (so checks can share a table) and panics with
+//! what went wrong. Times are explicit (`now_ms` arguments), never the wall clock, so expiry
+//! is tested exactly.
+
+use futures::future::join_all;
+use serde_json::json;
+
+use crate::agent::context::{ContextPolicy, Message, Role, ThreadContext};
+use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+
+/// Runs every check, each on keys under `prefix`.
+pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
+    claim_replay_conflict_and_lease(store, &format!("{prefix}-claims")).await;
+    expiry_is_exact_on_read(store, &format!("{prefix}-expiry")).await;
+    concurrent_claims_of_one_run_have_one_winner(store, &format!("{prefix}-race")).await;
+    a_commit_proves_it_holds_the_claim(store, &format!("{prefix}-fence")).await;
+    a_lapsed_lease_nobody_took_over_still_commits(store, &format!("{prefix}-lapsed")).await;
+    a_superseded_turn_is_kept_in_arrival_order(store, &format!("{prefix}-supersede")).await;
+    a_stale_version_is_merged_not_overwritten(store, &format!("{prefix}-merge")).await;
+    a_burst_on_one_thread_keeps_every_message(store, &format!("{prefix}-burst"), 50).await;
+    large_values_round_trip(store, &format!("{prefix}-large")).await;
+    hosted_files(store, &format!("{prefix}-files")).await;
+}
+
+/// A claim of `run` on `thread` at `now` with a one-second lease and token `token`.
+pub fn claim(run: &str, thread: &str, fp: &str, now: u64, token: &str) -> TurnClaim {
+    TurnClaim {
+        run_key: run.into(),
+        thread_key: thread.into(),
+        fingerprint: fp.into(),
+        now_ms: now,
+        lease_until_ms: now + 1000,
+        token: token.into(),
+    }
+}
+
+/// What the engine would commit for a claimed turn that said `answer` to `input`, setting the
+/// agent's state to `{"last": input}`; the context lives 10 s and the recording 20 s.
+pub fn commit(claim: &TurnClaim, started: &TurnStart, input: &str, answer: &str) -> TurnCommit {
+    let TurnStart::Claimed {
+        context,
+        version,
+        arrival,
+    } = started
+    else {
+        panic!("commit of an unclaimed turn: {started:?}");
+    };
+    let mut messages = Vec::new();
+    for (role, text) in [(Role::User, input), (Role::Assistant, answer)] {
+        let mut m = Message::new(role, text);
+        m.run_id = Some(claim.run_key.clone());
+        m.arrival = Some(*arrival);
+        messages.push(m);
+    }
+    let mut thread = context.clone().unwrap_or_default();
+    thread.messages.extend(messages.iter().cloned());
+    thread.state = json!({ "last": input });
+    thread.turns += 1;
+    TurnCommit {
+        run_key: claim.run_key.clone(),
+        fingerprint: claim.fingerprint.clone(),
+        token: claim.token.clone(),
+        thread_key: claim.thread_key.clone(),
+        base_version: *version,
+        arrival: *arrival,
+        context: thread,
+        messages,
+        policy: ContextPolicy::default(),
+        now_ms: claim.now_ms,
+        context_expires_at_ms: claim.now_ms + 10_000,
+        recording: format!("data: {{\"run\":\"{}\"}}\n\n", claim.run_key).into(),
+        recording_expires_at_ms: claim.now_ms + 20_000,
+    }
+}
+
+async fn start<S: TurnStore>(s: &S, c: &TurnClaim) -> TurnStart {
+    s.start_turn(c)
+        .await
+        .unwrap_or_else(|e| panic!("start_turn({}): {e}", c.run_key))
+}
+
+async fn finish<S: TurnStore>(s: &S, c: &TurnCommit) -> CommitOutcome {
+    s.finish_turn(c)
+        .await
+        .unwrap_or_else(|e| panic!("finish_turn({}): {e}", c.run_key))
+}
+
+/// The thread as a fresh claim at `now` loads it.
+async fn thread_at<S: TurnStore>(s: &S, thread: &str, now: u64) -> Option<ThreadContext> {
+    let probe = claim(
+        &format!("{thread}-probe-{now}"),
+        thread,
+        "probe",
+        now,
+        "probe",
+    );
+    match start(s, &probe).await {
+        TurnStart::Claimed { context, .. } => context,
+        other => panic!("probe claim: {other:?}"),
+    }
+}
+
+fn texts(c: &ThreadContext) -> Vec<&str> {
+    c.messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+/// Claim, wait, conflict, lease lapse, replay.
+pub async fn claim_replay_conflict_and_lease<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let first = start(s, &claim(&r, &t, "f", 0, "a")).await;
+    assert!(
+        matches!(
+            first,
+            TurnStart::Claimed {
+                context: None,
+                version: 0,
+                arrival: 1
+            }
+        ),
+        "first claim: {first:?}"
+    );
+    assert_eq!(
+        start(s, &claim(&r, &t, "f", 10, "b")).await,
+        TurnStart::Running
+    );
+    assert_eq!(
+        start(s, &claim(&r, &t, "g", 10, "b")).await,
+        TurnStart::Conflict
+    );
+    // The lease lapsed (a crashed delivery): the run can be claimed again.
+    let c = claim(&r, &t, "f", 5000, "c");
+    let again = start(s, &c).await;
+    assert!(
+        matches!(again, TurnStart::Claimed { arrival: 2, .. }),
+        "{again:?}"
+    );
+    assert_eq!(
+        finish(s, &commit(&c, &again, "hello", "hi")).await,
+        CommitOutcome::Applied
+    );
+    assert_eq!(
+        start(s, &claim(&r, &t, "f", 5001, "d")).await,
+        TurnStart::Finished {
+            recording: format!("data: {{\"run\":\"{r}\"}}\n\n")
+        }
+    );
+    assert_eq!(
+        start(s, &claim(&r, &t, "g", 5001, "d")).await,
+        TurnStart::Conflict
+    );
+    let next = start(s, &claim(&format!("{p}/r2"), &t, "f", 5002, "e")).await;
+    let TurnStart::Claimed {
+        context: Some(ctx),
+        version: 1,
+        arrival: 3,
+    } = next
+    else {
+        panic!("second run: {next:?}")
+    };
+    assert_eq!(texts(&ctx), ["hello", "hi"]);
+    assert_eq!(ctx.state, json!({"last": "hello"}));
+    assert_eq!(s.latest_arrival(&t).await.unwrap(), 3);
+    assert_eq!(s.latest_arrival(&format!("{p}/none")).await.unwrap(), 0);
+}
+
+/// An item past its expiry is absent on read, whether or not it was deleted.
+pub async fn expiry_is_exact_on_read<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let c = claim(&r, &t, "f", 0, "a");
+    let st = start(s, &c).await;
+    finish(s, &commit(&c, &st, "x", "y")).await;
+    // The recording expired at 20 000 (context at 10 000): the run is new again.
+    let again = start(s, &claim(&r, &t, "f", 20_000, "b")).await;
+    assert!(
+        matches!(again, TurnStart::Claimed { context: None, .. }),
+        "{again:?}"
+    );
+    assert!(thread_at(s, &t, 9_999).await.is_some());
+    assert!(thread_at(s, &t, 10_000).await.is_none());
+}
+
+/// Of concurrent claims of one run, exactly one is `Claimed`.
+pub async fn concurrent_claims_of_one_run_have_one_winner<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let claims: Vec<_> = (0..8)
+        .map(|i| claim(&r, &t, "f", 0, &format!("k{i}")))
+        .collect();
+    let starts = join_all(claims.iter().map(|c| start(s, c))).await;
+    let won = starts
+        .iter()
+        .filter(|r| matches!(r, TurnStart::Claimed { .. }))
+        .count();
+    assert_eq!(won, 1, "{starts:?}");
+    assert!(
+        starts
+            .iter()
+            .all(|r| matches!(r, TurnStart::Claimed { .. } | TurnStart::Running)),
+        "{starts:?}"
+    );
+}
+
+/// A delivery whose lease lapsed and was taken over cannot overwrite the retry's recording.
+pub async fn a_commit_proves_it_holds_the_claim<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let original = claim(&r, &t, "f", 0, "original");
+    let o = start(s, &original).await;
+    // The original stalls past its lease; a retry takes the run over and finishes.
+    let retry = claim(&r, &t, "f", 5000, "retry");
+    let rt = start(s, &retry).await;
+    assert!(matches!(rt, TurnStart::Claimed { .. }), "{rt:?}");
+    let mut retry_commit = commit(&retry, &rt, "question", "retry answer");
+    retry_commit.recording = "retry recording".into();
+    // The stalled original tries first, then after the retry: both refused.
+    let mut late = commit(&original, &o, "question", "stale answer");
+    late.now_ms = 5001;
+    late.recording = "stale recording".into();
+    assert_eq!(finish(s, &late).await, CommitOutcome::ClaimLost);
+    assert_eq!(finish(s, &retry_commit).await, CommitOutcome::Applied);
+    assert_eq!(finish(s, &late).await, CommitOutcome::ClaimLost);
+    assert_eq!(
+        start(s, &claim(&r, &t, "f", 5002, "x")).await,
+        TurnStart::Finished {
+            recording: "retry recording".into()
+        }
+    );
+    let ctx = thread_at(s, &t, 5003).await.expect("thread");
+    assert_eq!(texts(&ctx), ["question", "retry answer"]);
+}
+
+/// A lapsed lease that no other delivery took over still holds: the commit is accepted.
+pub async fn a_lapsed_lease_nobody_took_over_still_commits<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let c = claim(&r, &t, "f", 0, "a");
+    let st = start(s, &c).await;
+    let mut late = commit(&c, &st, "q", "a");
+    late.now_ms = 3000;
+    late.context_expires_at_ms = 13_000;
+    late.recording_expires_at_ms = 23_000;
+    assert_eq!(finish(s, &late).await, CommitOutcome::Applied);
+}
+
+/// A (the slow turn) is superseded by B, which commits first: A's commit keeps its user
+/// message and interrupted answer before B's, and leaves B's state.
+pub async fn a_superseded_turn_is_kept_in_arrival_order<S: TurnStore>(s: &S, p: &str) {
+    let t = format!("{p}/t");
+    let ca = claim(&format!("{p}/a"), &t, "f", 0, "a");
+    let a = start(s, &ca).await;
+    let cb = claim(&format!("{p}/b"), &t, "f", 10, "b");
+    let b = start(s, &cb).await;
+    assert_eq!(s.latest_arrival(&t).await.unwrap(), 2);
+    assert_eq!(
+        finish(s, &commit(&cb, &b, "second", "answer two")).await,
+        CommitOutcome::Applied
+    );
+    assert_eq!(
+        finish(s, &commit(&ca, &a, "first", "partial one")).await,
+        CommitOutcome::Superseded
+    );
+    let ctx = thread_at(s, &t, 20).await.expect("thread");
+    assert_eq!(
+        texts(&ctx),
+        ["first", "partial one", "second", "answer two"]
+    );
+    let interrupted: Vec<_> = ctx.messages.iter().map(|m| m.interrupted).collect();
+    assert_eq!(interrupted, [false, true, false, false]);
+    assert_eq!(ctx.state, json!({"last": "second"}));
+    assert_eq!(ctx.turns, 2);
+}
+
+/// A superseded turn that commits first bumps the version; the live turn's commit, loaded
+/// before that, is merged, not written over it.
+pub async fn a_stale_version_is_merged_not_overwritten<S: TurnStore>(s: &S, p: &str) {
+    let t = format!("{p}/t");
+    let c0 = claim(&format!("{p}/0"), &t, "f", 0, "0");
+    let s0 = start(s, &c0).await;
+    finish(s, &commit(&c0, &s0, "zero", "answer zero")).await;
+    let ca = claim(&format!("{p}/a"), &t, "f", 10, "a");
+    let a = start(s, &ca).await;
+    let cb = claim(&format!("{p}/b"), &t, "f", 20, "b");
+    let b = start(s, &cb).await;
+    assert_eq!(
+        finish(s, &commit(&ca, &a, "first", "partial one")).await,
+        CommitOutcome::Superseded
+    );
+    // Merged where the superseded turn wrote into the context; a backend that keeps a
+    // superseded turn's messages beside it (DynamoDB) applies, and folds them in on read.
+    let outcome = finish(s, &commit(&cb, &b, "second", "answer two")).await;
+    assert!(
+        matches!(outcome, CommitOutcome::Merged | CommitOutcome::Applied),
+        "{outcome:?}"
+    );
+    let ctx = thread_at(s, &t, 30).await.expect("thread");
+    assert_eq!(
+        texts(&ctx),
+        [
+            "zero",
+            "answer zero",
+            "first",
+            "partial one",
+            "second",
+            "answer two"
+        ]
+    );
+    assert_eq!(ctx.state, json!({"last": "second"}));
+    assert_eq!(ctx.turns, 3);
+}
+
+/// `n` turns claimed and committed concurrently on one thread keep all `n` user messages, in
+/// arrival order, and exactly one of them (the latest arrival) is not superseded.
+pub async fn a_burst_on_one_thread_keeps_every_message<S: TurnStore>(s: &S, p: &str, n: usize) {
+    let t = format!("{p}/t");
+    let claims: Vec<_> = (0..n)
+        .map(|i| claim(&format!("{p}/r{i}"), &t, "f", 0, &format!("k{i}")))
+        .collect();
+    let starts = join_all(claims.iter().map(|c| start(s, c))).await;
+    let mut arrivals: Vec<u64> = starts
+        .iter()
+        .map(|st| match st {
+            TurnStart::Claimed { arrival, .. } => *arrival,
+            other => panic!("burst claim: {other:?}"),
+        })
+        .collect();
+    arrivals.sort_unstable();
+    assert_eq!(arrivals, (1..=n as u64).collect::<Vec<_>>());
+    let commits: Vec<_> = claims
+        .iter()
+        .zip(&starts)
+        .enumerate()
+        .map(|(i, (c, st))| commit(c, st, &format!("msg {i}"), &format!("ans {i}")))
+        .collect();
+    let outcomes = join_all(commits.iter().map(|c| finish(s, c))).await;
+    let live = outcomes
+        .iter()
+        .filter(|o| matches!(o, CommitOutcome::Applied | CommitOutcome::Merged))
+        .count();
+    assert_eq!(live, 1, "{outcomes:?}");
+    let ctx = thread_at(s, &t, 1).await.expect("thread");
+    let users: Vec<&Message> = ctx
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .collect();
+    assert_eq!(users.len(), n, "user messages kept: {:?}", texts(&ctx));
+    let order: Vec<u64> = ctx.messages.iter().filter_map(|m| m.arrival).collect();
+    assert!(order.is_sorted(), "not in arrival order: {order:?}");
+    assert_eq!(ctx.turns, n as u64);
+}
+
+/// A context and a recording of several hundred KiB round-trip intact.
+pub async fn large_values_round_trip<S: TurnStore>(s: &S, p: &str) {
+    let (r, t) = (format!("{p}/r"), format!("{p}/t"));
+    let c = claim(&r, &t, "f", 0, "a");
+    let st = start(s, &c).await;
+    // Incompressible-ish text, so compressing backends still need parts.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: String = (0..600_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect();
+    let mut cm = commit(&c, &st, "big", &noise[..30_000]);
+    cm.recording = noise.clone().into();
+    assert_eq!(finish(s, &cm).await, CommitOutcome::Applied);
+    assert_eq!(
+        start(s, &claim(&r, &t, "f", 1, "b")).await,
+        TurnStart::Finished { recording: noise }
+    );
+    let ctx = thread_at(s, &t, 2).await.expect("thread");
+    assert_eq!(ctx.messages[1].content.len(), 30_000);
+}
+
+/// Files are found by token until they expire.
+pub async fn hosted_files<S: TurnStore>(s: &S, p: &str) {
+    let token = format!("{p}-0123456789abcdef");
+    let file = HostedFile {
+        token: token.clone(),
+        name: "a.csv".into(),
+        mime: "text/csv".into(),
+        bytes: b"a,b\n1,2\n".to_vec(),
+        expires_at_ms: 1000,
+    };
+    s.put_file(&file).await.expect("put_file");
+    assert_eq!(s.get_file(&token, 999).await.expect("get_file"), Some(file));
+    assert_eq!(s.get_file(&token, 1000).await.expect("get_file"), None);
+    assert_eq!(s.get_file("nope", 0).await.expect("get_file"), None);
+}

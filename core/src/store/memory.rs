@@ -1,0 +1,169 @@
+//! An in-process [`TurnStore`], for tests, examples and single-process experiments. Nothing
+//! survives a restart. Its decisions are [`crate::store::turn_state`]'s; one lock makes each call
+//! atomic.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::agent::context::ThreadContext;
+use crate::error::StoreError;
+use crate::store::turn_state::{
+    ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
+    thread_after,
+};
+use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use crate::wire::recording::Recording;
+
+#[derive(Debug, Clone)]
+struct Run {
+    fingerprint: String,
+    phase: RunPhase,
+    until_ms: u64,
+    token: String,
+    recording: Recording,
+}
+
+impl Run {
+    fn record(&self) -> RunRecord<'_> {
+        RunRecord {
+            fingerprint: &self.fingerprint,
+            phase: self.phase,
+            until_ms: self.until_ms,
+            token: &self.token,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Thread {
+    head: ThreadHead,
+    /// The context and when it expires.
+    context: Option<(ThreadContext, u64)>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    runs: HashMap<String, Run>,
+    threads: HashMap<String, Thread>,
+    files: HashMap<String, HostedFile>,
+}
+
+/// A [`TurnStore`] in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    tables: Mutex<Tables>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
+        // A panic while holding the lock cannot leave the maps half-updated (each update is
+        // one insert), so a poisoned lock is safe to keep using.
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl TurnStore for MemoryStore {
+    async fn start_turn(&self, claim: &TurnClaim) -> Result<TurnStart, StoreError> {
+        let mut t = self.lock();
+        let existing = t.runs.get(&claim.run_key);
+        match decide_claim(existing.map(Run::record), claim) {
+            ClaimDecision::Replay => {
+                return Ok(TurnStart::Finished {
+                    recording: existing
+                        .map(|r| r.recording.to_string())
+                        .unwrap_or_default(),
+                });
+            }
+            ClaimDecision::Wait => return Ok(TurnStart::Running),
+            ClaimDecision::Conflict => return Ok(TurnStart::Conflict),
+            ClaimDecision::Take => {}
+        }
+        t.runs.insert(
+            claim.run_key.clone(),
+            Run {
+                fingerprint: claim.fingerprint.clone(),
+                phase: RunPhase::Running,
+                until_ms: claim.lease_until_ms,
+                token: claim.token.clone(),
+                recording: Recording::default(),
+            },
+        );
+        let thread = t.threads.entry(claim.thread_key.clone()).or_default();
+        thread.head.latest_arrival += 1;
+        let context = thread
+            .context
+            .as_ref()
+            .filter(|(_, exp)| *exp > claim.now_ms)
+            .map(|(c, _)| c.clone());
+        Ok(TurnStart::Claimed {
+            context,
+            version: thread.head.version,
+            arrival: thread.head.latest_arrival,
+        })
+    }
+
+    async fn finish_turn(&self, commit: &TurnCommit) -> Result<CommitOutcome, StoreError> {
+        let mut t = self.lock();
+        if !holds_claim(t.runs.get(&commit.run_key).map(Run::record), &commit.token) {
+            return Ok(CommitOutcome::ClaimLost);
+        }
+        let thread = t.threads.entry(commit.thread_key.clone()).or_default();
+        let decision = decide_commit(thread.head, commit);
+        // Expiry is exact: an expired context merges as absent.
+        let stored = thread
+            .context
+            .take()
+            .filter(|(_, exp)| *exp > commit.now_ms)
+            .map(|(c, _)| c);
+        let context = thread_after(decision, stored, commit);
+        thread.context = Some((context, commit.context_expires_at_ms));
+        thread.head.version += 1;
+        t.runs.insert(
+            commit.run_key.clone(),
+            Run {
+                fingerprint: commit.fingerprint.clone(),
+                phase: RunPhase::Done,
+                until_ms: commit.recording_expires_at_ms,
+                token: commit.token.clone(),
+                recording: commit.recording.clone(),
+            },
+        );
+        Ok(decision.outcome())
+    }
+
+    async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_key)
+            .map_or(0, |t| t.head.latest_arrival))
+    }
+
+    async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
+        self.lock().files.insert(file.token.clone(), file.clone());
+        Ok(())
+    }
+
+    async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
+        Ok(self
+            .lock()
+            .files
+            .get(token)
+            .filter(|f| f.expires_at_ms > now_ms)
+            .cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passes_the_store_conformance_suite() {
+        let store = super::MemoryStore::new();
+        futures::executor::block_on(crate::store::conformance::run_all(&store, "memory"));
+    }
+}

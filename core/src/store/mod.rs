@@ -1,0 +1,189 @@
+//! Where turns, threads and hosted files are kept.
+//!
+//! One trait, [`TurnStore`], shaped by the serverless budgets: a turn costs one round trip to
+//! start ([`TurnStore::start_turn`]: claim the run and load the thread together) and one to
+//! finish ([`TurnStore::finish_turn`]: save the thread and the run's recording together). That
+//! is what lets the DynamoDB adapter stay within four requests per turn and the Durable
+//! Object adapter within two round trips (plus one cheap [`TurnStore::latest_arrival`] read per
+//! heartbeat while the agent runs).
+//!
+//! Expiry is exact in every implementation: an item past its `expires_at` is treated as absent
+//! on read, whether or not the backend has deleted it yet.
+//!
+//! Overlapping turns on one thread follow [`crate::store::turn_state`]: every claim is an *arrival*
+//! on its thread (numbered 1, 2, 3… by the store), the latest arrival is the live turn, and a
+//! commit is conditional on the thread's version and on the run's claim token. Every backend
+//! takes its decisions from [`crate::store::turn_state`] and supplies only the atomic primitives.
+
+#[cfg(any(test, feature = "store-tests"))]
+pub mod conformance;
+pub(crate) mod memory;
+pub mod sql;
+pub mod sql_store;
+pub mod text_parts;
+pub mod turn_state;
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::context::{ContextPolicy, Message, ThreadContext};
+use crate::error::StoreError;
+use crate::platform::maybe_send::{MaybeSend, MaybeSync};
+use crate::wire::recording::Recording;
+
+/// A request to run a turn, made before the agent starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnClaim {
+    /// The idempotency key: the protocol's run id, namespaced per protocol.
+    pub run_key: String,
+    /// The conversation key (see [`crate::agent::context::thread_key`]).
+    pub thread_key: String,
+    /// Digest of the request body: a run key reused with another body is a conflict.
+    pub fingerprint: String,
+    /// Now, in ms since the epoch.
+    pub now_ms: u64,
+    /// Until when the claim holds (ms since the epoch). A claim that outlives the process that
+    /// made it (crash, timeout) expires then, and a later delivery may take the run over.
+    pub lease_until_ms: u64,
+    /// The fencing token of this claim (random, unique per delivery): a commit is accepted
+    /// only while the run's record still carries it, so a delivery whose lease lapsed and was
+    /// taken over can never overwrite what the delivery that took over recorded.
+    pub token: String,
+}
+
+/// What the store says about a claimed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum TurnStart {
+    /// The run is ours to execute. `context` is the thread as stored, `None` if the thread is
+    /// new or expired.
+    Claimed {
+        /// The stored thread.
+        context: Option<ThreadContext>,
+        /// The thread's version as loaded (0: no stored thread). The commit is conditional on
+        /// it ([`TurnCommit::base_version`]).
+        version: u64,
+        /// This claim's arrival number on the thread (1 for the first turn ever claimed on
+        /// it). The live turn is the latest arrival; an earlier one is superseded.
+        arrival: u64,
+    },
+    /// The run already finished: send the recording instead of running it again.
+    Finished {
+        /// The recorded frames (everything after the first frame).
+        recording: String,
+    },
+    /// Another delivery of this run holds a live claim.
+    Running,
+    /// This run key was used with a different request body.
+    Conflict,
+}
+
+/// A finished turn to persist, in one write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnCommit {
+    /// The run's key.
+    pub run_key: String,
+    /// The run's fingerprint.
+    pub fingerprint: String,
+    /// The claim's fencing token ([`TurnClaim::token`]).
+    pub token: String,
+    /// The conversation key.
+    pub thread_key: String,
+    /// The thread version this turn loaded ([`TurnStart::Claimed`]).
+    pub base_version: u64,
+    /// This turn's arrival number ([`TurnStart::Claimed`]).
+    pub arrival: u64,
+    /// The thread after this turn, if nothing else was committed on it since it was loaded.
+    pub context: ThreadContext,
+    /// The messages this turn adds (its user message and its answer, stamped with
+    /// [`TurnCommit::arrival`]): what is merged into the stored thread when another turn
+    /// committed in between, or when this turn was superseded.
+    pub messages: Vec<Message>,
+    /// How much of the thread is kept after a merge.
+    pub policy: ContextPolicy,
+    /// Now, in ms since the epoch (a stored context expired by then merges as absent).
+    pub now_ms: u64,
+    /// When the thread expires (ms since the epoch).
+    pub context_expires_at_ms: u64,
+    /// What a replay of this run sends (moved out of the turn's writer, shared by clones).
+    pub recording: Recording,
+    /// When the recording expires (ms since the epoch).
+    pub recording_expires_at_ms: u64,
+}
+
+/// What became of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitOutcome {
+    /// Nothing else was committed on the thread since the turn loaded it: saved as it is.
+    Applied,
+    /// Another (earlier) turn committed in between: this turn's messages were merged into the
+    /// stored thread in arrival order, with this turn's state.
+    Merged,
+    /// A newer turn arrived while this one ran: its messages were kept (the answer marked
+    /// interrupted) in arrival order, but its state and question were not.
+    Superseded,
+    /// The run's claim was taken over by another delivery (this one's lease lapsed): nothing
+    /// was written.
+    ClaimLost,
+}
+
+/// A file the agent produced, served to the user's browser by an unguessable token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedFile {
+    /// 256-bit random token, hex.
+    pub token: String,
+    /// File name (sanitised).
+    pub name: String,
+    /// Content type.
+    pub mime: String,
+    /// Content.
+    pub bytes: Vec<u8>,
+    /// When the link stops working (ms since the epoch).
+    pub expires_at_ms: u64,
+}
+
+/// Storage for turns, threads and hosted files.
+///
+/// Implementations: `MemoryStore` here, SQLite in the `runway` server, DynamoDB in
+/// `runway-lambda`, a Durable Object in `runway-cloudflare`.
+pub trait TurnStore: MaybeSend + MaybeSync + 'static {
+    /// Claims `claim.run_key` and loads `claim.thread_key`, atomically with respect to other
+    /// claims of the same run: of two concurrent claims, exactly one is [`TurnStart::Claimed`].
+    fn start_turn(
+        &self,
+        claim: &TurnClaim,
+    ) -> impl Future<Output = Result<TurnStart, StoreError>> + MaybeSend;
+
+    /// Saves the thread and the run's recording, and releases the claim, as
+    /// [`crate::store::turn_state::decide_commit`] says: only while the run's record still carries
+    /// `commit.token`, and conditional on the thread's version (a stale version is merged, never
+    /// overwritten).
+    fn finish_turn(
+        &self,
+        commit: &TurnCommit,
+    ) -> impl Future<Output = Result<CommitOutcome, StoreError>> + MaybeSend;
+
+    /// The latest arrival on the thread (0 if none): the running turn whose arrival is lower
+    /// has been superseded. Called at heartbeats, so it must be one cheap read.
+    fn latest_arrival(
+        &self,
+        thread_key: &str,
+    ) -> impl Future<Output = Result<u64, StoreError>> + MaybeSend;
+
+    /// Stores a hosted file.
+    fn put_file(
+        &self,
+        file: &HostedFile,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend;
+
+    /// Looks a hosted file up by token; `None` if unknown or expired at `now_ms`.
+    fn get_file(
+        &self,
+        token: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Option<HostedFile>, StoreError>> + MaybeSend;
+}

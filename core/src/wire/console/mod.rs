@@ -1,0 +1,15 @@
+//! Console's External Agent contract: `POST {base_url}/runs` answered with an SSE stream of
+//! AG-UI-style frames.
+//!
+//! Routing, auth and the engine are shared with Lowkey's ([`crate::wire::lowkey`]); what is
+//! Console's own lives here: the route ([`Runway::console_turn`](crate::adapter::Runway::console_turn)),
+//! the frame writer ([`FrameWriter`]) that makes any agent's output a stream Console accepts,
+//! and the SSE encoding ([`sse`]). The request and frame types an agent sees stay in
+//! [`crate::protocol`].
+
+mod frame;
+pub mod sse;
+mod wire;
+mod writer;
+
+pub use writer::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};

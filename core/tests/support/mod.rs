@@ -1,0 +1,3 @@
+//! Helpers shared by core's integration tests.
+
+pub mod lowkey_schema;
