@@ -92,6 +92,34 @@ impl TurnErrorCode {
     }
 }
 
+impl TurnErrorCode {
+    /// What the user is told when a turn ends with this code: the `RUN_ERROR` frame's
+    /// `message`, or the content of Lowkey's `error` line. The one table of these texts; an
+    /// agent's own error may carry its own ([`crate::AgentError::with_user_message`]).
+    pub const fn user_message(self) -> &'static str {
+        match self {
+            Self::AgentError | Self::AgentPanic => {
+                "Sorry, something went wrong while answering. Please try again."
+            }
+            Self::TurnDeadline => "The agent took too long to answer.",
+            Self::LimitExceeded => "The answer was too long and has been cut short.",
+            Self::InterruptInvalid => "The agent could not ask its question.",
+            Self::EmptyAnswer => "The agent finished without an answer.",
+            Self::StoreUnavailable => {
+                "The agent's storage is unavailable right now. Please try again."
+            }
+            Self::RunIdReused => "This turn id was already used for a different request.",
+            Self::Cancelled => "The turn was cancelled.",
+            Self::StateTooLarge => "The agent could not remember this conversation.",
+            Self::Superseded => "Another request on this conversation took over from this one.",
+            Self::ReplayUnavailable => {
+                "This message was already answered, but the answer was too long to keep for a \
+                 repeat. Please ask again."
+            }
+        }
+    }
+}
+
 impl fmt::Display for TurnErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -55,7 +55,6 @@ pub use protocol::Interrupt;
 /// Adapter plumbing: what runs an [`Agent`] on a platform. An agent's author does not need it.
 pub mod adapter {
     pub use crate::agent::context::{ContextPolicy, thread_key};
-    pub use crate::agent::output::{AgentEvent, OutputEvents};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
     pub use crate::platform::maybe_send::BoxFuture;
     pub use crate::platform::runtime::Runtime;
@@ -74,12 +73,13 @@ pub mod adapter {
     pub use crate::turn::flow::{
         BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
     };
+    pub use crate::wire::Ending;
     pub use crate::wire::console::sse;
-    pub use crate::wire::console::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};
-    pub use crate::wire::lowkey::{NdjsonWriter, error_event, has_terminal_event};
+    pub use crate::wire::console::{Console, FrameWriter, STATE_KEYS, TURN_STEP};
+    pub use crate::wire::lowkey::{Lowkey, NdjsonWriter, error_event, has_terminal_event};
     pub use crate::wire::recorder::{RECORDED_FLOOR_BYTES, RecordPool, TOTAL_RECORDED_BYTES};
     pub use crate::wire::recording::Recording;
-    pub use crate::wire::{Ending, Wire};
+    pub use crate::wire::writer::Writer;
 }
 
 /// The README's example compiles.

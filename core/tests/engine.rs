@@ -43,6 +43,7 @@ struct FlakyStore {
     fail_finish: AtomicBool,
     start_delay_secs: std::sync::atomic::AtomicU64,
     starts: AtomicUsize,
+    latest_reads: AtomicUsize,
 }
 
 impl TurnStore for FlakyStore {
@@ -62,6 +63,7 @@ impl TurnStore for FlakyStore {
         self.inner.finish_turn(c).await
     }
     async fn latest_arrival(&self, t: &str) -> Result<u64, StoreError> {
+        self.latest_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.latest_arrival(t).await
     }
     async fn put_file(&self, f: &HostedFile) -> Result<(), StoreError> {
@@ -140,6 +142,15 @@ async fn run(app: &App, run: &str, input: &str) -> Vec<(u64, String)> {
     chunks
 }
 
+/// When the keep-alive comments arrived (ms since the start).
+fn beats(chunks: &[(u64, String)]) -> Vec<u64> {
+    chunks
+        .iter()
+        .filter(|(_, c)| c == ": keep-alive\n\n")
+        .map(|(t, _)| *t)
+        .collect()
+}
+
 fn frames(chunks: &[(u64, String)]) -> Vec<Value> {
     chunks
         .iter()
@@ -166,16 +177,48 @@ async fn first_frame_is_in_the_body_before_the_engine_runs() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn heartbeats_flow_while_the_agent_is_silent() {
+async fn heartbeats_flow_while_the_agent_is_silent_the_first_one_early() {
+    // The first keep-alive 2 s in: a path that holds the first frame until the next write
+    // (reported of Lambda function URLs) lets it go well inside Console's 10 s deadline.
     let app = app(Sleeper::default());
     let chunks = run(&app, "r", "35").await;
-    let beats: Vec<u64> = chunks
-        .iter()
-        .filter(|(_, c)| c.starts_with(':'))
-        .map(|(t, _)| *t)
-        .collect();
-    assert_eq!(beats, vec![10_000, 20_000, 30_000], "{chunks:?}");
+    assert_eq!(beats(&chunks), vec![2_000, 12_000, 22_000, 32_000]);
     assert_eq!(frames(&chunks).last().unwrap()["type"], "RUN_FINISHED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_replayed() {
+    let app = app(Sleeper::default());
+    let chunks = run(&app, "r", "0").await;
+    assert!(chunks[0].1.starts_with("data: {\"type\":\"STEP_STARTED\""));
+    let padding = &chunks[1];
+    assert_eq!(padding.0, 0, "sent with the first frame");
+    assert_eq!(padding.1.len(), Config::default().first_flush_bytes);
+    assert!(padding.1.starts_with(": ") && padding.1.ends_with("\n\n"));
+    assert_eq!(
+        padding.1.lines().count(),
+        2,
+        "one comment line and the blank line"
+    );
+    // A replay sends a first frame and padding of its own, then the recording: the padding
+    // of the original is not in it.
+    let replay = run(&app, "r", "0").await;
+    assert_eq!(replay.len(), 3, "first frame, padding, recording");
+    assert_eq!(replay[1].1, padding.1);
+    assert!(!replay[2].1.contains(": first-flush"));
+    assert_eq!(frames(&replay), frames(&chunks));
+
+    let none = Runway::new(
+        Sleeper::default(),
+        FlakyStore::default(),
+        VirtualClock,
+        Config {
+            first_flush_bytes: 0,
+            ..Config::default()
+        },
+    );
+    let chunks = run(&none, "r", "0").await;
+    assert!(chunks.iter().all(|(_, c)| !c.starts_with(": first-flush")));
 }
 
 #[tokio::test(start_paused = true)]
@@ -276,9 +319,9 @@ async fn a_waiting_duplicate_sends_heartbeats() {
         run(&app, "dup", "25").await
     });
     assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
-    // Polls back off to 8 s: the duplicate replays within 8 s of the original's end.
-    let beats = b.iter().filter(|(_, c)| c.starts_with(':')).count();
-    assert_eq!(beats, 3, "{b:?}");
+    // Polls back off to 8 s: the duplicate replays within 8 s of the original's end. Its
+    // keep-alives: 2 s after its start, then every 10 s.
+    assert_eq!(beats(&b), [2_000, 12_000, 22_000]);
     assert_eq!(frames(&b).last().unwrap()["type"], "RUN_FINISHED");
 }
 
@@ -344,7 +387,7 @@ async fn stored_thread(app: &App) -> runway_core::ThreadContext {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_newer_turn_supersedes_a_running_one_at_its_next_heartbeat() {
+async fn a_newer_turn_supersedes_a_running_one_at_its_next_check() {
     let agent = Sleeper::default();
     let app = app(agent.clone());
     let (a, b) = tokio::join!(run(&app, "slow", "60"), async {
@@ -355,7 +398,8 @@ async fn a_newer_turn_supersedes_a_running_one_at_its_next_heartbeat() {
     assert_eq!(fb.last().unwrap()["type"], "RUN_FINISHED", "{fb:?}");
     let last = fa.last().unwrap();
     assert_eq!(last["code"], "SUPERSEDED", "{fa:?}");
-    // Stopped at its first heartbeat check (10 s), not after 60 s.
+    // Stopped at its first check for a newer turn (one heartbeat interval, 10 s), not after
+    // 60 s.
     assert!(a.last().unwrap().0 < 11_000, "{a:?}");
     assert!(agent.dropped.load(Ordering::SeqCst));
     let thread = stored_thread(&app).await;
@@ -401,4 +445,16 @@ async fn overlapping_turns_never_lose_the_later_ones_messages() {
             ("slept 1", false)
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_turn_checks_for_a_newer_one_a_few_times_not_at_every_heartbeat() {
+    // Each check is a store read: a Durable Object subrequest on Workers, where the free plan
+    // allows 50 per request. At every heartbeat a 280 s turn made 28 of them.
+    let app = app(Sleeper::default());
+    let chunks = run(&app, "r", "280").await;
+    assert_eq!(frames(&chunks).last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(beats(&chunks).len(), 28, "heartbeats still flow");
+    // After 10, 30, 70, 130, 190 and 250 s: backing off from the heartbeat to 60 s.
+    assert_eq!(app.store().latest_reads.load(Ordering::SeqCst), 6);
 }

@@ -15,7 +15,7 @@ use crate::turn::flow;
 /// Everything an agent can say during a turn, in the order it said it. Each wire protocol
 /// renders these its own way (Console's SSE frames, Lowkey's NDJSON events).
 #[derive(Debug, Clone, PartialEq)]
-pub enum AgentEvent {
+pub(crate) enum AgentEvent {
     /// Text for the current message.
     Text(String),
     /// Close the current message: the next text starts a new one.
@@ -159,7 +159,7 @@ pub struct Output {
 impl Output {
     /// An output and the receiving end the engine drains. Events beyond `max_queued` bytes of
     /// text are dropped (the stream would have ended on its limit long before).
-    pub fn channel(max_queued: usize) -> (Self, OutputEvents) {
+    pub(crate) fn channel(max_queued: usize) -> (Self, OutputEvents) {
         let (tx, rx) = mpsc::unbounded();
         let pending = Arc::new(AtomicUsize::new(0));
         (
@@ -363,14 +363,14 @@ impl Output {
 /// an event releases its bytes from the in-flight count; dropping this discards (and
 /// releases) whatever is still queued.
 #[derive(Debug)]
-pub struct OutputEvents {
+pub(crate) struct OutputEvents {
     rx: mpsc::UnboundedReceiver<(AgentEvent, usize)>,
     pending: Arc<AtomicUsize>,
 }
 
 impl OutputEvents {
     /// The next event if one is queued.
-    pub fn try_recv(&mut self) -> Option<AgentEvent> {
+    pub(crate) fn try_recv(&mut self) -> Option<AgentEvent> {
         let (event, bytes) = self.rx.try_recv().ok()?;
         self.release(bytes);
         Some(event)

@@ -6,28 +6,13 @@
 use std::time::Duration;
 
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
+#[cfg(feature = "testing")]
 use crate::platform::runtime::Runtime;
-use crate::service::Shared;
 
-/// Sleep and wall-clock time of the runtime serving a turn.
+/// Sleep and wall-clock time of the runtime serving a turn (the engine's, in `turn::engine`).
 pub(crate) trait TurnClock: MaybeSend + MaybeSync + 'static {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
     fn now_ms(&self) -> u64;
-}
-
-impl<A, S, R> TurnClock for Shared<A, S, R>
-where
-    A: MaybeSend + MaybeSync + 'static,
-    S: MaybeSend + MaybeSync + 'static,
-    R: Runtime,
-{
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        Box::pin(self.rt.sleep(duration))
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.rt.now_ms()
-    }
 }
 
 /// A bare runtime as a turn's clock (a turn outside [`crate::adapter::Runway`]: tests).

@@ -9,6 +9,10 @@ use crate::service::auth::AuthHeaders;
 /// Largest request body accepted (1 MiB). Adapters refuse larger bodies while reading them.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The default first-flush padding: above the largest buffering threshold reported of Lambda
+/// function-URL response streaming (about 100 KB; see the README's decisions).
+pub const FIRST_FLUSH_BYTES: usize = 100 * 1024;
+
 /// Everything configurable, with defaults fit for Console.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -19,8 +23,18 @@ pub struct Config {
     /// The header set Console sends; empty for no authentication.
     pub auth: AuthHeaders,
     /// A heartbeat comment is sent after this much silence (default 10 s; Console wants one
-    /// at least every 15 s).
+    /// at least every 15 s), `RUNWAY_HEARTBEAT_SECS`.
     pub heartbeat: Duration,
+    /// The first heartbeat comes this soon after the first frame if nothing was written since
+    /// (default 2 s; never later than `heartbeat`), `RUNWAY_FIRST_HEARTBEAT_SECS`: a path that
+    /// holds a chunk until the next write lets the first frame go then.
+    pub first_heartbeat: Duration,
+    /// Bytes of padding written right after the first frame (default 100 KiB; 0 for none,
+    /// at most the frame limit), `RUNWAY_FIRST_FLUSH_BYTES`: a path that holds small chunks
+    /// until a size threshold (reported of Lambda function URLs: about 100 KB) lets the first
+    /// frame go at once. An SSE comment for Console, counted against the stream limit, never
+    /// recorded; Lowkey gets none (every NDJSON line must be an event it shows).
+    pub first_flush_bytes: usize,
     /// A turn still running after this long ends with `RUN_ERROR` (default 290 s, before
     /// Console's 5-minute cut).
     pub turn_deadline: Duration,
@@ -62,6 +76,8 @@ impl Default for Config {
             version: env!("CARGO_PKG_VERSION").into(),
             auth: AuthHeaders::none(),
             heartbeat: Duration::from_secs(10),
+            first_heartbeat: Duration::from_secs(2),
+            first_flush_bytes: FIRST_FLUSH_BYTES,
             turn_deadline: Duration::from_secs(290),
             context_ttl: Duration::from_secs(30 * 24 * 3600),
             validation_ttl: Duration::from_secs(600),
@@ -82,9 +98,9 @@ impl Config {
     /// Reads the `RUNWAY_*` settings from `get` (the process environment, Workers `[vars]`,
     /// Lambda environment…), on top of the defaults:
     /// `RUNWAY_AUTH_HEADERS` (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
-    /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
-    /// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`. `RUNWAY_AUTH_HEADERS` set but naming no header is
-    /// refused (auth fails closed).
+    /// `RUNWAY_FIRST_HEARTBEAT_SECS`, `RUNWAY_FIRST_FLUSH_BYTES`, `RUNWAY_TURN_DEADLINE_SECS`,
+    /// `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_BASE_PATH`, `RUNWAY_NAME`.
+    /// `RUNWAY_AUTH_HEADERS` set but naming no header is refused (auth fails closed).
     ///
     /// # Errors
     /// A setting that does not parse, named.
@@ -122,6 +138,22 @@ impl Config {
         };
         if let Some(d) = secs("RUNWAY_HEARTBEAT_SECS")? {
             c.heartbeat = d;
+        }
+        if let Some(d) = secs("RUNWAY_FIRST_HEARTBEAT_SECS")? {
+            c.first_heartbeat = d;
+        }
+        if let Some(v) = get("RUNWAY_FIRST_FLUSH_BYTES") {
+            let max = c.limits.max_frame_bytes;
+            c.first_flush_bytes = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| {
+                    crate::adapter::BadRequest::new(format!(
+                        "RUNWAY_FIRST_FLUSH_BYTES must be a number of bytes from 0 to {max}"
+                    ))
+                })?;
         }
         if let Some(d) = secs("RUNWAY_TURN_DEADLINE_SECS")? {
             c.turn_deadline = d;
@@ -196,6 +228,25 @@ mod tests {
         assert!(config(&[]).unwrap().auth.is_empty());
         let c = config(&[("RUNWAY_AUTH_HEADERS", "X-Key: k")]).unwrap();
         assert_eq!(c.auth.names().collect::<Vec<_>>(), ["x-key"]);
+    }
+
+    #[test]
+    fn first_flush_bytes_is_a_size_up_to_the_frame_limit() {
+        assert_eq!(config(&[]).unwrap().first_flush_bytes, 100 * 1024);
+        let bytes =
+            |v: &str| config(&[("RUNWAY_FIRST_FLUSH_BYTES", v)]).map(|c| c.first_flush_bytes);
+        assert_eq!(bytes("0").unwrap(), 0);
+        assert_eq!(bytes(" 16384 ").unwrap(), 16_384);
+        assert_eq!(bytes("262144").unwrap(), 256 * 1024);
+        for bad in ["262145", "-1", "1k", ""] {
+            let e = bytes(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("RUNWAY_FIRST_FLUSH_BYTES"),
+                "{bad}: {e}"
+            );
+        }
+        let first = config(&[("RUNWAY_FIRST_HEARTBEAT_SECS", "0.5")]).unwrap();
+        assert_eq!(first.first_heartbeat, Duration::from_millis(500));
     }
 
     #[test]

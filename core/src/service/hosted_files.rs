@@ -1,4 +1,5 @@
-//! Serving the files agents produce: `GET {base_url}/files/{token}/{name}`.
+//! Serving the files agents produce: `GET {base_url}/files/{token}/{name}` (the link is made
+//! when the turn hosts the file, in `turn::hosting`).
 //!
 //! The link is opened by the user's browser, which sends no auth headers, so the 256-bit random
 //! token is the only credential; links expire. Content is served so that a file can never run
@@ -21,31 +22,6 @@ const INLINE_TYPES: [&str; 9] = [
     "application/json",
     "audio/mpeg",
 ];
-
-/// A file name safe in a URL path and a `Content-Disposition` header: `A-Z a-z 0-9 . _ -`,
-/// no leading dot, at most 100 characters.
-pub fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or("")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(100)
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.');
-    if cleaned.is_empty() {
-        "file".into()
-    } else {
-        cleaned.to_owned()
-    }
-}
 
 /// True for a well-formed token (64 lowercase hex digits).
 pub fn is_token(s: &str) -> bool {
@@ -80,16 +56,6 @@ pub fn file_response(file: HostedFile) -> http::Response<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_cannot_escape() {
-        assert_eq!(safe_file_name("../../etc/passwd"), "passwd");
-        assert_eq!(safe_file_name("..\\x.exe"), "x.exe");
-        assert_eq!(safe_file_name(".htaccess"), "htaccess");
-        assert_eq!(safe_file_name("a b\"c.csv"), "a_b_c.csv");
-        assert_eq!(safe_file_name(""), "file");
-        assert_eq!(safe_file_name("…"), "_");
-    }
 
     #[test]
     fn html_is_a_download() {

@@ -19,15 +19,12 @@ pub(crate) mod refusal_log;
 pub(crate) mod routing;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use serde_json::json;
-use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::error::{StoreError, TurnErrorCode};
-use crate::http_client::{Http, HttpClient};
+use crate::http_client::HttpClient;
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION};
@@ -35,10 +32,9 @@ use crate::service::config::Config;
 use crate::service::refusal_log::RefusalLog;
 use crate::service::routing::{Route, route};
 use crate::store::TurnStore;
-use crate::turn::abort_tail::PANIC_MESSAGE;
-use crate::turn::body::{TurnBody, body_with_first_chunk};
-use crate::turn::engine::{Driver, TurnPlan};
-use crate::wire::Wire;
+use crate::turn::body::TurnBody;
+use crate::turn::engine::{Engine, TurnPlan};
+use crate::wire::writer::{Encoding, Writer};
 
 /// What an adapter sends back.
 pub enum Reply {
@@ -64,25 +60,12 @@ impl std::fmt::Debug for Reply {
     }
 }
 
-pub(crate) struct Shared<A, S, R> {
-    pub(crate) agent: A,
-    pub(crate) store: S,
-    pub(crate) rt: R,
-    pub(crate) config: Config,
-    last_store_error_ms: AtomicU64,
-    refusals: RefusalLog,
-}
-
-impl<A, S, R: Runtime> Shared<A, S, R> {
-    pub(crate) fn note_store_error(&self, _e: &StoreError) {
-        self.last_store_error_ms
-            .store(self.rt.now_ms().max(1), Ordering::Relaxed);
-    }
-}
-
 /// An agent, a store and a runtime, serving Console's and Lowkey's protocols.
 pub struct Runway<A, S, R> {
-    shared: Arc<Shared<A, S, R>>,
+    /// What every turn runs with.
+    engine: Arc<Engine<A, S, R>>,
+    /// Refused requests, logged at a bounded rate.
+    refusals: Arc<RefusalLog>,
     /// What [`crate::Turn::http`] sends through (none: agents get `HttpError::Unavailable`).
     http: Option<Arc<dyn HttpClient>>,
 }
@@ -90,7 +73,8 @@ pub struct Runway<A, S, R> {
 impl<A, S, R> Clone for Runway<A, S, R> {
     fn clone(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
+            engine: Arc::clone(&self.engine),
+            refusals: Arc::clone(&self.refusals),
             http: self.http.clone(),
         }
     }
@@ -100,14 +84,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// Serves `agent`, keeping threads in `store`.
     pub fn new(agent: A, store: S, rt: R, config: Config) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                agent,
-                store,
-                rt,
-                config,
-                last_store_error_ms: AtomicU64::new(0),
-                refusals: RefusalLog::default(),
-            }),
+            engine: Arc::new(Engine::new(agent, store, rt, config)),
+            refusals: Arc::default(),
             http: None,
         }
     }
@@ -122,20 +100,19 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 
     /// The configuration.
     pub fn config(&self) -> &Config {
-        &self.shared.config
+        &self.engine.config
     }
 
     /// The store.
     pub fn store(&self) -> &S {
-        &self.shared.store
+        &self.engine.store
     }
 
     /// The `/health` body: no store, no model, only what is known in memory. `degraded` for a
     /// while after a store error.
     pub fn health(&self) -> HealthBody {
-        let last = self.shared.last_store_error_ms.load(Ordering::Relaxed);
-        let window = self.shared.config.degraded_after_store_error.as_millis() as u64;
-        let status = if last != 0 && self.shared.rt.now_ms() < last + window {
+        let window = self.engine.config.degraded_after_store_error;
+        let status = if self.engine.store_failed_within(window) {
             HealthStatus::Degraded
         } else {
             HealthStatus::Ok
@@ -143,8 +120,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         HealthBody {
             status,
             protocol_versions: vec![PROTOCOL_VERSION.into()],
-            name: Some(self.shared.config.name.clone()),
-            version: Some(self.shared.config.version.clone()),
+            name: Some(self.engine.config.name.clone()),
+            version: Some(self.engine.config.version.clone()),
         }
     }
 
@@ -159,13 +136,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // Hosted files need no auth (a browser opens the link). Anything else, an unknown path
         // included, needs the header set, so a stranger's body is never read.
         let open = matches!(
-            route(parts.uri.path(), &self.shared.config.base_path),
+            route(parts.uri.path(), &self.engine.config.base_path),
             Some(Route::File { .. })
         );
-        if open || self.shared.config.auth.check(&parts.headers) {
+        if open || self.engine.config.auth.check(&parts.headers) {
             return Ok(());
         }
-        if let Some(unlogged) = self.shared.refusals.admit(self.shared.rt.now_ms()) {
+        if let Some(unlogged) = self.refusals.admit(self.engine.rt.now_ms()) {
             tracing::warn!(path = %parts.uri.path(), unlogged, "request refused before its body: missing or wrong auth headers");
         }
         Err(Box::new(json_error(401, "unauthorized")))
@@ -175,7 +152,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     pub async fn handle(&self, req: http::Request<Bytes>) -> Reply {
         let path = req.uri().path().to_owned();
         let method = req.method().clone();
-        let route = match route(&path, &self.shared.config.base_path) {
+        let route = match route(&path, &self.engine.config.base_path) {
             Some(Route::File { token, name }) => {
                 if method != http::Method::GET && method != http::Method::HEAD {
                     return Reply::Full(method_not_allowed("GET"));
@@ -190,9 +167,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 ));
             }
         };
-        if !self.shared.config.auth.check(req.headers()) {
+        if !self.engine.config.auth.check(req.headers()) {
             // Anyone can send these: one line per interval, with how many were not logged.
-            if let Some(unlogged) = self.shared.refusals.admit(self.shared.rt.now_ms()) {
+            if let Some(unlogged) = self.refusals.admit(self.engine.rt.now_ms()) {
                 tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
             }
             return Reply::Full(json_error(401, "unauthorized"));
@@ -210,61 +187,42 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
     }
 
-    /// Streams a turn with `wire`: writes its first bytes into the body, then hands back the
-    /// body and the engine's future.
-    pub(crate) fn stream<W: Wire>(
+    /// Streams a turn written by `writer`: its first bytes are in the body before the
+    /// engine runs.
+    #[allow(private_bounds)]
+    pub(crate) fn stream<E: Encoding>(
         &self,
-        mut wire: W,
+        writer: Writer<E>,
         plan: TurnPlan,
         span: tracing::Span,
     ) -> Reply {
-        wire.start();
-        let first = wire.take_output();
-        let abort_tail = wire.abort_tail(TurnErrorCode::AgentPanic, PANIC_MESSAGE);
-        let (sender, body) = body_with_first_chunk(first, abort_tail);
-        let shared = Arc::clone(&self.shared);
-        let mut plan = plan;
-        let (http, http_guard) = Http::for_turn(
-            self.http.clone(),
-            Arc::clone(&shared) as _,
-            shared.config.turn_deadline,
-        );
-        plan.turn.http = http;
-        let turn = async move {
-            // Dropped when the turn ends or is dropped: ends every request the agent started.
-            let _http_guard = http_guard;
-            Driver::new(&shared, wire, sender).drive(plan).await;
-        }
-        .instrument(span);
+        let (body, turn) = self.engine.start(writer, plan, self.http.clone(), span);
         let mut response = http::Response::new(body);
         let headers = response.headers_mut();
         headers.insert(
             http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static(W::CONTENT_TYPE),
+            http::HeaderValue::from_static(E::CONTENT_TYPE),
         );
         headers.insert(
             http::header::CACHE_CONTROL,
             http::HeaderValue::from_static("no-cache"),
         );
         headers.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
-        Reply::Stream {
-            response,
-            turn: Box::pin(turn),
-        }
+        Reply::Stream { response, turn }
     }
 
     async fn serve_file(&self, token: &str, name: &str) -> http::Response<Bytes> {
         if !hosted_files::is_token(token) {
             return json_error(404, "no such file");
         }
-        let now = self.shared.rt.now_ms();
-        match self.shared.store.get_file(token, now).await {
+        let now = self.engine.rt.now_ms();
+        match self.engine.store.get_file(token, now).await {
             // The link names the file: the same token under another name is not it.
             Ok(Some(file)) if file.name == name => hosted_files::file_response(file),
             Ok(Some(_)) => json_error(404, "no such file"),
             Ok(None) => json_error(404, "no such file, or the link has expired"),
             Err(e) => {
-                self.shared.note_store_error(&e);
+                self.engine.note_store_error();
                 tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not read a hosted file");
                 json_error(503, "storage unavailable")
             }
@@ -278,7 +236,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// `X-Forwarded-Proto`: a caller sets those, and the links are stored in the recording
     /// that replays.
     pub fn public_base_url<B>(&self, req: &http::Request<B>) -> String {
-        let config = &self.shared.config;
+        let config = &self.engine.config;
         if let Some(u) = &config.public_url {
             return u.clone();
         }

@@ -11,8 +11,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::error::TurnErrorCode;
+
 /// What a user is told when the turn's process died (a panic).
-pub const PANIC_MESSAGE: &str = "Sorry, something went wrong while answering. Please try again.";
+pub const PANIC_MESSAGE: &str = TurnErrorCode::AgentPanic.user_message();
 
 /// The shared slot: written by the engine after every flush, read by the adapter's hook.
 #[derive(Debug, Clone, Default)]

@@ -63,15 +63,18 @@ pub(crate) struct BodySender {
     pub(crate) abort: AbortTail,
 }
 
-/// A body whose first chunk is already in it, so the first frame is on its way before the
-/// engine has been polled once. `abort_tail` is what ends the stream if the process dies
-/// before the engine has run.
-pub(crate) fn body_with_first_chunk(first: String, abort_tail: String) -> (BodySender, TurnBody) {
+/// A body whose first chunks are already in it (the first frame, then any padding), so the
+/// first frame is on its way before the engine has been polled once. `abort_tail` is what ends
+/// the stream if the process dies before the engine has run.
+pub(crate) fn body_with_first_chunks(
+    first: [String; 2],
+    abort_tail: String,
+) -> (BodySender, TurnBody) {
     let (mut tx, rx) = mpsc::channel(BUFFERED_CHUNKS);
     let (guard, disconnected) = oneshot::channel();
-    if !first.is_empty() {
-        // A fresh channel has room: this cannot fail.
-        let _ = tx.try_send(Bytes::from(first));
+    for chunk in first.into_iter().filter(|c| !c.is_empty()) {
+        // A fresh channel has room for more than two chunks: this cannot fail.
+        let _ = tx.try_send(Bytes::from(chunk));
     }
     let abort = AbortTail::default();
     abort.set(abort_tail);

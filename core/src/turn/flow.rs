@@ -29,26 +29,6 @@ pub const TOTAL_PENDING_BYTES: usize = 32 * 1024 * 1024;
 /// Largest piece of rendered output put into a turn's body channel at once.
 pub const BODY_PIECE_BYTES: usize = 16 * 1024;
 
-/// How much of the answer's text a writer keeps for the thread (the engine stores at most a
-/// quarter of `ContextPolicy::max_transcript_bytes` of it, 32 KiB by default). The stream
-/// itself carries all of it; holding all of an 8 MiB answer a second time is what made 100
-/// long turns cost gigabytes.
-pub const ANSWER_KEPT_BYTES: usize = 1024 * 1024;
-
-/// Appends `s` to `answer` up to [`ANSWER_KEPT_BYTES`], cut at a character boundary.
-pub(crate) fn keep_answer(answer: &mut String, s: &str) {
-    let room = ANSWER_KEPT_BYTES.saturating_sub(answer.len());
-    if s.len() <= room {
-        answer.push_str(s);
-        return;
-    }
-    let mut end = room;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    answer.push_str(&s[..end]);
-}
-
 static TOTAL_PENDING: AtomicUsize = AtomicUsize::new(0);
 static TOTAL_WAITERS: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
 
@@ -122,22 +102,5 @@ impl<F: FusedFuture> Future for Gate<'_, F> {
 impl<F: FusedFuture> FusedFuture for Gate<'_, F> {
     fn is_terminated(&self) -> bool {
         self.agent.is_terminated()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kept_answer_stops_at_the_bound_on_a_character_boundary() {
-        let mut answer = "a".repeat(ANSWER_KEPT_BYTES - 1);
-        keep_answer(&mut answer, "é and more");
-        assert_eq!(answer.len(), ANSWER_KEPT_BYTES - 1, "é does not fit whole");
-        let mut answer = String::new();
-        keep_answer(&mut answer, &"x".repeat(3 * ANSWER_KEPT_BYTES));
-        assert_eq!(answer.len(), ANSWER_KEPT_BYTES);
-        keep_answer(&mut answer, "more");
-        assert_eq!(answer.len(), ANSWER_KEPT_BYTES);
     }
 }

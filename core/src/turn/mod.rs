@@ -1,8 +1,23 @@
-//! One turn, from the first frame to the committed recording: the engine ([`engine`]), the
-//! back-pressure that keeps memory following what clients read ([`flow`]), the streamed body an
-//! adapter returns ([`body`]) and what ends it if the process dies ([`abort_tail`]).
+//! One turn, from the first frame to the committed recording.
+//!
+//! - [`engine`]: what every turn runs with ([`engine::Engine`]) and how one starts: its first
+//!   frame (and padding) in the body before anything else runs;
+//! - [`driver`]: one turn, claim → run → commit;
+//! - [`wait`]: the one wait loop every await of a turn goes through, and [`timers`]: the
+//!   heartbeat, deadline, store-call timeout, send grace, supersede check and duplicate poll,
+//!   as data;
+//! - [`link`]: the bytes going out, and what is known of the client;
+//! - [`commit`]: what a finished turn stores; [`hosting`]: files the agent hands over;
+//! - [`flow`]: the back-pressure that keeps memory following what clients read; [`body`]: the
+//!   streamed body an adapter returns; [`abort_tail`]: what ends it if the process dies.
 
 pub(crate) mod abort_tail;
 pub(crate) mod body;
+pub(crate) mod commit;
+pub(crate) mod driver;
 pub(crate) mod engine;
 pub(crate) mod flow;
+pub(crate) mod hosting;
+pub(crate) mod link;
+pub(crate) mod timers;
+pub(crate) mod wait;

@@ -2,14 +2,16 @@
 //! AG-UI-style frames.
 //!
 //! Routing, auth and the engine are shared with Lowkey's ([`crate::wire::lowkey`]); what is
-//! Console's own lives here: the route ([`Runway::console_turn`](crate::adapter::Runway::console_turn)),
-//! the frame writer ([`FrameWriter`]) that makes any agent's output a stream Console accepts,
-//! and the SSE encoding ([`sse`]). The request and frame types an agent sees stay in
-//! [`crate::protocol`].
+//! Console's own lives here: the encoding of a turn ([`Console`]: the frame writer
+//! [`FrameWriter`] that makes any agent's output a stream Console accepts) and the SSE framing
+//! ([`sse`]). The route is [`Runway::console_turn`](crate::adapter::Runway::console_turn); the
+//! request and frame types an agent sees stay in [`crate::protocol`].
 
 mod frame;
 pub mod sse;
-mod wire;
 mod writer;
 
-pub use writer::{Finished, FrameWriter, STATE_KEYS, TURN_STEP};
+pub use writer::{Console, FrameWriter, STATE_KEYS, TURN_STEP};
+
+#[cfg(test)]
+mod tests;

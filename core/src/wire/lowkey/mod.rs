@@ -40,7 +40,7 @@
 //! Lowkey shows three kinds of event (`status`, `text`, `error`); the agent's richer output
 //! maps onto them like this ([`NdjsonWriter`]):
 //!
-//! | Agent output ([`crate::AgentEvent`] / ending) | Lowkey events |
+//! | Agent output (an [`Output`](crate::Output) call / ending) | Lowkey events |
 //! |---|---|
 //! | (before anything else) | `{"type":"status","status":"started"}`, flushed at once |
 //! | `Text` | `text` with the delta, as produced (split only past the line limit) |
@@ -62,7 +62,7 @@
 
 mod writer;
 
-pub use writer::{NdjsonWriter, error_event, has_terminal_event};
+pub use writer::{Lowkey, NdjsonWriter, error_event, has_terminal_event};
 
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,8 @@ use crate::protocol::lowkey::{
     ExternalAgentTurnRequest, TranscriptMessage, TranscriptRole, storage_id,
 };
 use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
-use crate::wire::{Ending, Wire};
+use crate::wire::Ending;
+use crate::wire::writer::Encoding;
 
 #[path = "../../../tests/support/lowkey_schema.rs"]
 mod lowkey_schema;
@@ -168,7 +169,7 @@ fn minimal_answer() {
     assert_eq!(w.answer(), "Gold fell 0.5% yesterday.");
     // The recording is everything after the first line.
     assert_eq!(out.split_once('\n').unwrap().1, w.recording());
-    assert_eq!(<NdjsonWriter as Wire>::CONTENT_TYPE, "application/x-ndjson");
+    assert_eq!(Lowkey::CONTENT_TYPE, "application/x-ndjson");
 }
 
 #[test]
@@ -423,6 +424,8 @@ fn heartbeat_is_a_bare_working_line_and_not_recorded() {
     let ev = events(&out);
     assert_eq!(kinds(&ev), ["status:started", "status:working"]);
     assert!(ev[1].get("content").is_none());
+    let working = json!({"protocolVersion": 1, "type": "status", "status": "working"});
+    assert_eq!(out.lines().nth(1).unwrap(), working.to_string());
     assert_eq!(w.recording(), "");
 }
 
@@ -466,10 +469,13 @@ fn replacement_error_is_an_error_event() {
         w.apply(AgentEvent::Text("a".into()));
         w.finish(Ending::Success);
     });
-    let line = Wire::replacement_error(&mut w, TurnErrorCode::StoreUnavailable, "store down");
+    let line = w.replacement_error(TurnErrorCode::StoreUnavailable);
     let ev = events(&line);
     assert_eq!(ev[0]["type"], "error");
-    assert_eq!(ev[0]["content"], "store down");
+    assert_eq!(
+        ev[0]["content"],
+        TurnErrorCode::StoreUnavailable.user_message()
+    );
 }
 
 #[test]

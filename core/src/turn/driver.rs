@@ -1,0 +1,495 @@
+//! One turn, driven from its first frame (already in the body) to the committed recording:
+//! claim → run → commit ([`Driver::drive`]).
+//!
+//! 1. **Claim** the run and load the thread in one store round trip. A finished run is
+//!    replayed; a run another delivery is executing is waited for (with heartbeats, polling
+//!    with backoff) and then replayed; a run id reused with another body is refused.
+//! 2. **Run** the agent, streaming what it writes, under the turn's timers (heartbeats after
+//!    silence, the deadline, checks for a newer turn on the thread) and dropping it if the
+//!    client leaves.
+//! 3. **Commit** the thread and the recording in one store round trip *before* the final frame
+//!    leaves: if the commit fails the user gets `RUN_ERROR`, never a success whose context was
+//!    lost.
+//!
+//! Every wait of a turn is the one loop in `wait.rs`; the timers it serves are data
+//! (`timers.rs`).
+
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::stream::FusedStream;
+use futures::{FutureExt, StreamExt};
+
+use crate::agent::context::ThreadContext;
+use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
+use crate::agent::{Agent, AgentResult, Outcome, Turn};
+use crate::error::TurnErrorCode;
+use crate::platform::runtime::Runtime;
+use crate::store::{CommitOutcome, TurnClaim, TurnStart, TurnStore};
+use crate::turn::body::BodySender;
+use crate::turn::commit::{log_ending, turn_commit};
+use crate::turn::engine::{Engine, TurnPlan};
+use crate::turn::flow::Gate;
+use crate::turn::hosting::hosted_file;
+use crate::turn::link::Link;
+use crate::turn::timers::{
+    MAX_DUPLICATE_POLL, MAX_SUPERSEDE_CHECK, Timer, TimerTable, after, backoff,
+};
+use crate::turn::wait::{Cut, Watch, Woke};
+use crate::wire::Ending;
+use crate::wire::writer::{Encoding, Writer};
+
+/// How long a claim outlives the turn's deadline: a delivery that dies is taken over by a
+/// retry once its lease lapses.
+const LEASE_AFTER_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The run, claimed by this delivery.
+pub(crate) struct Claimed {
+    /// This delivery's fencing token: the commit is accepted only while the claim holds.
+    token: String,
+    /// The thread as stored, if the store knows it.
+    context: Option<ThreadContext>,
+    /// The thread's version when loaded (the commit is conditional on it).
+    version: u64,
+    /// This turn's arrival on the thread (a later one supersedes it).
+    arrival: u64,
+}
+
+/// Why the agent stopped.
+enum Stop {
+    Agent(Result<AgentResult, String>),
+    /// The writer ended the turn (a limit).
+    WriterEnded,
+    Cut(Cut),
+}
+
+/// One turn being driven.
+pub(crate) struct Driver<'e, A, S, R: Runtime, E> {
+    pub(super) engine: &'e Engine<A, S, R>,
+    pub(super) link: Link<E>,
+    pub(super) timers: TimerTable,
+    /// The sleep the wait loop is armed with, and when it fires.
+    pub(super) alarm: Option<(u64, Pin<Box<R::Sleep>>)>,
+    /// Where the turn's hosted-file links point.
+    base_url: String,
+    supersede_checks: u32,
+}
+
+#[allow(private_bounds)]
+impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E> {
+    /// A driver for a turn that started at `started_ms`, its first bytes in `body`.
+    pub(crate) fn new(
+        engine: &'e Engine<A, S, R>,
+        writer: Writer<E>,
+        body: BodySender,
+        started_ms: u64,
+    ) -> Self {
+        let config = &engine.config;
+        let mut timers = TimerTable::default();
+        timers.set(Timer::Deadline, after(started_ms, config.turn_deadline));
+        // The first keep-alive comes early: a path that holds the first frame until the next
+        // write lets it go then, well inside Console's 10-second first-frame deadline.
+        let first_beat = config.first_heartbeat.min(config.heartbeat);
+        timers.set(Timer::Heartbeat, after(started_ms, first_beat));
+        Self {
+            engine,
+            link: Link::new(writer, body),
+            timers,
+            alarm: None,
+            base_url: String::new(),
+            supersede_checks: 0,
+        }
+    }
+
+    pub(super) fn now(&self) -> u64 {
+        self.engine.rt.now_ms()
+    }
+
+    pub(crate) async fn drive(mut self, plan: TurnPlan) {
+        let Some(claimed) = self.claim(&plan).await else {
+            return;
+        };
+        let (turn, ending, previous_state) = self.run(&plan, &claimed).await;
+        self.commit(&plan, claimed, turn, ending, &previous_state)
+            .await;
+    }
+
+    /// Claims the run; `None` if this delivery has already answered (a replay, a refusal, an
+    /// error).
+    async fn claim(&mut self, plan: &TurnPlan) -> Option<Claimed> {
+        let lease = self.engine.config.turn_deadline + LEASE_AFTER_DEADLINE;
+        let mut claim = TurnClaim {
+            run_key: plan.run_key.clone(),
+            thread_key: plan.thread_key.clone(),
+            fingerprint: plan.fingerprint.clone(),
+            now_ms: 0,
+            lease_until_ms: 0,
+            token: self.claim_token(),
+        };
+        let mut polls = 0;
+        loop {
+            claim.now_ms = self.now();
+            claim.lease_until_ms = after(claim.now_ms, lease);
+            // The claim always completes, even if the client has left: a claim abandoned
+            // mid-flight would make every re-delivery wait out the lease. A client already
+            // gone is noticed right after, and the turn is committed as cancelled.
+            let store = &self.engine.store;
+            let started = match self
+                .store_call(store.start_turn(&claim), Watch::CLAIM)
+                .await
+            {
+                Err(_deadline) => {
+                    self.end_uncommitted(TurnErrorCode::TurnDeadline).await;
+                    return None;
+                }
+                Ok(Err(e)) => {
+                    tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not start the turn");
+                    self.end_uncommitted(TurnErrorCode::StoreUnavailable).await;
+                    return None;
+                }
+                Ok(Ok(started)) => started,
+            };
+            match started {
+                TurnStart::Claimed {
+                    context,
+                    version,
+                    arrival,
+                } => {
+                    return Some(Claimed {
+                        token: claim.token,
+                        context,
+                        version,
+                        arrival,
+                    });
+                }
+                TurnStart::Finished { recording } => {
+                    tracing::info!("run already finished: replaying its recording");
+                    self.link.queue_final(recording);
+                    self.drain().await;
+                    return None;
+                }
+                TurnStart::Conflict => {
+                    tracing::warn!(code = "RUN_ID_REUSED", "runId reused with a different body");
+                    self.end_uncommitted(TurnErrorCode::RunIdReused).await;
+                    return None;
+                }
+                TurnStart::Running => {
+                    tracing::info!("another delivery of this run is in progress: waiting");
+                    let wait =
+                        backoff(self.engine.config.duplicate_poll, polls, MAX_DUPLICATE_POLL);
+                    polls += 1;
+                    self.timers
+                        .set(Timer::DuplicatePoll, after(self.now(), wait));
+                    let woke = self
+                        .wait(std::future::pending::<()>(), Watch::DUPLICATE)
+                        .await;
+                    self.timers.stop(Timer::DuplicatePoll);
+                    match woke {
+                        Woke::Timer(Timer::DuplicatePoll) => {}
+                        Woke::Disconnected => return None,
+                        _deadline_or_stalled => {
+                            self.end_uncommitted(TurnErrorCode::TurnDeadline).await;
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the agent on the claimed thread; returns the turn as the agent left it, how it
+    /// ended, and the agent's state before it ran.
+    async fn run(
+        &mut self,
+        plan: &TurnPlan,
+        claimed: &Claimed,
+    ) -> (Turn, Ending, serde_json::Value) {
+        let mut turn = plan.turn.clone();
+        self.base_url.clone_from(&turn.public_base_url);
+        turn.context = claimed
+            .context
+            .clone()
+            .unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
+        let previous_state = turn.context.state.clone();
+        let first_check = self.engine.config.heartbeat;
+        self.timers
+            .set(Timer::Supersede, after(self.now(), first_check));
+        let stop = self
+            .run_agent(&mut turn, &plan.thread_key, claimed.arrival)
+            .await;
+        self.timers.stop(Timer::Supersede);
+        let ending = self.ending_of(stop, &turn, &previous_state);
+        (turn, ending, previous_state)
+    }
+
+    async fn run_agent(&mut self, turn: &mut Turn, thread_key: &str, arrival: u64) -> Stop {
+        let engine = self.engine;
+        let (out, mut events) = Output::channel(2 * engine.config.limits.max_stream_bytes);
+        let pending = events.pending_counter();
+        let agent = AssertUnwindSafe(engine.agent.run(turn, &out))
+            .catch_unwind()
+            .fuse();
+        futures::pin_mut!(agent);
+        let stop = loop {
+            // What the agent wrote comes first; the agent is polled only while this turn and
+            // the process are under their in-flight bounds (see `flow`).
+            let next = std::future::poll_fn(|cx| {
+                if !events.is_terminated()
+                    && let Poll::Ready(Some(event)) = events.poll_next_unpin(cx)
+                {
+                    return Poll::Ready(Ok(event));
+                }
+                let mut gate = Gate {
+                    agent: agent.as_mut(),
+                    turn_pending: &pending,
+                };
+                Pin::new(&mut gate).poll(cx).map(Err)
+            });
+            match self.wait(next, Watch::RUN).await {
+                Woke::Done(Ok(event)) => {
+                    if let Some(stop) = self.apply(event).await {
+                        break stop;
+                    }
+                }
+                Woke::Done(Err(result)) => break Stop::Agent(result.map_err(panic_message)),
+                Woke::Timer(Timer::Supersede) => match self.superseded(thread_key, arrival).await {
+                    Ok(false) => {}
+                    Ok(true) => break Stop::Cut(Cut::Superseded),
+                    Err(cut) => break Stop::Cut(cut),
+                },
+                Woke::Disconnected => break Stop::Cut(Cut::Disconnected),
+                Woke::Timer(_) | Woke::Stalled => break Stop::Cut(Cut::Deadline),
+            }
+        };
+        if matches!(stop, Stop::Agent(_)) {
+            // What the agent wrote just before returning.
+            while let Some(event) = events.try_recv() {
+                if let Some(stop) = self.apply(event).await {
+                    return stop;
+                }
+            }
+        }
+        stop
+    }
+
+    /// Renders one event and sends it; `Some` if the turn must stop.
+    async fn apply(&mut self, event: AgentEvent) -> Option<Stop> {
+        let event = match event {
+            AgentEvent::File(file) => match self.host_file(file).await {
+                Ok(Some(artifact)) => AgentEvent::Artifact(artifact),
+                Ok(None) => return None,
+                Err(cut) => return Some(Stop::Cut(cut)),
+            },
+            other => other,
+        };
+        self.link.writer.apply(event);
+        if self.link.writer.is_finished() {
+            return Some(Stop::WriterEnded);
+        }
+        self.send_output().await.err().map(Stop::Cut)
+    }
+
+    /// Hosts a file the agent wrote; `None` if it could not be (too large, store failure).
+    async fn host_file(&mut self, file: OutputFile) -> Result<Option<Artifact>, Cut> {
+        let config = &self.engine.config;
+        if file.bytes.len() > config.max_file_bytes {
+            tracing::error!(
+                code = "FILE_TOO_LARGE",
+                bytes = file.bytes.len(),
+                max_bytes = config.max_file_bytes,
+                "file not hosted: larger than this deployment's max_file_bytes"
+            );
+            return Ok(None);
+        }
+        let mut token = [0u8; 32];
+        self.engine.rt.fill_random(&mut token);
+        let expires_at_ms = after(self.now(), config.file_ttl);
+        let (hosted, artifact) = hosted_file(file, &token, &self.base_url, expires_at_ms);
+        match self
+            .store_call(self.engine.store.put_file(&hosted), Watch::RUN_STORE_CALL)
+            .await?
+        {
+            Ok(()) => Ok(Some(artifact)),
+            Err(e) => {
+                tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not host a file");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether a newer turn arrived on the thread: one cheap store read, on the supersede
+    /// timer, which then backs off. A store that cannot answer does not stop the turn (its
+    /// commit is still conditional, so nothing is lost either way).
+    async fn superseded(&mut self, thread_key: &str, arrival: u64) -> Result<bool, Cut> {
+        self.supersede_checks += 1;
+        let wait = backoff(
+            self.engine.config.heartbeat,
+            self.supersede_checks,
+            MAX_SUPERSEDE_CHECK,
+        );
+        self.timers.set(Timer::Supersede, after(self.now(), wait));
+        let latest = self
+            .store_call(
+                self.engine.store.latest_arrival(thread_key),
+                Watch::RUN_STORE_CALL,
+            )
+            .await?;
+        Ok(match latest {
+            Ok(latest) => latest > arrival,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check for a newer turn");
+                false
+            }
+        })
+    }
+
+    fn ending_of(&self, stop: Stop, turn: &Turn, previous_state: &serde_json::Value) -> Ending {
+        match stop {
+            Stop::Agent(Ok(Ok(outcome))) => {
+                let policy = self.engine.config.context_policy;
+                if turn.context.state != *previous_state
+                    && turn.context.state_bytes() > policy.max_state_bytes
+                {
+                    tracing::error!(
+                        code = "STATE_TOO_LARGE",
+                        bytes = turn.context.state_bytes(),
+                        "agent state over max_state_bytes"
+                    );
+                    return Ending::failed(TurnErrorCode::StateTooLarge);
+                }
+                match outcome {
+                    Outcome::Done => Ending::Success,
+                    Outcome::Interrupt(i) => Ending::Interrupt(i),
+                }
+            }
+            Stop::Agent(Ok(Err(e))) => {
+                tracing::error!(code = "AGENT_ERROR", error = %e.detail(), "agent failed");
+                Ending::error(TurnErrorCode::AgentError, e.user_message())
+            }
+            Stop::Agent(Err(panic)) => {
+                tracing::error!(code = "AGENT_PANIC", panic = %panic, "agent panicked");
+                Ending::failed(TurnErrorCode::AgentPanic)
+            }
+            Stop::WriterEnded => self
+                .link
+                .writer
+                .ending()
+                .cloned()
+                .unwrap_or(Ending::Success),
+            Stop::Cut(Cut::Deadline) => {
+                tracing::error!(
+                    code = "TURN_DEADLINE",
+                    "turn deadline passed: agent stopped"
+                );
+                Ending::failed(TurnErrorCode::TurnDeadline)
+            }
+            Stop::Cut(Cut::Disconnected) => {
+                tracing::info!(code = "CANCELLED", "client disconnected: agent stopped");
+                Ending::failed(TurnErrorCode::Cancelled)
+            }
+            Stop::Cut(Cut::Superseded) => {
+                tracing::info!(code = "SUPERSEDED", "a newer turn arrived: agent stopped");
+                Ending::failed(TurnErrorCode::Superseded)
+            }
+        }
+    }
+
+    /// Ends the turn, commits it, then sends the final frame (or `RUN_ERROR` if the commit
+    /// failed).
+    async fn commit(
+        mut self,
+        plan: &TurnPlan,
+        claimed: Claimed,
+        turn: Turn,
+        ending: Ending,
+        previous_state: &serde_json::Value,
+    ) {
+        let cancelled = ending.error_code() == Some(TurnErrorCode::Cancelled);
+        self.link.writer.finish(ending);
+        let ending = self
+            .link
+            .writer
+            .ending()
+            .cloned()
+            .unwrap_or(Ending::Success);
+        if !cancelled {
+            // Everything but the final frame leaves before the commit.
+            let _ = self.send_output().await;
+        }
+        let now = self.now();
+        let mut commit = turn_commit(
+            &self.engine.config,
+            plan,
+            turn,
+            &ending,
+            previous_state,
+            (claimed.version, claimed.arrival),
+            &mut self.link.writer,
+            now,
+        );
+        commit.token = claimed.token;
+        let store = &self.engine.store;
+        let final_bytes = match self
+            .store_call(store.finish_turn(&commit), Watch::COMMIT)
+            .await
+        {
+            Ok(Ok(CommitOutcome::ClaimLost)) => {
+                // The lease lapsed and a retry of this run took it over: its recording is
+                // the one kept; this delivery wrote nothing.
+                tracing::warn!(
+                    code = "CLAIM_LOST",
+                    "another delivery took this run over: nothing recorded"
+                );
+                self.link
+                    .writer
+                    .replacement_error(TurnErrorCode::Superseded)
+            }
+            Ok(Ok(outcome)) => {
+                if outcome == CommitOutcome::Superseded {
+                    tracing::info!(
+                        code = "SUPERSEDED",
+                        "a newer turn arrived while this one ran: recorded as interrupted"
+                    );
+                }
+                log_ending(&ending);
+                self.link.writer.take_final().unwrap_or_default()
+            }
+            Ok(Err(e)) => {
+                tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not save the turn");
+                self.link
+                    .writer
+                    .replacement_error(TurnErrorCode::StoreUnavailable)
+            }
+            Err(cut) => unreachable!("a commit is not cut ({cut:?})"),
+        };
+        self.link.queue_final(final_bytes);
+        self.drain().await;
+    }
+
+    /// Ends the turn with `code` and sends the final bytes; nothing is committed.
+    async fn end_uncommitted(&mut self, code: TurnErrorCode) {
+        self.link.writer.finish(Ending::failed(code));
+        self.link.flush();
+        if let Some(final_bytes) = self.link.writer.take_final() {
+            self.link.queue_final(final_bytes);
+        }
+        self.drain().await;
+    }
+
+    /// A fresh fencing token for this delivery's claim (128 random bits, hex).
+    fn claim_token(&self) -> String {
+        let mut raw = [0u8; 16];
+        self.engine.rt.fill_random(&mut raw);
+        hex::encode(raw)
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
