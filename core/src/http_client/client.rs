@@ -5,6 +5,7 @@ use std::fmt;
 use bytes::Bytes;
 
 use super::error::HttpError;
+use super::header_names::HeaderNames;
 use super::response::HttpResponse;
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 
@@ -32,15 +33,6 @@ impl fmt::Debug for HttpRequest {
             .field("headers", &HeaderNames(&self.headers))
             .field("body_bytes", &self.body.len())
             .finish()
-    }
-}
-
-/// Header names only, for `Debug` output.
-pub(crate) struct HeaderNames<'a>(pub(crate) &'a http::HeaderMap);
-
-impl fmt::Debug for HeaderNames<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.keys()).finish()
     }
 }
 

@@ -374,7 +374,7 @@ impl fmt::Debug for RequestBuilder {
         f.debug_struct("RequestBuilder")
             .field("method", &self.method)
             .field("url", &"<redacted>")
-            .field("headers", &super::client::HeaderNames(&self.headers))
+            .field("headers", &super::header_names::HeaderNames(&self.headers))
             .field("body_bytes", &self.body.len())
             .field("timeout", &self.timeout)
             .finish()

@@ -12,6 +12,7 @@ mod body;
 mod client;
 mod error;
 pub(crate) mod handle;
+mod header_names;
 #[cfg(feature = "reqwest")]
 mod reqwest_client;
 mod response;

@@ -5,8 +5,8 @@ use std::fmt;
 use bytes::{Bytes, BytesMut};
 
 use super::body::HttpBody;
-use super::client::HeaderNames;
 use super::error::HttpError;
+use super::header_names::HeaderNames;
 
 /// Largest body [`HttpResponse::bytes`], [`HttpResponse::text`] and [`HttpResponse::json`]
 /// collect (16 MiB); use [`HttpResponse::bytes_limited`] or read the stream for another limit.

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::json_kind::json_kind;
 use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
 
@@ -359,17 +360,6 @@ fn whole_number(v: &Value) -> Option<u64> {
         let f = n.as_f64()?;
         (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
     })
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn mistyped(name: &str, expected: &str, got: &Value) -> BadRequest {

@@ -6,6 +6,7 @@
 mod attachment;
 mod health;
 mod interrupt;
+mod json_kind;
 mod limits;
 pub mod lowkey;
 mod resume;

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::run_request::json_kind;
+use super::json_kind::json_kind;
 use crate::error::BadRequest;
 
 /// What the user decided.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::attachment::Attachment;
+use super::json_kind::json_kind;
 use super::resume::Resume;
 use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
@@ -173,17 +174,6 @@ pub fn validate_id(field: &str, id: &str) -> Result<(), BadRequest> {
         )));
     }
     Ok(())
-}
-
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Reads one `history` entry liberally: `{role, content}` where content is a string or an

@@ -11,7 +11,7 @@ use crate::protocol::RunRequest;
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
-use crate::turn::engine::TurnPlan;
+use crate::turn::plan::TurnPlan;
 
 use crate::wire::console::FrameWriter;
 

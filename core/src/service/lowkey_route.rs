@@ -9,7 +9,7 @@ use crate::platform::runtime::Runtime;
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error};
 use crate::store::TurnStore;
-use crate::turn::engine::TurnPlan;
+use crate::turn::plan::TurnPlan;
 
 use crate::protocol::lowkey::{ExternalAgentTurnRequest, storage_id};
 use crate::wire::lowkey::NdjsonWriter;

@@ -33,7 +33,8 @@ use crate::service::refusal_log::RefusalLog;
 use crate::service::routing::{Route, route};
 use crate::store::TurnStore;
 use crate::turn::body::TurnBody;
-use crate::turn::engine::{Engine, TurnPlan};
+use crate::turn::engine::Engine;
+use crate::turn::plan::TurnPlan;
 use crate::wire::writer::{Encoding, Writer};
 
 /// What an adapter sends back.

@@ -7,7 +7,7 @@ use crate::agent::context::{Message, Role};
 use crate::error::TurnErrorCode;
 use crate::service::config::Config;
 use crate::store::TurnCommit;
-use crate::turn::engine::TurnPlan;
+use crate::turn::plan::TurnPlan;
 use crate::turn::timers::after;
 use crate::wire::Ending;
 use crate::wire::writer::{Encoding, Writer};

@@ -1,5 +1,10 @@
-//! One turn, driven from its first frame (already in the body) to the committed recording:
-//! claim → run → commit ([`Driver::drive`]).
+//! One turn, from its first frame to the committed recording.
+//!
+//! It starts ([`Engine::start`]) by writing its first frame into the body before anything else
+//! runs, so Console's 10-second first-frame deadline never waits on a store or a model, then
+//! the first-flush padding (`Config::first_flush_bytes`), so a path that holds small chunks
+//! (reported of Lambda function URLs) lets the first frame go at once. Then the driver runs
+//! it: claim → run → commit (`Driver::drive`).
 //!
 //! 1. **Claim** the run and load the thread in one store round trip. A finished run is
 //!    replayed; a run another delivery is executing is waited for (with heartbeats, polling
@@ -11,33 +16,35 @@
 //!    leaves: if the commit fails the user gets `RUN_ERROR`, never a success whose context was
 //!    lost.
 //!
-//! Every wait of a turn is the one loop in `wait.rs`; the timers it serves are data
-//! (`timers.rs`).
+//! Every wait of a turn is the one loop in `wait.rs` ([`TurnIo::wait`]); the timers it serves
+//! are data (`timers.rs`).
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
 use futures::stream::FusedStream;
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 
 use crate::agent::context::ThreadContext;
 use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::TurnErrorCode;
+use crate::http_client::{Http, HttpClient};
+use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::store::{CommitOutcome, TurnClaim, TurnStart, TurnStore};
-use crate::turn::body::BodySender;
+use crate::turn::body::{BodySender, TurnBody, body_with_first_chunks};
 use crate::turn::commit::{log_ending, turn_commit};
-use crate::turn::engine::{Engine, TurnPlan};
+use crate::turn::engine::Engine;
 use crate::turn::flow::Gate;
 use crate::turn::hosting::hosted_file;
-use crate::turn::link::Link;
-use crate::turn::timers::{
-    MAX_DUPLICATE_POLL, MAX_SUPERSEDE_CHECK, Timer, TimerTable, after, backoff,
-};
-use crate::turn::wait::{Cut, Watch, Woke};
+use crate::turn::plan::TurnPlan;
+use crate::turn::timers::{MAX_DUPLICATE_POLL, MAX_SUPERSEDE_CHECK, Timer, after, backoff};
+use crate::turn::wait::{Cut, TurnIo, Watch, Woke};
 use crate::wire::Ending;
 use crate::wire::writer::{Encoding, Writer};
 
@@ -65,13 +72,46 @@ enum Stop {
     Cut(Cut),
 }
 
+impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
+    /// Starts a turn written by `writer`: its first bytes are already in the returned body;
+    /// the returned future runs the turn to its end (an adapter runs it beside the body).
+    /// The agent's requests go through `http` (none: `HttpError::Unavailable`); every line the
+    /// turn logs is in `span`.
+    #[allow(private_bounds)]
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+    pub(crate) fn start<E: Encoding>(
+        self: &Arc<Self>,
+        mut writer: Writer<E>,
+        mut plan: TurnPlan,
+        http: Option<Arc<dyn HttpClient>>,
+        span: tracing::Span,
+    ) -> (TurnBody, BoxFuture<'static, ()>) {
+        let started_ms = self.rt.now_ms();
+        writer.start();
+        let first = writer.take_output();
+        writer.pad(self.config.first_flush_bytes);
+        let padding = writer.take_output();
+        let abort_tail = writer.abort_tail(TurnErrorCode::AgentPanic);
+        let (sender, body) = body_with_first_chunks([first, padding], abort_tail);
+        let (http, http_guard) =
+            Http::for_turn(http, Arc::clone(self) as _, self.config.turn_deadline);
+        plan.turn.http = http;
+        let engine = Arc::clone(self);
+        let turn = async move {
+            // Dropped when the turn ends or is dropped: ends every request the agent started.
+            let _http_guard = http_guard;
+            Driver::new(&engine, writer, sender, started_ms)
+                .drive(plan)
+                .await;
+        };
+        (body, Box::pin(turn.instrument(span)))
+    }
+}
+
 /// One turn being driven.
-pub(crate) struct Driver<'e, A, S, R: Runtime, E> {
-    pub(super) engine: &'e Engine<A, S, R>,
-    pub(super) link: Link<E>,
-    pub(super) timers: TimerTable,
-    /// The sleep the wait loop is armed with, and when it fires.
-    pub(super) alarm: Option<(u64, Pin<Box<R::Sleep>>)>,
+struct Driver<'e, A, S, R: Runtime, E> {
+    engine: &'e Engine<A, S, R>,
+    io: TurnIo<'e, A, S, R, E>,
     /// Where the turn's hosted-file links point.
     base_url: String,
     supersede_checks: u32,
@@ -80,34 +120,25 @@ pub(crate) struct Driver<'e, A, S, R: Runtime, E> {
 #[allow(private_bounds)]
 impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E> {
     /// A driver for a turn that started at `started_ms`, its first bytes in `body`.
-    pub(crate) fn new(
+    fn new(
         engine: &'e Engine<A, S, R>,
         writer: Writer<E>,
         body: BodySender,
         started_ms: u64,
     ) -> Self {
-        let config = &engine.config;
-        let mut timers = TimerTable::default();
-        timers.set(Timer::Deadline, after(started_ms, config.turn_deadline));
-        // The first keep-alive comes early: a path that holds the first frame until the next
-        // write lets it go then, well inside Console's 10-second first-frame deadline.
-        let first_beat = config.first_heartbeat.min(config.heartbeat);
-        timers.set(Timer::Heartbeat, after(started_ms, first_beat));
         Self {
             engine,
-            link: Link::new(writer, body),
-            timers,
-            alarm: None,
+            io: TurnIo::new(engine, writer, body, started_ms),
             base_url: String::new(),
             supersede_checks: 0,
         }
     }
 
-    pub(super) fn now(&self) -> u64 {
-        self.engine.rt.now_ms()
+    fn now(&self) -> u64 {
+        self.io.now()
     }
 
-    pub(crate) async fn drive(mut self, plan: TurnPlan) {
+    async fn drive(mut self, plan: TurnPlan) {
         let Some(claimed) = self.claim(&plan).await else {
             return;
         };
@@ -137,6 +168,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             // gone is noticed right after, and the turn is committed as cancelled.
             let store = &self.engine.store;
             let started = match self
+                .io
                 .store_call(store.start_turn(&claim), Watch::CLAIM)
                 .await
             {
@@ -166,8 +198,8 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 }
                 TurnStart::Finished { recording } => {
                     tracing::info!("run already finished: replaying its recording");
-                    self.link.queue_final(recording);
-                    self.drain().await;
+                    self.io.link.queue_final(recording);
+                    self.io.drain().await;
                     return None;
                 }
                 TurnStart::Conflict => {
@@ -180,12 +212,14 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                     let wait =
                         backoff(self.engine.config.duplicate_poll, polls, MAX_DUPLICATE_POLL);
                     polls += 1;
-                    self.timers
+                    self.io
+                        .timers
                         .set(Timer::DuplicatePoll, after(self.now(), wait));
                     let woke = self
+                        .io
                         .wait(std::future::pending::<()>(), Watch::DUPLICATE)
                         .await;
-                    self.timers.stop(Timer::DuplicatePoll);
+                    self.io.timers.stop(Timer::DuplicatePoll);
                     match woke {
                         Woke::Timer(Timer::DuplicatePoll) => {}
                         Woke::Disconnected => return None,
@@ -214,12 +248,13 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             .unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
         let previous_state = turn.context.state.clone();
         let first_check = self.engine.config.heartbeat;
-        self.timers
+        self.io
+            .timers
             .set(Timer::Supersede, after(self.now(), first_check));
         let stop = self
             .run_agent(&mut turn, &plan.thread_key, claimed.arrival)
             .await;
-        self.timers.stop(Timer::Supersede);
+        self.io.timers.stop(Timer::Supersede);
         let ending = self.ending_of(stop, &turn, &previous_state);
         (turn, ending, previous_state)
     }
@@ -247,7 +282,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 };
                 Pin::new(&mut gate).poll(cx).map(Err)
             });
-            match self.wait(next, Watch::RUN).await {
+            match self.io.wait(next, Watch::RUN).await {
                 Woke::Done(Ok(event)) => {
                     if let Some(stop) = self.apply(event).await {
                         break stop;
@@ -284,11 +319,11 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             },
             other => other,
         };
-        self.link.writer.apply(event);
-        if self.link.writer.is_finished() {
+        self.io.link.writer.apply(event);
+        if self.io.link.writer.is_finished() {
             return Some(Stop::WriterEnded);
         }
-        self.send_output().await.err().map(Stop::Cut)
+        self.io.send_output().await.err().map(Stop::Cut)
     }
 
     /// Hosts a file the agent wrote; `None` if it could not be (too large, store failure).
@@ -308,6 +343,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
         let expires_at_ms = after(self.now(), config.file_ttl);
         let (hosted, artifact) = hosted_file(file, &token, &self.base_url, expires_at_ms);
         match self
+            .io
             .store_call(self.engine.store.put_file(&hosted), Watch::RUN_STORE_CALL)
             .await?
         {
@@ -329,8 +365,11 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             self.supersede_checks,
             MAX_SUPERSEDE_CHECK,
         );
-        self.timers.set(Timer::Supersede, after(self.now(), wait));
+        self.io
+            .timers
+            .set(Timer::Supersede, after(self.now(), wait));
         let latest = self
+            .io
             .store_call(
                 self.engine.store.latest_arrival(thread_key),
                 Watch::RUN_STORE_CALL,
@@ -373,6 +412,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 Ending::failed(TurnErrorCode::AgentPanic)
             }
             Stop::WriterEnded => self
+                .io
                 .link
                 .writer
                 .ending()
@@ -407,8 +447,9 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
         previous_state: &serde_json::Value,
     ) {
         let cancelled = ending.error_code() == Some(TurnErrorCode::Cancelled);
-        self.link.writer.finish(ending);
+        self.io.link.writer.finish(ending);
         let ending = self
+            .io
             .link
             .writer
             .ending()
@@ -416,7 +457,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             .unwrap_or(Ending::Success);
         if !cancelled {
             // Everything but the final frame leaves before the commit.
-            let _ = self.send_output().await;
+            let _ = self.io.send_output().await;
         }
         let now = self.now();
         let mut commit = turn_commit(
@@ -426,12 +467,13 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             &ending,
             previous_state,
             (claimed.version, claimed.arrival),
-            &mut self.link.writer,
+            &mut self.io.link.writer,
             now,
         );
         commit.token = claimed.token;
         let store = &self.engine.store;
         let final_bytes = match self
+            .io
             .store_call(store.finish_turn(&commit), Watch::COMMIT)
             .await
         {
@@ -442,7 +484,8 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                     code = "CLAIM_LOST",
                     "another delivery took this run over: nothing recorded"
                 );
-                self.link
+                self.io
+                    .link
                     .writer
                     .replacement_error(TurnErrorCode::Superseded)
             }
@@ -454,28 +497,29 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                     );
                 }
                 log_ending(&ending);
-                self.link.writer.take_final().unwrap_or_default()
+                self.io.link.writer.take_final().unwrap_or_default()
             }
             Ok(Err(e)) => {
                 tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not save the turn");
-                self.link
+                self.io
+                    .link
                     .writer
                     .replacement_error(TurnErrorCode::StoreUnavailable)
             }
             Err(cut) => unreachable!("a commit is not cut ({cut:?})"),
         };
-        self.link.queue_final(final_bytes);
-        self.drain().await;
+        self.io.link.queue_final(final_bytes);
+        self.io.drain().await;
     }
 
     /// Ends the turn with `code` and sends the final bytes; nothing is committed.
     async fn end_uncommitted(&mut self, code: TurnErrorCode) {
-        self.link.writer.finish(Ending::failed(code));
-        self.link.flush();
-        if let Some(final_bytes) = self.link.writer.take_final() {
-            self.link.queue_final(final_bytes);
+        self.io.link.writer.finish(Ending::failed(code));
+        self.io.link.flush();
+        if let Some(final_bytes) = self.io.link.writer.take_final() {
+            self.io.link.queue_final(final_bytes);
         }
-        self.drain().await;
+        self.io.drain().await;
     }
 
     /// A fresh fencing token for this delivery's claim (128 random bits, hex).

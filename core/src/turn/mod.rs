@@ -1,8 +1,9 @@
 //! One turn, from the first frame to the committed recording.
 //!
-//! - [`engine`]: what every turn runs with ([`engine::Engine`]) and how one starts: its first
-//!   frame (and padding) in the body before anything else runs;
-//! - [`driver`]: one turn, claim → run → commit;
+//! - [`engine`]: what every turn runs with ([`engine::Engine`]); [`plan`]: what a protocol's
+//!   route hands it;
+//! - [`driver`]: one turn: its first frame (and padding) in the body before anything else
+//!   runs, then claim → run → commit;
 //! - [`wait`]: the one wait loop every await of a turn goes through, and [`timers`]: the
 //!   heartbeat, deadline, store-call timeout, send grace, supersede check and duplicate poll,
 //!   as data;
@@ -19,5 +20,6 @@ pub(crate) mod engine;
 pub(crate) mod flow;
 pub(crate) mod hosting;
 pub(crate) mod link;
+pub(crate) mod plan;
 pub(crate) mod timers;
 pub(crate) mod wait;

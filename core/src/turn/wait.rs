@@ -1,6 +1,7 @@
-//! The one wait loop of a turn ([`Driver::wait`]): every await of the engine (a store call,
+//! The one wait loop of a turn ([`TurnIo::wait`]): every await of the engine (a store call,
 //! the agent, a duplicate's backoff, the bytes going out) is this loop with its work and a
-//! [`Watch`] saying which timers and client events end it.
+//! [`Watch`] saying which timers and client events end it. [`TurnIo`] is what the loop works
+//! on: the bytes going out ([`Link`]), the turn's timers ([`TimerTable`]) and the one alarm.
 //!
 //! Each round it:
 //! 1. moves queued bytes into the body; while they wait for room nothing else happens (the
@@ -13,18 +14,17 @@
 //!    goes round again when any of them is ready.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::agent::Agent;
 use crate::error::StoreError;
 use crate::platform::runtime::Runtime;
-use crate::store::TurnStore;
-use crate::turn::driver::Driver;
-use crate::turn::link::{Lost, Push};
-use crate::turn::timers::{FINAL_SEND_GRACE, STORE_TIMEOUT, Timer, TimerSet, after};
-use crate::wire::writer::Encoding;
+use crate::turn::body::BodySender;
+use crate::turn::engine::Engine;
+use crate::turn::link::{Link, Lost, Push};
+use crate::turn::timers::{FINAL_SEND_GRACE, STORE_TIMEOUT, Timer, TimerSet, TimerTable, after};
+use crate::wire::writer::{Encoding, Writer};
 
 /// Why the agent was stopped before it finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,8 +125,43 @@ enum Event<T> {
     Alarm,
 }
 
+/// A turn's side of every wait.
+pub(crate) struct TurnIo<'e, A, S, R: Runtime, E> {
+    pub(crate) engine: &'e Engine<A, S, R>,
+    pub(crate) link: Link<E>,
+    pub(crate) timers: TimerTable,
+    /// The sleep the loop is armed with, and when it goes off.
+    alarm: Option<(u64, Pin<Box<R::Sleep>>)>,
+}
+
 #[allow(private_bounds)]
-impl<A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'_, A, S, R, E> {
+impl<'e, A, S, R: Runtime, E: Encoding> TurnIo<'e, A, S, R, E> {
+    /// The side of a turn that started at `started_ms` and whose first bytes are in `body`.
+    pub(crate) fn new(
+        engine: &'e Engine<A, S, R>,
+        writer: Writer<E>,
+        body: BodySender,
+        started_ms: u64,
+    ) -> Self {
+        let config = &engine.config;
+        let mut timers = TimerTable::default();
+        timers.set(Timer::Deadline, after(started_ms, config.turn_deadline));
+        // The first keep-alive comes early: a path that holds the first frame until the next
+        // write lets it go then, well inside Console's 10-second first-frame deadline.
+        let first_beat = config.first_heartbeat.min(config.heartbeat);
+        timers.set(Timer::Heartbeat, after(started_ms, first_beat));
+        Self {
+            engine,
+            link: Link::new(writer, body),
+            timers,
+            alarm: None,
+        }
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.engine.rt.now_ms()
+    }
+
     /// Waits for `work` under `watch` (see the module docs).
     pub(crate) async fn wait<T>(&mut self, work: impl Future<Output = T>, watch: Watch) -> Woke<T> {
         let mut work = pin!(work);

@@ -1,0 +1,17 @@
+//! What a protocol's route hands the engine to run a turn.
+
+use crate::agent::Turn;
+use crate::agent::context::Message;
+
+/// Everything protocol-specific the engine needs to run a turn.
+pub(crate) struct TurnPlan {
+    pub turn: Turn,
+    pub run_key: String,
+    pub thread_key: String,
+    pub fingerprint: String,
+    /// Messages to seed a thread the store does not know (Console `history` on a fork,
+    /// Lowkey `transcriptWindow`).
+    pub seed: Vec<Message>,
+    /// This turn's input as it enters the transcript.
+    pub user_message: String,
+}
