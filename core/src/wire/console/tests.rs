@@ -499,3 +499,70 @@ fn replacement_error_is_a_run_error() {
     assert_eq!(v["type"], "RUN_ERROR");
     assert_eq!(v["code"], "STORE_UNAVAILABLE");
 }
+
+#[test]
+fn padding_is_one_comment_of_the_size_asked_counted_and_never_recorded() {
+    let mut w = FrameWriter::new("r1", Limits::default());
+    w.start();
+    let first = w.take_output();
+    w.pad(100 * 1024);
+    let padding = w.take_output();
+    assert_eq!(padding.len(), 100 * 1024);
+    assert!(padding.starts_with(": first-flush padding"));
+    assert!(padding.ends_with("\n\n"));
+    assert_eq!(
+        padding.lines().count(),
+        2,
+        "one comment line, one blank line"
+    );
+    assert_eq!(w.stream_bytes(), first.len() + padding.len());
+    assert_eq!(w.frame_count(), 1, "a comment is no frame");
+    w.text("Hi");
+    w.finish(Ending::Success);
+    assert!(!w.recording().contains("padding"));
+    // Tiny sizes still make a comment: `:` and the blank line.
+    for bytes in [1, 3, 10] {
+        let mut w = FrameWriter::new("r1", Limits::default());
+        w.start();
+        let _ = w.take_output();
+        w.pad(bytes);
+        let padding = w.take_output();
+        assert_eq!(padding.len(), bytes.max(3), "{padding:?}");
+        assert!(padding.starts_with(':') && padding.ends_with("\n\n"));
+    }
+}
+
+#[test]
+fn padding_counts_against_the_stream_limit() {
+    let limits = Limits {
+        max_stream_bytes: 8 * 1024,
+        ..Limits::default()
+    };
+    // Padding that would leave no room to close the turn is not written.
+    let mut w = FrameWriter::new("r1", limits);
+    w.start();
+    w.pad(8 * 1024);
+    let first = w.take_output();
+    assert!(!first.contains("padding"));
+    // Padding that fits leaves less room for the answer: the turn ends sooner.
+    let answer = |pad: usize| {
+        let mut w = FrameWriter::new("r1", limits);
+        w.start();
+        w.pad(pad);
+        for _ in 0..100 {
+            w.text(&"x".repeat(100));
+        }
+        w.finish(Ending::Success);
+        assert_eq!(
+            w.ending().and_then(Ending::error_code),
+            Some(TurnErrorCode::LimitExceeded)
+        );
+        assert!(w.stream_bytes() <= limits.max_stream_bytes);
+        w.answer().len()
+    };
+    let (padded, plain) = (answer(4 * 1024), answer(0));
+    assert!(
+        padded * 2 < plain,
+        "{padded} bytes of answer after padding, {plain} without"
+    );
+}

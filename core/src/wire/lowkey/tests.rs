@@ -464,6 +464,16 @@ fn long_text_is_split_within_the_line_limit_and_the_stream_stops_before_its_limi
 }
 
 #[test]
+fn lowkey_gets_no_padding_every_line_is_an_event() {
+    let mut w = NdjsonWriter::new(Limits::default());
+    w.start();
+    let first = w.take_output();
+    w.pad(100 * 1024);
+    assert_eq!(w.take_output(), "");
+    assert_eq!(w.stream_bytes(), first.len());
+}
+
+#[test]
 fn replacement_error_is_an_error_event() {
     let (_, mut w) = write(|w| {
         w.apply(AgentEvent::Text("a".into()));
