@@ -60,8 +60,8 @@ pub(crate) trait Encoding: Sized + fmt::Debug + MaybeSend + 'static {
     /// still fits in the limits.
     fn reserve(w: &Writer<Self>) -> (usize, usize);
 
-    /// Renders one event. [`AgentEvent::File`] never reaches a writer: the engine hosts the
-    /// file and passes an [`AgentEvent::Artifact`] instead.
+    /// Renders one event ([`AgentEvent::File`] never reaches it: the engine hosts the file
+    /// and passes an [`AgentEvent::Artifact`] instead).
     fn apply(w: &mut Writer<Self>, event: AgentEvent);
 
     /// Closes whatever is open and encodes the final bytes of `ending` (already checked by
@@ -161,6 +161,11 @@ impl<E: Encoding> Writer<E> {
 
     /// Renders one agent event.
     pub(crate) fn apply(&mut self, event: AgentEvent) {
+        if let AgentEvent::File(_) = event {
+            // The engine hosts files and passes the artifact instead.
+            tracing::error!("unhosted file reached the writer; dropped");
+            return;
+        }
         E::apply(self, event);
     }
 

@@ -152,9 +152,7 @@ impl Encoding for Console {
             AgentEvent::StateSnapshot(v) => w.state_snapshot(v),
             AgentEvent::StateDelta(v) => w.state_delta(v),
             AgentEvent::Artifact(a) => w.artifact(serde_json::to_value(a).unwrap_or_default()),
-            AgentEvent::File(_) => {
-                tracing::error!("unhosted file reached the frame writer; dropped");
-            }
+            AgentEvent::File(_) => {}
             AgentEvent::Custom { name, value } => w.custom(&name, value),
         }
     }
@@ -654,30 +652,21 @@ impl Writer<Console> {
         if self.is_finished() {
             return false;
         }
-        let mark = self.ledger.mark();
-        encode(
-            self.ledger.out(),
-            &self.enc.event_prefix.0,
-            self.enc.seq,
-            ty,
-            fields,
-        );
-        self.enc.seq += 1;
+        let mark = self.encode_frame(ty, fields);
         self.admit(mark)
     }
 
     /// Writes a frame without limit checks (the first frame, closing frames).
     fn push_unchecked(&mut self, ty: &str, fields: &[(&str, Field<'_>)]) {
-        let mark = self.ledger.mark();
-        encode(
-            self.ledger.out(),
-            &self.enc.event_prefix.0,
-            self.enc.seq,
-            ty,
-            fields,
-        );
-        self.enc.seq += 1;
+        let mark = self.encode_frame(ty, fields);
         self.ledger.keep_since(mark);
+    }
+
+    /// Encodes the next frame (the next `event_id`) into the output; returns where it starts.
+    fn encode_frame(&mut self, ty: &str, fields: &[(&str, Field<'_>)]) -> usize {
+        let mark = self.ledger.mark();
+        self.enc.encode_next(self.ledger.out(), ty, fields);
+        mark
     }
 }
 

@@ -87,9 +87,7 @@ impl Encoding for Lowkey {
             | AgentEvent::ActivityDelta { .. } => {}
             AgentEvent::StateSnapshot(v) | AgentEvent::StateDelta(v) => w.state_links(&v),
             AgentEvent::Artifact(a) => w.link(&a.name, &a.url),
-            AgentEvent::File(_) => {
-                tracing::error!("unhosted file reached the NDJSON writer; dropped");
-            }
+            AgentEvent::File(_) => {}
             AgentEvent::Custom { name, value } => {
                 if name == "file"
                     && let Some((n, u)) = artifact_link(&value)
