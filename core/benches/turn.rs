@@ -81,32 +81,45 @@ fn whole_turn(c: &mut Criterion) {
         .enable_time()
         .build()
         .expect("runtime");
-    let app = Runway::new(
-        EchoAgent,
-        MemoryStore::new(),
-        BenchRuntime,
-        Config::default(),
-    );
-    let mut n = 0u64;
-    c.bench_function("engine: whole echo turn in process (memory store)", |b| {
-        b.iter(|| {
-            n += 1;
-            let body = format!(
-                r#"{{"protocolVersion":"1","runId":"r{n}","threadId":"t{}","agentId":"a","workspaceId":"w","input":"hello"}}"#,
-                n % 100
-            );
-            let req = http::Request::post("/runs").body(Bytes::from(body)).expect("request");
-            rt.block_on(async {
-                let Reply::Stream { response, turn } = app.handle(req).await else {
-                    panic!("not a stream")
-                };
-                let (_, bytes) = futures::join!(turn, response.into_body().fold(0, |n, c| async move {
-                    n + c.map_or(0, |c| c.len())
-                }));
-                bytes
-            })
+    // The default writes 100 KiB of padding after the first frame (`first_flush_bytes`):
+    // measured with and without, what the padding costs.
+    for (name, first_flush_bytes) in [
+        (
+            "engine: whole echo turn in process (memory store)",
+            Config::default().first_flush_bytes,
+        ),
+        ("engine: whole echo turn, no first-flush padding", 0),
+    ] {
+        let app = Runway::new(
+            EchoAgent,
+            MemoryStore::new(),
+            BenchRuntime,
+            Config {
+                first_flush_bytes,
+                ..Config::default()
+            },
+        );
+        let mut n = 0u64;
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                n += 1;
+                let body = format!(
+                    r#"{{"protocolVersion":"1","runId":"r{n}","threadId":"t{}","agentId":"a","workspaceId":"w","input":"hello"}}"#,
+                    n % 100
+                );
+                let req = http::Request::post("/runs").body(Bytes::from(body)).expect("request");
+                rt.block_on(async {
+                    let Reply::Stream { response, turn } = app.handle(req).await else {
+                        panic!("not a stream")
+                    };
+                    let (_, bytes) = futures::join!(turn, response.into_body().fold(0, |n, c| async move {
+                        n + c.map_or(0, |c| c.len())
+                    }));
+                    bytes
+                })
+            });
         });
-    });
+    }
 }
 
 criterion_group!(benches, writer, whole_turn);

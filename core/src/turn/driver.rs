@@ -56,7 +56,7 @@ const LEASE_AFTER_DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Claimed {
     /// This delivery's fencing token: the commit is accepted only while the claim holds.
     token: String,
-    /// The thread as stored, if the store knows it.
+    /// The thread as stored, if the store knows it (taken by the run).
     context: Option<ThreadContext>,
     /// The thread's version when loaded (the commit is conditional on it).
     version: u64,
@@ -97,14 +97,16 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
             Http::for_turn(http, Arc::clone(self) as _, self.config.turn_deadline);
         plan.turn.http = http;
         let engine = Arc::clone(self);
-        let turn = async move {
+        // Boxed where it is made: a turn's future is kilobytes, not moved again.
+        let turn = Box::pin(async move {
             // Dropped when the turn ends or is dropped: ends every request the agent started.
             let _http_guard = http_guard;
             Driver::new(&engine, writer, sender, started_ms)
                 .drive(plan)
+                .instrument(span)
                 .await;
-        };
-        (body, Box::pin(turn.instrument(span)))
+        });
+        (body, turn)
     }
 }
 
@@ -139,10 +141,10 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     }
 
     async fn drive(mut self, plan: TurnPlan) {
-        let Some(claimed) = self.claim(&plan).await else {
+        let Some(mut claimed) = self.claim(&plan).await else {
             return;
         };
-        let (turn, ending, previous_state) = self.run(&plan, &claimed).await;
+        let (turn, ending, previous_state) = self.run(&plan, &mut claimed).await;
         self.commit(&plan, claimed, turn, ending, &previous_state)
             .await;
     }
@@ -238,13 +240,13 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     async fn run(
         &mut self,
         plan: &TurnPlan,
-        claimed: &Claimed,
+        claimed: &mut Claimed,
     ) -> (Turn, Ending, serde_json::Value) {
         let mut turn = plan.turn.clone();
         self.base_url.clone_from(&turn.public_base_url);
         turn.context = claimed
             .context
-            .clone()
+            .take()
             .unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
         let previous_state = turn.context.state.clone();
         let first_check = self.engine.config.heartbeat;

@@ -88,6 +88,18 @@ impl Ledger {
         self.frames += frames;
     }
 
+    /// [`Ledger::push_unrecorded`] for bytes made for the purpose (the first-flush padding):
+    /// taken as they are when nothing is waiting to be sent, not copied.
+    pub(crate) fn push_unrecorded_owned(&mut self, s: String, frames: usize) {
+        self.stream_bytes += s.len();
+        self.frames += frames;
+        if self.out.is_empty() {
+            self.out = s;
+        } else {
+            self.out.push_str(&s);
+        }
+    }
+
     /// Counts and records `s`, the held-back final frame(s), without putting it in the output.
     pub(crate) fn count_final(&mut self, s: &str, frames: usize) {
         self.stream_bytes += s.len();

@@ -145,7 +145,7 @@ impl<E: Encoding> Writer<E> {
         if let Some(padding) = E::padding(bytes)
             && self.fits(padding.len(), 0)
         {
-            self.ledger.push_unrecorded(&padding, 0);
+            self.ledger.push_unrecorded_owned(padding, 0);
         }
     }
 

@@ -112,14 +112,20 @@ impl Encoding for Console {
     }
 
     /// One comment line (Console's reader ignores it; a line is at most one frame long, the
-    /// longest line the contract has a reader buffer), then a blank line.
+    /// longest line the contract has a reader buffer), then a blank line: `bytes` exactly (at
+    /// least `:` and the blank line).
     fn padding(bytes: usize) -> Option<String> {
         const TEXT: &str = ": first-flush padding (RUNWAY_FIRST_FLUSH_BYTES)";
-        // `bytes` exactly (at least `:` and the blank line).
+        const SPACES: &str = match std::str::from_utf8(&[b' '; 1024]) {
+            Ok(spaces) => spaces,
+            Err(_) => panic!("spaces are UTF-8"),
+        };
         let line = bytes.max(3) - 2;
         let mut pad = String::with_capacity(line + 2);
         pad.push_str(&TEXT[..line.min(TEXT.len())]);
-        pad.extend(std::iter::repeat_n(' ', line - pad.len()));
+        while pad.len() < line {
+            pad.push_str(&SPACES[..SPACES.len().min(line - pad.len())]);
+        }
         pad.push_str("\n\n");
         Some(pad)
     }
