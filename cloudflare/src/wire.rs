@@ -1,6 +1,7 @@
 //! What the Worker and a thread's Durable Object say to each other: one JSON request per
 //! store call, so a turn costs two Durable Object round trips (`POST /start`,
-//! `POST /finish`), plus one cheap `POST /latest` per heartbeat while it runs.
+//! `POST /finish`), plus a few cheap `POST /latest` while it runs (the check for a newer turn,
+//! backing off from one heartbeat interval to 60 s: at most 6 in a 290-second turn).
 //!
 //! The bodies are runway-core's own types ([`TurnClaim`] → [`TurnStart`], [`TurnCommit`] →
 //! [`CommitOutcome`]); [`answer`] is everything the Durable Object does with them, on
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const START_PATH: &str = "/start";
 /// Path of the commit call: [`TurnCommit`] in, [`runway_core::adapter::CommitOutcome`] out.
 pub const FINISH_PATH: &str = "/finish";
-/// Path of the heartbeat's check: [`LatestRequest`] in, the latest arrival (a number) out.
+/// Path of the check for a newer turn: [`LatestRequest`] in, the latest arrival (a number) out.
 pub const LATEST_PATH: &str = "/latest";
 
 /// `POST /latest`: which arrival is the thread's live turn.

@@ -33,11 +33,11 @@
 //!   arrivals item's expiry, checking the turn is still the latest arrival. When a condition
 //!   fails because the thread moved on, the thread is read and the commit merged as
 //!   [`runway_core::store::turn_state`] decides, and written again, conditional on the version read.
-//! - [`TurnStore::latest_arrival`]: one consistent `GetItem` of the small `live` item, at
-//!   each heartbeat while the agent runs.
+//! - [`TurnStore::latest_arrival`]: one consistent `GetItem` of the small `live` item, a few
+//!   times while the agent runs (one heartbeat interval in, then backing off to every 60 s).
 //!
-//! So an ordinary turn costs four requests whatever the thread's length (plus one small read
-//! per heartbeat). Only exceptional turns cost more: overlapping turns (a `Query` and a
+//! So an ordinary turn costs four requests whatever the thread's length (plus at most six small
+//! reads in a 290-second turn). Only exceptional turns cost more: overlapping turns (a `Query` and a
 //! second transaction), a recording too large for one transaction (its parts are written first
 //! with `BatchWriteItem`), a replay of a recording kept in parts (one `Query`), a thread larger
 //! than a 1 MB query page.

@@ -168,7 +168,8 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
     ) -> impl Future<Output = Result<CommitOutcome, StoreError>> + MaybeSend;
 
     /// The latest arrival on the thread (0 if none): the running turn whose arrival is lower
-    /// has been superseded. Called at heartbeats, so it must be one cheap read.
+    /// has been superseded. Called a few times while an agent runs, so it must be one cheap
+    /// read.
     fn latest_arrival(
         &self,
         thread_key: &str,
