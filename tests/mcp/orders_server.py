@@ -9,13 +9,14 @@ With --json it answers with JSON bodies instead of event streams. Tools:
   lookup_order(order)  text, and the X-Token header the request carried (to check headers)
   delete_order(order)  text (the tests gate it behind approval)
   slow(seconds)        sleeps; a call cancelled by the client is written to --cancel-log
-  broken()             fails: an isError result
+  broken()             fails (a ToolError, whose message reaches the client): an isError result
 """
 
 import argparse
 import asyncio
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 parser = argparse.ArgumentParser()
 parser.add_argument("port", type=int)
@@ -55,7 +56,7 @@ async def slow(seconds: float) -> str:
 @server.tool()
 def broken() -> str:
     """Always fails."""
-    raise ValueError("the warehouse database is offline")
+    raise ToolError("the warehouse database is offline")
 
 
 server.run(transport="streamable-http", host="127.0.0.1", port=args.port, json_response=args.json)
