@@ -432,3 +432,249 @@ impl Drop for AbandonedCall<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use bytes::Bytes;
+    use futures::StreamExt;
+    use runway_core::adapter::{BoxFuture, Runtime};
+    use runway_core::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
+    use runway_core::testing::{TurnHttpGuard, turn_http};
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::mcp::server_config::McpApproval;
+    use crate::model::secret::Secret;
+
+    /// tokio's (paused) clock.
+    struct TestClock(tokio::time::Instant);
+
+    impl Runtime for TestClock {
+        type Sleep = tokio::time::Sleep;
+        fn sleep(&self, duration: Duration) -> Self::Sleep {
+            tokio::time::sleep(duration)
+        }
+        fn now_ms(&self) -> u64 {
+            self.0.elapsed().as_millis() as u64
+        }
+        fn fill_random(&self, buf: &mut [u8]) {
+            buf.fill(7);
+        }
+    }
+
+    /// A Streamable HTTP server in miniature: sessions `s1`, `s2`… (`forget` makes it answer
+    /// 404 to the current one), `tools/list` in two pages (JSON), `tools/call` answered as an
+    /// event stream carrying a ping request and `tools/list_changed` first; the tool `stall`
+    /// never answers. Records every message with its session header.
+    #[derive(Default)]
+    struct Server {
+        session: AtomicU32,
+        forgotten: std::sync::atomic::AtomicBool,
+        seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
+    }
+
+    #[derive(Clone)]
+    struct Client(Arc<Server>);
+
+    fn reply(status: u16, head: &[(&str, &str)], body: HttpBody) -> HttpResponse {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in head {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        HttpResponse::new(http::StatusCode::from_u16(status).unwrap(), h, body)
+    }
+
+    fn body(text: String) -> HttpBody {
+        HttpBody::from_stream(futures::stream::once(async move { Ok(Bytes::from(text)) }))
+    }
+
+    impl HttpClient for Client {
+        fn send(&self, r: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
+            let s = &self.0;
+            let message: Value = serde_json::from_slice(&r.body).unwrap();
+            let session = r
+                .headers
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            assert_eq!(r.headers["x-key"], "k-1", "configured headers on every request");
+            s.seen.lock().unwrap().push((session.clone(), message.clone()));
+            let current = format!("s{}", s.session.load(Ordering::SeqCst));
+            let method = message["method"].as_str().unwrap_or_default();
+            let id = message["id"].clone();
+            let response = if method == "initialize" {
+                let n = s.session.fetch_add(1, Ordering::SeqCst) + 1;
+                s.forgotten.store(false, Ordering::SeqCst);
+                let sid = format!("s{n}");
+                let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "mini", "version": "1"}}});
+                reply(
+                    200,
+                    &[("content-type", "application/json"), ("mcp-session-id", &sid)],
+                    body(result.to_string()),
+                )
+            } else if session.as_deref() != Some(current.as_str())
+                || s.forgotten.load(Ordering::SeqCst)
+            {
+                reply(404, &[], HttpBody::empty())
+            } else if id.is_null() || message.get("result").is_some() {
+                assert_eq!(r.headers["mcp-protocol-version"], "2025-06-18");
+                reply(202, &[], HttpBody::empty())
+            } else if method == "tools/list" {
+                let page = match message["params"]["cursor"].as_str() {
+                    None => json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+                                   "nextCursor": "page-2"}),
+                    Some("page-2") => json!({"tools": [{"name": "b", "inputSchema": {"type": "object"}}]}),
+                    Some(other) => panic!("cursor {other}"),
+                };
+                let m = json!({"jsonrpc": "2.0", "id": id, "result": page});
+                reply(200, &[("content-type", "application/json")], body(m.to_string()))
+            } else if message["params"]["name"] == "stall" {
+                let events = futures::stream::once(async { Ok(Bytes::from_static(b": hi\n\n")) })
+                    .chain(futures::stream::pending());
+                reply(
+                    200,
+                    &[("content-type", "text/event-stream")],
+                    HttpBody::from_stream(events),
+                )
+            } else {
+                let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
+                let changed =
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                let done = json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "content": [{"type": "text", "text": "did a"}]}});
+                let stream = format!(
+                    "id: 1\ndata: \n\ndata: {ping}\n\nevent: message\ndata: {changed}\n\ndata: {done}\n\n"
+                );
+                // Split mid-event: the parser keeps partial lines.
+                let (x, y) = stream.split_at(stream.len() / 2);
+                let (x, y) = (Bytes::from(x.to_owned()), Bytes::from(y.to_owned()));
+                let pieces = futures::stream::iter([Ok(x), Ok(y)]);
+                reply(
+                    200,
+                    &[("content-type", "text/event-stream; charset=utf-8")],
+                    HttpBody::from_stream(pieces),
+                )
+            };
+            Box::pin(async move { Ok(response) })
+        }
+    }
+
+    fn connection() -> McpConnection {
+        McpConnection::new(McpServer {
+            name: "mini".into(),
+            url: "http://127.0.0.1:1/mcp".parse().unwrap(),
+            headers: vec![(http::HeaderName::from_static("x-key"), Secret::new("k-1"))],
+            allow: None,
+            approval: McpApproval::Never,
+            timeout: None,
+        })
+    }
+
+    fn turn(server: &Arc<Server>) -> (Http, TurnHttpGuard) {
+        turn_http(
+            Arc::new(Client(server.clone())),
+            TestClock(tokio::time::Instant::now()),
+            Duration::from_secs(60),
+        )
+    }
+
+    fn methods(server: &Server) -> Vec<String> {
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        seen.iter()
+            .map(|(session, m)| {
+                let what = m["method"].as_str().unwrap_or("(response)");
+                format!("{what}@{}", session.as_deref().unwrap_or("-"))
+            })
+            .collect()
+    }
+
+    const T: Duration = Duration::from_secs(10);
+
+    #[tokio::test(start_paused = true)]
+    async fn sessions_pages_the_cache_list_changes_restarts_and_cancellation() {
+        let server = Arc::new(Server::default());
+        let (http, _guard) = turn(&server);
+        let c = connection();
+
+        // Set up once, then every page of the list.
+        let tools = c.tools(&http, 1_000, T).await.unwrap();
+        let names: Vec<&str> = tools.tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            methods(&server),
+            ["initialize@-", "notifications/initialized@s1", "tools/list@s1", "tools/list@s1"]
+        );
+        // Kept while fresh.
+        c.tools(&http, 2_000, T).await.unwrap();
+        assert!(methods(&server).is_empty());
+
+        // A call answered as an event stream: the server's ping is answered, and its
+        // tools/list_changed makes the next listing ask again.
+        let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text, "did a");
+        assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+        c.tools(&http, 3_000, T).await.unwrap();
+        assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
+        // Old lists are asked for again.
+        c.tools(&http, 3_000 + TOOLS_TTL.as_millis() as u64, T)
+            .await
+            .unwrap();
+        assert_eq!(methods(&server).len(), 2);
+
+        // The server forgets the session: a new one, and the call goes through.
+        server.forgotten.store(true, Ordering::SeqCst);
+        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        assert_eq!(
+            methods(&server),
+            [
+                "tools/call@s1",
+                "initialize@-",
+                "notifications/initialized@s2",
+                "tools/call@s2",
+                "(response)@s2"
+            ]
+        );
+
+        // A call past its timeout is cancelled at once, naming its request id.
+        let e = c
+            .call(&http, "stall", JsonObject::new(), Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert!(e.timed_out(), "{e}");
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[1].1["method"], "notifications/cancelled");
+        assert_eq!(seen[1].1["params"]["requestId"], seen[0].1["id"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_cut_by_the_end_of_the_turn_is_cancelled_the_next_time() {
+        let server = Arc::new(Server::default());
+        let c = connection();
+        let (http, guard) = turn(&server);
+        c.tools(&http, 0, T).await.unwrap();
+        methods(&server);
+        let call = c.call(&http, "stall", JsonObject::new(), T);
+        let cut = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            drop(guard);
+        };
+        let (r, ()) = futures::join!(call, cut);
+        assert!(r.unwrap_err().turn_over());
+        let stalled_id = server.seen.lock().unwrap()[0].1["id"].clone();
+        methods(&server);
+
+        let (http, _guard) = turn(&server);
+        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        assert_eq!(seen[0].1["method"], "notifications/cancelled");
+        assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
+        assert_eq!(seen[1].1["method"], "tools/call");
+    }
+}
