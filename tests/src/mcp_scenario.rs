@@ -28,10 +28,16 @@ pub const EVERYTHING_CALLS: [(&str, &str); 12] = [
     ("echo", r#"{"message":"hi from runway"}"#),
     ("get-sum", r#"{"a":2,"b":3}"#),
     ("get-tiny-image", "{}"),
-    ("get-annotated-message", r#"{"messageType":"success","includeImage":true}"#),
+    (
+        "get-annotated-message",
+        r#"{"messageType":"success","includeImage":true}"#,
+    ),
     ("get-env", "{}"),
     ("get-resource-links", r#"{"count":2}"#),
-    ("get-resource-reference", r#"{"resourceType":"Text","resourceId":1}"#),
+    (
+        "get-resource-reference",
+        r#"{"resourceType":"Text","resourceId":1}"#,
+    ),
     ("get-structured-content", r#"{"location":"Chicago"}"#),
     (
         "gzip-file-as-resource",
@@ -39,7 +45,10 @@ pub const EVERYTHING_CALLS: [(&str, &str); 12] = [
     ),
     ("toggle-simulated-logging", "{}"),
     ("toggle-subscriber-updates", "{}"),
-    ("trigger-long-running-operation", r#"{"duration":1,"steps":2}"#),
+    (
+        "trigger-long-running-operation",
+        r#"{"duration":1,"steps":2}"#,
+    ),
 ];
 
 /// The servers, the model, and where the orders server notes cancelled calls.
@@ -80,10 +89,20 @@ impl McpBench {
         let every: Vec<(String, String, String)> = EVERYTHING_CALLS
             .iter()
             .enumerate()
-            .map(|(i, (name, args))| (format!("call_e{i}"), format!("every_{name}"), (*args).to_owned()))
+            .map(|(i, (name, args))| {
+                (
+                    format!("call_e{i}"),
+                    format!("every_{name}"),
+                    (*args).to_owned(),
+                )
+            })
             .collect();
         let delete = |id: &str, order: &str| {
-            calls(&[(id, "orders_delete_order", &format!(r#"{{"order":"{order}"}}"#))])
+            calls(&[(
+                id,
+                "orders_delete_order",
+                &format!(r#"{{"order":"{order}"}}"#),
+            )])
         };
         let model = ScriptedServer::script(vec![
             // 1. Text and image results, an error result, a header, in parallel.
@@ -114,9 +133,10 @@ impl McpBench {
             answer("It took too long."),
         ])
         .await;
-        let elsewhere =
-            ScriptedServer::start(|_| Reply::json(&json!({"jsonrpc": "2.0", "id": 1, "result": {}})))
-                .await;
+        let elsewhere = ScriptedServer::start(|_| {
+            Reply::json(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+        })
+        .await;
         let target = format!("{}/mcp", elsewhere.base_url);
         let redirect = ScriptedServer::start(move |_| Reply {
             status: 307,
@@ -168,7 +188,10 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
             hop = self.redirect.base_url,
         );
         vec![
-            ("RUNWAY_MODEL_BASE_URL", format!("{}/v1", self.model.base_url)),
+            (
+                "RUNWAY_MODEL_BASE_URL",
+                format!("{}/v1", self.model.base_url),
+            ),
             ("RUNWAY_MODEL", "test-model".into()),
             ("RUNWAY_TOOLS", tools),
             ("RUNWAY_TEST_MCP_TOKEN", MCP_TOKEN.into()),
@@ -219,10 +242,16 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
             .map(|t| t["function"]["name"].as_str().unwrap())
             .collect();
         for (name, _) in EVERYTHING_CALLS {
-            assert!(names.contains(&format!("every_{name}").as_str()), "{names:?}");
+            assert!(
+                names.contains(&format!("every_{name}").as_str()),
+                "{names:?}"
+            );
         }
         for name in ["lookup_order", "delete_order", "slow", "broken"] {
-            assert!(names.contains(&format!("orders_{name}").as_str()), "{names:?}");
+            assert!(
+                names.contains(&format!("orders_{name}").as_str()),
+                "{names:?}"
+            );
         }
         assert_eq!(names.len(), EVERYTHING_CALLS.len() + 4, "{names:?}");
         let system = first["messages"][0]["content"].as_str().unwrap();
@@ -283,10 +312,16 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
                 "every_{name} failed: {result}"
             );
         }
-        assert!(results["call_e5"].contains("[resource link:"), "{results:?}");
+        assert!(
+            results["call_e5"].contains("[resource link:"),
+            "{results:?}"
+        );
         assert!(results["call_e6"].contains("[resource <"), "{results:?}");
         assert!(results["call_e7"].contains("temperature"), "{results:?}");
-        assert!(results["call_e8"].contains("application/gzip"), "{results:?}");
+        assert!(
+            results["call_e8"].contains("application/gzip"),
+            "{results:?}"
+        );
 
         // 3. An approval-gated tool: approve runs it, edit runs the edited call, reject runs
         //    nothing.

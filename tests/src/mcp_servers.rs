@@ -41,9 +41,8 @@ fn installed(path: &Path) -> &Path {
 impl McpServerProcess {
     /// `@modelcontextprotocol/server-everything` in Streamable HTTP mode (`/mcp`).
     pub async fn everything() -> Self {
-        let script = repo().join(
-            "tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        );
+        let script = repo()
+            .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         let port = free_port();
         let command = vec![
             "node".to_owned(),
@@ -65,7 +64,10 @@ impl McpServerProcess {
         let port = free_port();
         let mut command = vec![
             installed(&python).display().to_string(),
-            repo().join("tests/mcp/orders_server.py").display().to_string(),
+            repo()
+                .join("tests/mcp/orders_server.py")
+                .display()
+                .to_string(),
             port.to_string(),
             "--cancel-log".to_owned(),
             cancel_log.display().to_string(),

@@ -1,7 +1,8 @@
 //! The model agent (`RUNWAY_AGENT=model`) in the real `bootstrap` under cargo-lambda's emulator
 //! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
-//! round trip, and attachments downloaded once and kept in the table.
+//! round trip, and attachments downloaded once and kept in the table; and MCP tools of real
+//! MCP servers.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-aws.sh`.
 
@@ -182,6 +183,34 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachmen
     )))
     .await;
     function.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
+
+/// MCP tools in the real `bootstrap` under cargo-lambda's emulator: every tool of the reference
+/// everything server and the Python SDK server's approval, restart, timeout and cancellation
+/// cases, with a server down and one redirecting (tests/src/mcp_scenario.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto, cargo-lambda and scripts/setup-mcp.sh: run by scripts/test-aws.sh"]
+async fn the_model_agent_on_lambda_uses_mcp_servers() {
+    let mut bench = runway_e2e::mcp_scenario::McpBench::start().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/local");
+    let mut cmd = Command::new(script);
+    cmd.args(["--table", "mcp", "--concurrency", "2"])
+        .envs(TARGET_ENV)
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_LOG", "warn");
+    for (k, v) in bench.settings() {
+        cmd.env(k, v);
+    }
+    let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
+    let client = Client::new(function.base_url(), target_auth());
+    let result =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
+    function.stop().await;
+    bench.stop().await;
     if let Err(failure) = result {
         std::panic::resume_unwind(failure);
     }

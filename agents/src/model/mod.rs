@@ -14,9 +14,9 @@ mod transcript;
 
 pub use attachment_intake::{AttachmentSettings, FileRef, FileRefKind};
 pub use chat_stream::{ChatStreamError, ChatStreamEvent, ChatStreamParser};
+pub use mcp::{McpApproval, McpServer};
 pub use model_agent::ModelAgent;
 pub use secret::Secret;
 pub use settings::{ModelSettings, ModelSettingsError, SETTING_NAMES};
-pub use mcp::{McpApproval, McpServer};
 pub use tools_file::{HttpTool, ToolsFile, ToolsFileError, parse_tools};
 pub use transcript::{ChatMessage, FunctionCall, ModelToolCall, STATE_KEY, Transcript};

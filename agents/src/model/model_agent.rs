@@ -200,8 +200,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             .mcp_client
             .as_ref()
             .and_then(|c| turn.http().with_client(c.clone()));
-        let tools =
-            Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
+        let tools = Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
         let mut input_used = false;
         if !t.pending.is_empty() {
             input_used = self.settle_pending(turn, out, &mut t, &tools).await;

@@ -2,8 +2,8 @@
 //! `RUNWAY_MODEL_*` settings.
 
 use super::attachment_intake::AttachmentSettings;
-use super::secret::Secret;
 use super::mcp::McpServer;
+use super::secret::Secret;
 use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
 
 /// The settings a model-backed agent reads (see [`ModelSettings::from_lookup`]).

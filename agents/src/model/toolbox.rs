@@ -110,7 +110,13 @@ impl<'a> Toolbox<'a> {
             .iter()
             .find(|t| t.name == name)
             .map(Tool::Http)
-            .or_else(|| self.mcp.tools.iter().find(|t| t.name == name).map(Tool::Mcp))
+            .or_else(|| {
+                self.mcp
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(Tool::Mcp)
+            })
     }
 
     /// Every tool's entry for the request's `tools` (empty: send none).

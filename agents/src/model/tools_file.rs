@@ -279,14 +279,18 @@ fn parse_mcp(
             if !(secs > 0.0 && secs <= MAX_MCP_TIMEOUT_SECS) {
                 return Err((
                     at,
-                    format!("timeout must be a number of seconds, more than 0 and at most {MAX_MCP_TIMEOUT_SECS}"),
+                    format!(
+                        "timeout must be a number of seconds, more than 0 and at most {MAX_MCP_TIMEOUT_SECS}"
+                    ),
                 ));
             }
             Some(Duration::from_secs_f64(secs))
         }
     };
     let headers = match headers {
-        Some(table) => read_headers(table.get_ref(), setting).map_err(|r| (table.span().start, r))?,
+        Some(table) => {
+            read_headers(table.get_ref(), setting).map_err(|r| (table.span().start, r))?
+        }
         None => Vec::new(),
     };
     Ok((
@@ -353,7 +357,10 @@ struct RawMcp {
 
 /// `approval = true | false | ["tool", …]`.
 #[derive(Deserialize)]
-#[serde(untagged, expecting = "approval must be true, false or a list of tool names")]
+#[serde(
+    untagged,
+    expecting = "approval must be true, false or a list of tool names"
+)]
 enum RawApproval {
     All(bool),
     Only(Vec<String>),
@@ -563,7 +570,10 @@ approval = true
             crm.allow,
             Some(vec!["search".to_owned(), "delete_contact".to_owned()])
         );
-        assert_eq!(crm.approval, McpApproval::Only(vec!["delete_contact".into()]));
+        assert_eq!(
+            crm.approval,
+            McpApproval::Only(vec!["delete_contact".into()])
+        );
         assert_eq!(crm.timeout, Some(Duration::from_millis(12_500)));
         assert_eq!(docs.approval, McpApproval::Always);
         assert_eq!(docs.allow, None);
@@ -576,14 +586,44 @@ approval = true
         let cases = [
             ("timeout = 12.5", "timout = 12.5", 13, "timout"),
             ("name = \"crm\"", "name = \"c_rm\"", 8, "MCP server name"),
-            ("https://mcp.example.com/mcp", "ftp://mcp.example.com/", 9, "absolute http"),
-            ("https://mcp.example.com/mcp", "https://u:p@mcp.example.com/", 9, "credentials"),
+            (
+                "https://mcp.example.com/mcp",
+                "ftp://mcp.example.com/",
+                9,
+                "absolute http",
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://u:p@mcp.example.com/",
+                9,
+                "credentials",
+            ),
             ("${SHOP_TOKEN}", "${NOPE}", 10, "NOPE"),
             ("timeout = 12.5", "timeout = 0", 13, "timeout must be"),
-            ("timeout = 12.5", "timeout = \"fast\"", 13, "timeout must be"),
-            ("approval = true", "approval = \"yes\"", 18, "approval must be"),
-            ("name = \"docs\"", "name = \"crm\"", 16, "a second MCP server"),
-            ("name = \"get_weather\"", "name = \"crm_lookup\"", 3, "collide"),
+            (
+                "timeout = 12.5",
+                "timeout = \"fast\"",
+                13,
+                "timeout must be",
+            ),
+            (
+                "approval = true",
+                "approval = \"yes\"",
+                18,
+                "approval must be",
+            ),
+            (
+                "name = \"docs\"",
+                "name = \"crm\"",
+                16,
+                "a second MCP server",
+            ),
+            (
+                "name = \"get_weather\"",
+                "name = \"crm_lookup\"",
+                3,
+                "collide",
+            ),
         ];
         for (from, to, line, reason) in cases {
             let src = WITH_MCP.replacen(from, to, 1);

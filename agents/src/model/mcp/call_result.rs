@@ -33,16 +33,12 @@ pub(crate) fn model_text(result: &CallToolResult) -> String {
 fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!(
-            "[image: {}, {} bytes]",
-            i.mime_type,
-            decoded_len(&i.data)
-        ),
-        ContentBlock::Audio(a) => format!(
-            "[audio: {}, {} bytes]",
-            a.mime_type,
-            decoded_len(&a.data)
-        ),
+        ContentBlock::Image(i) => {
+            format!("[image: {}, {} bytes]", i.mime_type, decoded_len(&i.data))
+        }
+        ContentBlock::Audio(a) => {
+            format!("[audio: {}, {} bytes]", a.mime_type, decoded_len(&a.data))
+        }
         ContentBlock::ResourceLink(r) => {
             let mut s = format!("[resource link: {} <{}>", r.name, r.uri);
             if let Some(m) = &r.mime_type {
@@ -113,11 +109,16 @@ mod tests {
     fn structured_content_and_errors() {
         let r = result(json!({"content": [], "structuredContent": {"temperature": 22}}));
         assert_eq!(model_text(&r), r#"{"temperature":22}"#);
-        let r = result(json!({"content": [{"type": "text", "text": "{\"temperature\":22}"}],
-                              "structuredContent": {"temperature": 22}}));
+        let r = result(
+            json!({"content": [{"type": "text", "text": "{\"temperature\":22}"}],
+                              "structuredContent": {"temperature": 22}}),
+        );
         assert_eq!(model_text(&r), r#"{"temperature":22}"#, "not said twice");
         let r = result(json!({"content": [{"type": "text", "text": "offline"}], "isError": true}));
-        assert_eq!(model_text(&r), "Error: the tool reported a failure: offline");
+        assert_eq!(
+            model_text(&r),
+            "Error: the tool reported a failure: offline"
+        );
         let r = result(json!({"content": []}));
         assert_eq!(model_text(&r), "(the tool returned no content)");
     }

@@ -381,13 +381,18 @@ impl McpConnection {
     }
 
     /// Sends `notifications/cancelled` for request `id`; true if the server took it.
-    async fn cancel(&self, http: &Http, session: &SessionHeaders, id: RequestId, why: &str) -> bool {
-        let message = ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(
-            CancelledNotification::new(CancelledNotificationParam::new(
-                Some(id),
-                Some(why.to_owned()),
+    async fn cancel(
+        &self,
+        http: &Http,
+        session: &SessionHeaders,
+        id: RequestId,
+        why: &str,
+    ) -> bool {
+        let message = ClientJsonRpcMessage::notification(
+            ClientNotification::CancelledNotification(CancelledNotification::new(
+                CancelledNotificationParam::new(Some(id), Some(why.to_owned())),
             )),
-        ));
+        );
         let left = http.time_left().unwrap_or_default();
         let sent = transport::send(
             http,
@@ -501,8 +506,14 @@ mod tests {
                 .headers
                 .get("mcp-session-id")
                 .map(|v| v.to_str().unwrap().to_owned());
-            assert_eq!(r.headers["x-key"], "k-1", "configured headers on every request");
-            s.seen.lock().unwrap().push((session.clone(), message.clone()));
+            assert_eq!(
+                r.headers["x-key"], "k-1",
+                "configured headers on every request"
+            );
+            s.seen
+                .lock()
+                .unwrap()
+                .push((session.clone(), message.clone()));
             let current = format!("s{}", s.session.load(Ordering::SeqCst));
             let method = message["method"].as_str().unwrap_or_default();
             let id = message["id"].clone();
@@ -515,7 +526,10 @@ mod tests {
                     "serverInfo": {"name": "mini", "version": "1"}}});
                 reply(
                     200,
-                    &[("content-type", "application/json"), ("mcp-session-id", &sid)],
+                    &[
+                        ("content-type", "application/json"),
+                        ("mcp-session-id", &sid),
+                    ],
                     body(result.to_string()),
                 )
             } else if session.as_deref() != Some(current.as_str())
@@ -529,11 +543,17 @@ mod tests {
                 let page = match message["params"]["cursor"].as_str() {
                     None => json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}],
                                    "nextCursor": "page-2"}),
-                    Some("page-2") => json!({"tools": [{"name": "b", "inputSchema": {"type": "object"}}]}),
+                    Some("page-2") => {
+                        json!({"tools": [{"name": "b", "inputSchema": {"type": "object"}}]})
+                    }
                     Some(other) => panic!("cursor {other}"),
                 };
                 let m = json!({"jsonrpc": "2.0", "id": id, "result": page});
-                reply(200, &[("content-type", "application/json")], body(m.to_string()))
+                reply(
+                    200,
+                    &[("content-type", "application/json")],
+                    body(m.to_string()),
+                )
             } else if message["params"]["name"] == "stall" {
                 let events = futures::stream::once(async { Ok(Bytes::from_static(b": hi\n\n")) })
                     .chain(futures::stream::pending());
@@ -604,11 +624,20 @@ mod tests {
 
         // Set up once, then every page of the list.
         let tools = c.tools(&http, 1_000, T).await.unwrap();
-        let names: Vec<&str> = tools.tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = tools
+            .tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(
             methods(&server),
-            ["initialize@-", "notifications/initialized@s1", "tools/list@s1", "tools/list@s1"]
+            [
+                "initialize@-",
+                "notifications/initialized@s1",
+                "tools/list@s1",
+                "tools/list@s1"
+            ]
         );
         // Kept while fresh.
         c.tools(&http, 2_000, T).await.unwrap();

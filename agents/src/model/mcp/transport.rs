@@ -118,10 +118,7 @@ pub(crate) async fn send(
         return Err(TransportError::SessionGone);
     }
     if !status.is_success() {
-        let body = response
-            .bytes_limited(64 * 1024)
-            .await
-            .unwrap_or_default();
+        let body = response.bytes_limited(64 * 1024).await.unwrap_or_default();
         return Err(TransportError::Status {
             status: status.as_u16(),
             detail: error_detail(&body, server),
