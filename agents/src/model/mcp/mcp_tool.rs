@@ -179,7 +179,7 @@ fn offered(
         return None;
     }
     let skip = |why: &str| {
-        tracing::warn!(server = %server.name, tool = remote, "MCP tool not offered: {why}");
+        tracing::debug!(server = %server.name, tool = remote, "MCP tool not offered: {why}");
         None
     };
     // Tasks (SEP-1686) are not implemented: a tool that must run as a task cannot be called.
