@@ -8,15 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientCapabilities, ClientJsonRpcMessage, ClientNotification,
-    ClientRequest, ClientResult, EmptyResult, ErrorCode, ErrorData, Implementation,
-    InitializeRequest, InitializeRequestParams, InitializeResult, InitializedNotification,
-    JsonObject, ListToolsRequest, NumberOrString, PaginatedRequestParams, ProtocolVersion,
-    RequestId,
+    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
+    ErrorCode, ErrorData, Implementation, InitializeRequestParams, JsonObject, NumberOrString,
+    PaginatedRequestParams, ProtocolVersion, RequestId,
 };
 use runway_core::http_client::{Http, HttpError};
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::server_config::McpServer;
 use super::transport::{self, Answer, SessionHeaders, TransportError};
@@ -144,16 +142,7 @@ impl McpConnection {
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let result = self
-                .request(
-                    http,
-                    timeout,
-                    |_| {
-                        ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
-                            params.clone(),
-                        ))
-                    },
-                    None,
-                )
+                .request(http, timeout, "tools/list", &params, None)
                 .await?;
             if let Some(Value::Array(page)) = result.get("tools") {
                 tools.extend(
@@ -198,12 +187,7 @@ impl McpConnection {
             call: None,
         };
         let result = self
-            .request(
-                http,
-                timeout,
-                |_| ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
-                Some(&mut abandoned),
-            )
+            .request(http, timeout, "tools/call", &params, Some(&mut abandoned))
             .await;
         match result {
             Ok(object) => {
@@ -244,14 +228,15 @@ impl McpConnection {
         &self,
         http: &Http,
         timeout: Duration,
-        make: impl Fn(&RequestId) -> ClientRequest,
+        method: &str,
+        params: &impl Serialize,
         mut abandoned: Option<&mut AbandonedCall<'_>>,
     ) -> Result<JsonObject, McpError> {
         for attempt in 0..2 {
             let session = self.session(http, timeout).await?;
             self.pay_owed_cancels(http, &session).await;
             let id = self.next_id();
-            let message = ClientJsonRpcMessage::request(make(&id), id.clone());
+            let message = request_message(&id, method, params);
             if let Some(a) = abandoned.as_deref_mut() {
                 a.call = Some((session.clone(), id.clone()));
             }
@@ -299,12 +284,10 @@ impl McpConnection {
         for (id, method) in answer.server_requests {
             // Only `ping` is answered with a result: no other capability was declared.
             let reply = if method == "ping" {
-                ClientJsonRpcMessage::response(ClientResult::EmptyResult(EmptyResult {}), id)
+                json!({"jsonrpc": "2.0", "id": id, "result": {}})
             } else {
-                ClientJsonRpcMessage::error(
-                    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None),
-                    Some(id),
-                )
+                let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None);
+                json!({"jsonrpc": "2.0", "id": id, "error": error})
             };
             let _ = transport::send(
                 http,
@@ -335,30 +318,31 @@ impl McpConnection {
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
         let id = self.next_id();
-        let message = ClientJsonRpcMessage::request(
-            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
-            id.clone(),
-        );
+        let message = request_message(&id, "initialize", &params);
         let answer = transport::send(http, &self.server, None, &message, Some(&id), timeout)
             .await?
             .ok_or_else(|| TransportError::Protocol("initialize got no answer".into()))?;
         let session_id = answer.session_id.clone();
         let result = answer.result.map_err(McpError::Refused)?;
-        let init: InitializeResult = serde_json::from_value(Value::Object(result))
-            .map_err(|e| TransportError::Protocol(format!("not an initialize result ({e})")))?;
-        let version = init.protocol_version;
+        // Only the agreed revision is needed (the server's capabilities and instructions are
+        // not used): read as a string, not as rmcp's whole `InitializeResult`.
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                TransportError::Protocol("initialize named no protocolVersion".into())
+            })?;
         if !ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
-            .contains(&version)
+            .iter()
+            .any(|known| known.as_str() == version)
         {
-            return Err(McpError::Version(version.to_string()));
+            return Err(McpError::Version(version.to_owned()));
         }
         let session = SessionHeaders {
             id: session_id,
             protocol_version: version.to_string(),
         };
-        let initialized = ClientJsonRpcMessage::notification(
-            ClientNotification::InitializedNotification(InitializedNotification::default()),
-        );
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         transport::send(
             http,
             &self.server,
@@ -388,11 +372,9 @@ impl McpConnection {
         id: RequestId,
         why: &str,
     ) -> bool {
-        let message = ClientJsonRpcMessage::notification(
-            ClientNotification::CancelledNotification(CancelledNotification::new(
-                CancelledNotificationParam::new(Some(id), Some(why.to_owned())),
-            )),
-        );
+        let params = CancelledNotificationParam::new(Some(id), Some(why.to_owned()));
+        let message =
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
         let left = http.time_left().unwrap_or_default();
         let sent = transport::send(
             http,
@@ -423,6 +405,12 @@ impl McpConnection {
     }
 }
 
+/// A JSON-RPC request. (Built from rmcp's parameter types rather than its `ClientRequest`
+/// union, whose every variant's serializer would be compiled into the Worker.)
+fn request_message(id: &RequestId, method: &str, params: &impl Serialize) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
 /// A `tools/call` in flight: dropped before it was answered (the turn ended under it), it
 /// leaves its cancellation owed.
 struct AbandonedCall<'a> {
@@ -442,9 +430,10 @@ impl Drop for AbandonedCall<'_> {
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use crate::paused_clock::PausedClock;
     use bytes::Bytes;
     use futures::StreamExt;
-    use runway_core::adapter::{BoxFuture, Runtime};
+    use runway_core::adapter::BoxFuture;
     use runway_core::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
     use runway_core::testing::{TurnHttpGuard, turn_http};
     use serde_json::json;
@@ -452,22 +441,6 @@ mod tests {
     use super::*;
     use crate::model::mcp::server_config::McpApproval;
     use crate::model::secret::Secret;
-
-    /// tokio's (paused) clock.
-    struct TestClock(tokio::time::Instant);
-
-    impl Runtime for TestClock {
-        type Sleep = tokio::time::Sleep;
-        fn sleep(&self, duration: Duration) -> Self::Sleep {
-            tokio::time::sleep(duration)
-        }
-        fn now_ms(&self) -> u64 {
-            self.0.elapsed().as_millis() as u64
-        }
-        fn fill_random(&self, buf: &mut [u8]) {
-            buf.fill(7);
-        }
-    }
 
     /// A Streamable HTTP server in miniature: sessions `s1`, `s2`… (`forget` makes it answer
     /// 404 to the current one), `tools/list` in two pages (JSON), `tools/call` answered as an
@@ -599,7 +572,7 @@ mod tests {
     fn turn(server: &Arc<Server>) -> (Http, TurnHttpGuard) {
         turn_http(
             Arc::new(Client(server.clone())),
-            TestClock(tokio::time::Instant::now()),
+            PausedClock::now(),
             Duration::from_secs(60),
         )
     }

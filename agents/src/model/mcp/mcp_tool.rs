@@ -101,11 +101,14 @@ impl McpServers {
                 .iter()
                 .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
                 .collect();
-            for raw in &listed.tools {
-                if let Some(tool) = offered(server, index, raw, &remote_names, &names) {
-                    names.push(tool.name.clone());
-                    catalog.tools.push(tool);
-                }
+            let offers: Vec<McpTool> = listed
+                .tools
+                .iter()
+                .filter_map(|raw| offered(server, index, raw, &remote_names, &names))
+                .collect();
+            for tool in unambiguous(offers) {
+                names.push(tool.name.clone());
+                catalog.tools.push(tool);
             }
         }
         catalog
@@ -219,6 +222,23 @@ fn offered(
     })
 }
 
+/// `offers` less every tool whose model name another one has too: two tools whose names differ
+/// only in characters the model cannot be given (`a.b`, `a_b`) are both left out, since which
+/// one a call (or an approval) meant would depend on the order of the server's list.
+fn unambiguous(offers: Vec<McpTool>) -> Vec<McpTool> {
+    let names: Vec<String> = offers.iter().map(|t| t.name.clone()).collect();
+    offers
+        .into_iter()
+        .filter(|tool| {
+            let unique = names.iter().filter(|n| **n == tool.name).count() == 1;
+            if !unique {
+                tracing::debug!(tool = %tool.remote, "MCP tool not offered: its name is ambiguous");
+            }
+            unique
+        })
+        .collect()
+}
+
 /// `{prefix}_{tool}`, with what chat-completions names do not allow replaced by `_`.
 fn model_name(prefix: &str, remote: &str) -> String {
     let tool: String = remote
@@ -292,5 +312,21 @@ mod tests {
             ..server()
         };
         assert_eq!(offered(&allow, 0, &echo, &names, &[]), None);
+    }
+
+    #[test]
+    fn tools_whose_names_collide_after_replacement_are_all_left_out() {
+        let s = server();
+        let schema = json!({"type": "object"});
+        let offers: Vec<McpTool> = ["a.b", "a_b", "c"]
+            .iter()
+            .filter_map(|n| {
+                let t = raw(json!({"name": n, "inputSchema": schema}));
+                offered(&s, 0, &t, &[], &[])
+            })
+            .collect();
+        assert_eq!(offers.len(), 3);
+        let kept: Vec<String> = unambiguous(offers).into_iter().map(|t| t.remote).collect();
+        assert_eq!(kept, ["c"]);
     }
 }

@@ -10,23 +10,36 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use rmcp::model::{
-    ClientJsonRpcMessage, ErrorData, JsonObject, JsonRpcMessage, RequestId, ServerNotification,
-    ServerRequest,
-};
+use rmcp::model::{ErrorData, JsonObject, RequestId};
 use runway_core::http_client::{Http, HttpError};
+use serde_json::Value;
 
 use super::server_config::McpServer;
 
 /// Largest JSON body, or event stream, read from an MCP server for one request (an image
 /// result is base64 inside JSON; progress notifications share a stream with the answer).
 pub(crate) const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+/// Requests from the server answered per reply at most (the rest go unanswered).
+const MAX_SERVER_REQUESTS: usize = 8;
 /// Longest error body quoted back.
 const MAX_ERROR_DETAIL_BYTES: usize = 300;
 
-/// A message as the server sends it: results stay JSON objects until the caller, who knows
-/// what it asked, reads them as the type it expects.
-type ServerMessage = JsonRpcMessage<ServerRequest, JsonObject, ServerNotification>;
+/// A message as the server sends it, any of the four JSON-RPC shapes: results stay JSON
+/// objects until the caller, who knows what it asked, reads them as the type it expects;
+/// requests and notifications are told by method name. (Reading them as rmcp's
+/// `ServerJsonRpcMessage` would compile the deserializer of every request, notification and
+/// result of the protocol into the Worker.)
+#[derive(Debug, serde::Deserialize)]
+struct ServerMessage {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    result: Option<JsonObject>,
+    #[serde(default)]
+    error: Option<ErrorData>,
+}
 
 /// The session a message belongs to (none before `initialize` has been answered).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +104,7 @@ pub(crate) async fn send(
     http: &Http,
     server: &McpServer,
     session: Option<&SessionHeaders>,
-    message: &ClientJsonRpcMessage,
+    message: &Value,
     awaited: Option<&RequestId>,
     timeout: Duration,
 ) -> Result<Option<Answer>, TransportError> {
@@ -192,30 +205,40 @@ pub(crate) async fn send(
 /// Notes `message` in `answer`; true if it is the awaited answer.
 fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> bool {
     match message {
-        JsonRpcMessage::Response(r) if &r.id == awaited => {
-            answer.result = Ok(r.result);
-            true
+        ServerMessage {
+            method: Some(method),
+            id: Some(id),
+            ..
+        } => {
+            if answer.server_requests.len() < MAX_SERVER_REQUESTS {
+                answer.server_requests.push((id, method));
+            }
+            false
         }
-        JsonRpcMessage::Error(e) if e.id.as_ref() == Some(awaited) => {
-            answer.result = Err(e.error);
-            true
-        }
-        JsonRpcMessage::Notification(n) => {
-            if matches!(
-                n.notification,
-                ServerNotification::ToolListChangedNotification(_)
-            ) {
+        ServerMessage {
+            method: Some(method),
+            ..
+        } => {
+            if method == "notifications/tools/list_changed" {
                 answer.tools_changed = true;
             }
             false
         }
-        JsonRpcMessage::Request(r) => {
-            let method = serde_json::to_value(&r.request)
-                .ok()
-                .and_then(|v| v.get("method")?.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            answer.server_requests.push((r.id, method));
-            false
+        ServerMessage {
+            id: Some(id),
+            error: Some(error),
+            ..
+        } if &id == awaited => {
+            answer.result = Err(error);
+            true
+        }
+        ServerMessage {
+            id: Some(id),
+            result: Some(result),
+            ..
+        } if &id == awaited => {
+            answer.result = Ok(result);
+            true
         }
         _ => false,
     }
