@@ -73,8 +73,7 @@ timeout 1800 cargo build -p runway-lambda --bin bootstrap
 timeout 1800 cargo test -p runway-e2e --test lambda -- --ignored --nocapture
 
 step "the model agent in bootstrap under cargo lambda watch (scripted model, tools, attachments, MCP servers)"
-# One emulator at a time: each test starts its own.
-timeout 1800 cargo test -p runway-e2e --test lambda_model -- --ignored --nocapture --test-threads=1
+timeout 1800 cargo test -p runway-e2e --test lambda_model -- --ignored --nocapture
 
 step "runway new: the generated crate's bootstrap passes runway check under cargo lambda watch"
 timeout 1800 cargo test -p runway-e2e --test new_crate_lambda -- --ignored --nocapture

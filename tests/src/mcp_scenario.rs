@@ -86,6 +86,12 @@ fn answer(text: &str) -> Reply {
 impl McpBench {
     /// Starts everything the scenario needs, on loopback.
     pub async fn start() -> Self {
+        Self::start_after(Vec::new()).await
+    }
+
+    /// [`McpBench::start`], with a model that answers with `first` before the scenario's own
+    /// answers: a runtime's other model checks share one start of it (and its build).
+    pub async fn start_after(first: Vec<Reply>) -> Self {
         let every: Vec<(String, String, String)> = EVERYTHING_CALLS
             .iter()
             .enumerate()
@@ -104,7 +110,8 @@ impl McpBench {
                 &format!(r#"{{"order":"{order}"}}"#),
             )])
         };
-        let model = ScriptedServer::script(vec![
+        let mut script = first;
+        script.extend(vec![
             // 1. Text and image results, an error result, a header, in parallel.
             calls(&[
                 ("call_e0", "every_echo", EVERYTHING_CALLS[0].1),
@@ -131,8 +138,8 @@ impl McpBench {
             // 5. A call slower than the server's timeout.
             calls(&[("call_slow", "orders_slow", r#"{"seconds":30}"#)]),
             answer("It took too long."),
-        ])
-        .await;
+        ]);
+        let model = ScriptedServer::script(script).await;
         let elsewhere = ScriptedServer::start(|_| {
             Reply::json(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
         })
@@ -227,6 +234,7 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
 
     /// Plays the scenario against the agent behind `client`.
     pub async fn check(&mut self, client: &Client) {
+        let earlier = self.model_calls().len();
         // 1. The tool list, text and image results, an error result, the configured header;
         //    the server that is down and the one that redirects are left out, with a note.
         let t = client
@@ -234,7 +242,7 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
             .await;
         assert_success(&t);
         assert_eq!(t.text(), "Looked everything up.");
-        let first = &self.model_calls()[0];
+        let first = &self.model_calls()[earlier];
         let names: Vec<&str> = first["tools"]
             .as_array()
             .expect("tools sent")
@@ -253,7 +261,18 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
                 "{names:?}"
             );
         }
-        assert_eq!(names.len(), EVERYTHING_CALLS.len() + 4, "{names:?}");
+        let mcp_names = names
+            .iter()
+            .filter(|n| n.starts_with("every_") || n.starts_with("orders_"))
+            .count();
+        // Nothing else of theirs, and no tool of the servers that are down or redirect.
+        assert_eq!(mcp_names, EVERYTHING_CALLS.len() + 4, "{names:?}");
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("down_") || n.starts_with("hop_")),
+            "{names:?}"
+        );
         let system = first["messages"][0]["content"].as_str().unwrap();
         assert!(
             system.contains("The tools of the MCP server \"down\" are unavailable"),
