@@ -20,6 +20,8 @@ mod demo;
 mod echo;
 mod http_probe;
 mod model;
+#[cfg(test)]
+mod paused_clock;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;
