@@ -7,7 +7,7 @@ mod model_agent;
 mod secret;
 mod settings;
 mod tool_runner;
-mod tools_file;
+pub(crate) mod tools_file;
 mod transcript;
 
 pub use attachment_intake::{AttachmentSettings, FileRef, FileRefKind};
