@@ -9,11 +9,11 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use runway_core::Agent;
 use runway_core::adapter::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
 };
 use runway_core::http_client::ReqwestClient;
+use runway_core::{Agent, Workers};
 
 use crate::data_dir::{DataDir, DataDirError};
 use crate::playground::PageSettings;
@@ -41,13 +41,39 @@ pub struct ServeArgs {
 /// a start-up error (bad setting, unusable data directory or address) as a failure.
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     crate::logging::init();
-    match serve(agent, args).await {
+    let served = match workers_file(agent) {
+        Ok(Served::One(agent)) => serve(agent, args).await,
+        Ok(Served::Workers(workers)) => serve(workers, args).await,
+        Err(e) => Err(ServeError::Config(e)),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runway: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// What is served: the binary's agent, or the workers of a workers file.
+enum Served<A> {
+    One(A),
+    Workers(Workers),
+}
+
+/// The workers of `RUNWAY_WORKERS_FILE` / `RUNWAY_WORKERS` if one is set (the binary's agent
+/// is `agent = "main"` there, or its registered names if it is a [`Workers`]), else `agent`.
+fn workers_file<A: Agent>(agent: A) -> Result<Served<A>, String> {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if !set(runway_agents::WORKERS_FILE_SETTING) && !set(runway_agents::WORKERS_SETTING) {
+        return Ok(Served::One(agent));
+    }
+    let code = Workers::from_agent(agent);
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+    let setting = |k: &str| std::env::var(k).ok();
+    let workers = runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read)?
+        .ok_or("no workers file")?;
+    Ok(Served::Workers(workers))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +115,10 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let page = PageSettings::serve(&config.auth);
     let base_path = config.base_path.clone();
     let name = config.name.clone();
-    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
+    let prometheus = crate::metrics::Prometheus::default();
+    let runway = Runway::new(agent, store, rt, config)
+        .with_http_client(ReqwestClient::new())
+        .with_metrics(prometheus.clone());
 
     let fd_limit = crate::listener::raise_fd_limit();
     let listener =
@@ -99,7 +128,12 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
         .map_err(|e| ServeError::Listen(args.listen, e))?;
     let app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
+        .route(
+            &format!("{base_path}/metrics"),
+            axum::routing::any(metrics::<A>),
+        )
         .fallback(handle::<A>)
+        .layer(axum::Extension(prometheus))
         // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
@@ -141,6 +175,28 @@ async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Respons
             response.map(Body::from_stream).into_response()
         }
     }
+}
+
+/// `GET {base}/metrics`: the Prometheus counters, behind the header set.
+async fn metrics<A: Agent>(
+    State(runway): State<App<A>>,
+    axum::Extension(prometheus): axum::Extension<crate::metrics::Prometheus>,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(refused) = runway.authorize(&parts) {
+        return (*refused).map(Body::from).into_response();
+    }
+    if parts.method != http::Method::GET {
+        return runway_core::adapter::json_error(405, "method not allowed: use GET")
+            .map(Body::from)
+            .into_response();
+    }
+    (
+        [(http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        prometheus.render(),
+    )
+        .into_response()
 }
 
 fn spawn_purger(store: SqliteStore) {

@@ -102,6 +102,19 @@ impl Workers {
         Self::any_shared(Arc::new(agent))
     }
 
+    /// `agent` as workers: itself if it is a [`Workers`], else [`Workers::any`] (what a
+    /// workers file calls `agent = "main"`).
+    pub fn from_agent<A: Agent>(agent: A) -> Self {
+        let boxed: Box<dyn std::any::Any> = Box::new(agent);
+        match boxed.downcast::<Workers>() {
+            Ok(workers) => *workers,
+            Err(other) => match other.downcast::<A>() {
+                Ok(agent) => Self::any(*agent),
+                Err(_) => unreachable!("the box holds an A"),
+            },
+        }
+    }
+
     /// [`Workers::any`] with a shared agent.
     pub fn any_shared(agent: SharedAgent) -> Self {
         Self {
