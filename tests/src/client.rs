@@ -170,6 +170,24 @@ impl Client {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// `GET {base}{path}` with the auth headers: status, content type and text.
+    pub async fn get_with_auth(&self, path: &str) -> (u16, String, String) {
+        let r = self
+            .request(reqwest::Method::GET, path)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("GET");
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        (status, ct, r.text().await.unwrap_or_default())
+    }
+
     /// `GET` an absolute URL with no headers at all (as a browser opening a link).
     pub async fn get_plain(&self, url: &str) -> (u16, String, String) {
         let r = self

@@ -330,6 +330,7 @@ impl LambdaStack {
             .arg("--concurrency")
             .arg(self.concurrency.to_string())
             .envs(TARGET_ENV)
+            .env("RUNWAY_WORKERS", runway_e2e::PILOT_WORKERS)
             .env("RUNWAY_LOG", "warn");
         // The first start may install the tools and compile the function.
         let p = AgentProcess::start(cmd, Duration::from_secs(900)).await;
@@ -388,6 +389,8 @@ async fn lambda_passes_the_suite() {
         "--slow-prompt",
         "/slow 3",
         "--strict",
+        "--agent-id",
+        runway_e2e::client::AGENT_ID,
     ]
     .iter()
     .map(Into::into)
