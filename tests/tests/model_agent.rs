@@ -1180,12 +1180,23 @@ system_prompt_addition = "Answer in Vietnamese."
         model = model.base_url,
         tools = tools.base_url,
     );
-    let s = serve_with(&model.base_url, None, false, &[("RUNWAY_WORKERS", &workers)]).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        false,
+        &[("RUNWAY_WORKERS", &workers)],
+    )
+    .await;
     let turn = |agent: &str, ws: &str, input: &str| {
         json!({"protocolVersion": "1", "runId": fresh_id(), "threadId": fresh_id(),
                "agentId": agent, "workspaceId": ws, "input": input})
     };
-    let system = |req: &Value| req["messages"][0]["content"].as_str().unwrap_or("").to_owned();
+    let system = |req: &Value| {
+        req["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
 
     // Each worker its own prompt; the Vietnamese workspace its own model and addition.
     let t = s.client.turn(&turn(hr, ws_a, "Leave policy?")).await;
@@ -1205,17 +1216,31 @@ system_prompt_addition = "Answer in Vietnamese."
     let t = s.client.turn(&turn(desk, ws_a, "Weather in Hanoi?")).await;
     assert_eq!(t.last()["type"], "RUN_ERROR", "{:?}", t.frames);
     assert_eq!(t.last()["code"], "QUOTA_EXCEEDED");
-    assert!(t.last()["message"].as_str().unwrap().contains("It can go on in about"), "{}", t.last());
+    assert!(
+        t.last()["message"]
+            .as_str()
+            .unwrap()
+            .contains("It can go on in about"),
+        "{}",
+        t.last()
+    );
     assert_eq!(of_type(&t, "TOOL_CALL_RESULT").len(), 1, "{:?}", t.types());
     assert_eq!(model_calls(&model).len(), 3);
     assert!(system(&model_calls(&model)[2]).starts_with("You are the order desk."));
     let t = s.client.turn(&turn(desk, ws_a, "And tomorrow?")).await;
     assert_eq!(t.frames.first().unwrap()["type"], "STEP_STARTED");
     assert_eq!(t.last()["code"], "QUOTA_EXCEEDED", "{:?}", t.frames);
-    assert_eq!(model_calls(&model).len(), 3, "the model was called past its budget");
+    assert_eq!(
+        model_calls(&model).len(),
+        3,
+        "the model was called past its budget"
+    );
 
     // /usage: the scripted model reported 21 prompt and 9 completion tokens per call.
-    let (status, report) = s.client.raw(reqwest::Method::GET, "/usage", Vec::new()).await;
+    let (status, report) = s
+        .client
+        .raw(reqwest::Method::GET, "/usage", Vec::new())
+        .await;
     assert_eq!(status, 200, "{report}");
     let row = |ws: &str, agent: &str| {
         report["rows"]
@@ -1227,8 +1252,16 @@ system_prompt_addition = "Answer in Vietnamese."
             .unwrap_or_else(|| panic!("no row for {ws} × {agent}: {report}"))
     };
     let r = row(ws_a, hr);
-    assert_eq!((r["turns"].as_u64(), r["succeeded"].as_u64()), (Some(1), Some(1)), "{r}");
-    assert_eq!((r["inputTokens"].as_u64(), r["outputTokens"].as_u64()), (Some(21), Some(9)), "{r}");
+    assert_eq!(
+        (r["turns"].as_u64(), r["succeeded"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    assert_eq!(
+        (r["inputTokens"].as_u64(), r["outputTokens"].as_u64()),
+        (Some(21), Some(9)),
+        "{r}"
+    );
     assert_eq!(r["modelCalls"], 1);
     // 21 × 0.15 + 9 × 0.60 = 8.55 micro-USD, counted in whole micro-USD.
     assert_eq!(r["costMicroUsd"], 9, "{r}");
@@ -1238,8 +1271,16 @@ system_prompt_addition = "Answer in Vietnamese."
     let r = row(ws_a, desk);
     assert_eq!(r["turns"], 2, "{r}");
     assert_eq!(r["quotaExceeded"], 2, "{r}");
-    assert_eq!((r["inputTokens"].as_u64(), r["outputTokens"].as_u64()), (Some(21), Some(9)), "{r}");
-    assert_eq!((r["toolCalls"].as_u64(), r["toolFailures"].as_u64()), (Some(1), Some(0)), "{r}");
+    assert_eq!(
+        (r["inputTokens"].as_u64(), r["outputTokens"].as_u64()),
+        (Some(21), Some(9)),
+        "{r}"
+    );
+    assert_eq!(
+        (r["toolCalls"].as_u64(), r["toolFailures"].as_u64()),
+        (Some(1), Some(0)),
+        "{r}"
+    );
     assert_eq!(report["totals"]["inputTokens"], 63, "{report}");
     s.stop().await;
 }

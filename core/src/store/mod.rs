@@ -217,8 +217,9 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         std::future::ready(Err(no_counters()))
     }
 
-    /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent,
-    /// and its expiry moved to `expires_at_ms` if that is later).
+    /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent).
+    /// Its expiry becomes `expires_at_ms`: the callers give every write of a row the same
+    /// expiry or a later one.
     fn add_tally(
         &self,
         key: &TallyKey,
