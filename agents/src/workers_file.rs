@@ -166,6 +166,7 @@ pub fn workers_from_settings<R: Runtime + Clone>(
     rt: &R,
     setting: &dyn Fn(&str) -> Option<String>,
     read_file: &dyn Fn(&str) -> Result<String, String>,
+    prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
 ) -> Result<Option<Workers>, String> {
     let non_empty = |k: &str| setting(k).filter(|v| !v.trim().is_empty());
     match (non_empty(WORKERS_FILE_SETTING), non_empty(WORKERS_SETTING)) {
@@ -184,22 +185,29 @@ pub fn workers_from_settings<R: Runtime + Clone>(
                     read_file(&format!("{dir}{p}"))
                 }
             };
-            load_workers(&text, path, code, rt, setting, &read_relative)
+            load_workers(&text, path, code, rt, setting, &read_relative, prepare)
                 .map(Some)
                 .map_err(|e| e.to_string())
         }
-        (None, Some(inline)) => {
-            load_workers(&inline, WORKERS_SETTING, code, rt, setting, read_file)
-                .map(Some)
-                .map_err(|e| e.to_string())
-        }
+        (None, Some(inline)) => load_workers(
+            &inline,
+            WORKERS_SETTING,
+            code,
+            rt,
+            setting,
+            read_file,
+            prepare,
+        )
+        .map(Some)
+        .map_err(|e| e.to_string()),
         (None, None) => Ok(None),
     }
 }
 
 /// Parses and checks a workers file and builds its workers. `origin` names it in errors;
 /// `setting` reads `${NAME}` references (and what built-in agents need); `read_file` reads a
-/// worker's `tools_file`.
+/// worker's `tools_file`; `prepare` finishes each model agent for the runtime (its attachment
+/// store, its download client).
 ///
 /// # Errors
 /// The first problem, with its line and column.
@@ -210,6 +218,7 @@ pub fn load_workers<R: Runtime + Clone>(
     rt: &R,
     setting: &dyn Fn(&str) -> Option<String>,
     read_file: &dyn Fn(&str) -> Result<String, String>,
+    prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
 ) -> Result<Workers, WorkersFileError> {
     let err_at = |offset: usize, reason: String| {
         let (line, column) = line_column(source, offset);
@@ -234,9 +243,8 @@ pub fn load_workers<R: Runtime + Clone>(
     }
     let mut workers = Workers::new();
     for (model, p) in &raw.prices {
-        if !(p.input_per_million.is_finite() && p.input_per_million >= 0.0)
-            || !(p.output_per_million.is_finite() && p.output_per_million >= 0.0)
-        {
+        let usable = |v: f64| v.is_finite() && v >= 0.0;
+        if !usable(p.input_per_million) || !usable(p.output_per_million) {
             return Err(err_at(
                 0,
                 format!("prices.{model:?}: prices must be numbers of 0 or more"),
@@ -303,7 +311,7 @@ pub fn load_workers<R: Runtime + Clone>(
                 if let Some(m) = &w.model {
                     check_price(m)?;
                 }
-                let agent = ModelAgent::new(settings, rt.clone());
+                let agent = prepare(ModelAgent::new(settings, rt.clone()));
                 (Arc::new(agent.clone()), Some(agent))
             }
             Some(builtin @ ("demo" | "echo" | "http-probe")) => {
@@ -567,7 +575,7 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
             WORKERS_FILE_SETTING => Some("/etc/runway/workers.toml".to_owned()),
             k => setting(k),
         };
-        let w = workers_from_settings(&Workers::new(), &TokioRuntime, &lookup, &read)
+        let w = workers_from_settings(&Workers::new(), &TokioRuntime, &lookup, &read, &|m| m)
             .unwrap()
             .expect("a workers file is set");
         let p = w.policy();
@@ -613,7 +621,16 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
              [workers.\"918273688800000500\"]\nagent = \"desk\"\n[workers.\"918273688800000600\"]\nagent = \"echo\"\n"
         );
         let code = Workers::new().add("desk", crate::EchoAgent);
-        let w = load_workers(&src, "w.toml", &code, &TokioRuntime, &setting, &read).unwrap();
+        let w = load_workers(
+            &src,
+            "w.toml",
+            &code,
+            &TokioRuntime,
+            &setting,
+            &read,
+            &|m| m,
+        )
+        .unwrap();
         assert!(w.policy().serves("918273688800000500"));
         let e = load_workers(
             &src.replace("[\"lookup_order\"]", "[\"refund\"]"),
@@ -622,6 +639,7 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
             &TokioRuntime,
             &setting,
             &read,
+            &|m| m,
         )
         .unwrap_err();
         assert!(e.reason.contains("refund"), "{e}");

@@ -47,7 +47,7 @@ fn workers_file<A: Agent>(agent: A) -> Result<Served<A>, InitError> {
     let code = Workers::from_agent(agent);
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
     let setting = |k: &str| std::env::var(k).ok();
-    runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read)
+    runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read, &|m| m)
         .map_err(InitError::Config)?
         .map(Served::Workers)
         .ok_or_else(|| InitError::Config("no workers file".into()))

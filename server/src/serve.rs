@@ -71,8 +71,9 @@ fn workers_file<A: Agent>(agent: A) -> Result<Served<A>, String> {
     let code = Workers::from_agent(agent);
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
     let setting = |k: &str| std::env::var(k).ok();
-    let workers = runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read)?
-        .ok_or("no workers file")?;
+    let workers =
+        runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read, &|m| m)?
+            .ok_or("no workers file")?;
     Ok(Served::Workers(workers))
 }
 
