@@ -1,6 +1,6 @@
 //! One CloudWatch Embedded Metric Format line per turn on stdout: CloudWatch Logs extracts the
 //! metrics from it (namespace `RUNWAY_METRICS_NAMESPACE`, default `runway`; dimensions
-//! `worker` and `outcome`), so dashboards and alarms need no SDK call and no extra request.
+//! `worker` and `outcome`, and `outcome` alone), so dashboards and alarms need no SDK call and no extra request.
 //! The turn's ids ride along as plain members (searchable in Logs Insights, not dimensions:
 //! they would make a metric per turn).
 
@@ -63,7 +63,9 @@ impl EmfLine {
             "Timestamp": r.started_at_ms + r.duration_ms,
             "CloudWatchMetrics": [{
                 "Namespace": self.namespace,
-                "Dimensions": [["worker", "outcome"]],
+                // By worker and outcome, and by outcome alone (what an alarm on refusals
+                // across every worker reads).
+                "Dimensions": [["worker", "outcome"], ["outcome"]],
                 "Metrics": metrics,
             }],
         });

@@ -42,7 +42,7 @@ fn the_line_is_an_emf_document() {
         let directive = &doc["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(
             directive["Dimensions"],
-            serde_json::json!([["worker", "outcome"]])
+            serde_json::json!([["worker", "outcome"], ["outcome"]])
         );
         for set in directive["Dimensions"].as_array().unwrap() {
             for key in set.as_array().unwrap() {
