@@ -30,6 +30,6 @@ pub use echo::EchoAgent;
 pub use http_probe::HttpProbeAgent;
 pub use model::*;
 pub use workers_file::{
-    MAIN_AGENT, WORKERS_FILE_SETTING, WORKERS_SETTING, WorkersFileError, load_workers,
-    workers_from_settings,
+    MAIN_AGENT, Served, WORKERS_FILE_SETTING, WORKERS_SETTING, WorkersFileError, load_workers,
+    served_from_env, workers_from_settings,
 };

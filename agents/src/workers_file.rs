@@ -204,6 +204,36 @@ pub fn workers_from_settings<R: Runtime + Clone>(
     }
 }
 
+/// What a native binary serves: its own agent, or the workers of a workers file.
+pub enum Served<A> {
+    /// No workers file: the binary's agent, for every `agentId`.
+    One(A),
+    /// The workers of the file.
+    Workers(Workers),
+}
+
+/// For a native binary (`runway serve`, Lambda): the workers of `RUNWAY_WORKERS_FILE` (read
+/// from disk) or `RUNWAY_WORKERS` in the process environment if one is set, with `agent` as
+/// `agent = "main"` (or its registered names, if it is a [`Workers`]); else `agent`.
+///
+/// # Errors
+/// As [`workers_from_settings`].
+pub fn served_from_env<A: runway_core::Agent, R: Runtime + Clone>(
+    agent: A,
+    rt: &R,
+) -> Result<Served<A>, String> {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if !set(WORKERS_FILE_SETTING) && !set(WORKERS_SETTING) {
+        return Ok(Served::One(agent));
+    }
+    let code = Workers::from_agent(agent);
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+    let setting = |k: &str| std::env::var(k).ok();
+    workers_from_settings(&code, rt, &setting, &read, &|m| m)?
+        .map(Served::Workers)
+        .ok_or_else(|| "no workers file".into())
+}
+
 /// Parses and checks a workers file and builds its workers. `origin` names it in errors;
 /// `setting` reads `${NAME}` references (and what built-in agents need); `read_file` reads a
 /// worker's `tools_file`; `prepare` finishes each model agent for the runtime (its attachment

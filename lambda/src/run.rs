@@ -4,8 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lambda_http::service_fn;
+use runway_agents::Served;
+use runway_core::Agent;
 use runway_core::adapter::{OsSettings, TokioRuntime};
-use runway_core::{Agent, Workers};
 
 use crate::settings::{InitError, init_agent};
 
@@ -24,33 +25,12 @@ use crate::settings::{InitError, init_agent};
 pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
-    match workers_file(agent)? {
+    // The workers of RUNWAY_WORKERS_FILE (a file in the package) or RUNWAY_WORKERS (a SAM
+    // parameter) if one is set, else `agent`.
+    match runway_agents::served_from_env(agent, &TokioRuntime).map_err(InitError::Config)? {
         Served::One(agent) => serve(agent, started).await,
         Served::Workers(workers) => serve(workers, started).await,
     }
-}
-
-/// What is served: the binary's agent, or the workers of a workers file.
-enum Served<A> {
-    One(A),
-    Workers(Workers),
-}
-
-/// The workers of `RUNWAY_WORKERS_FILE` (a file in the deployment package) or
-/// `RUNWAY_WORKERS` (a SAM parameter) if one is set, else `agent`. In the file, `agent` is
-/// `agent = "main"` (or its registered names, if it is a [`Workers`]).
-fn workers_file<A: Agent>(agent: A) -> Result<Served<A>, InitError> {
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if !set(runway_agents::WORKERS_FILE_SETTING) && !set(runway_agents::WORKERS_SETTING) {
-        return Ok(Served::One(agent));
-    }
-    let code = Workers::from_agent(agent);
-    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-    let setting = |k: &str| std::env::var(k).ok();
-    runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read, &|m| m)
-        .map_err(InitError::Config)?
-        .map(Served::Workers)
-        .ok_or_else(|| InitError::Config("no workers file".into()))
 }
 
 async fn serve<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {

@@ -37,7 +37,10 @@ const FILES: [(&str, &str); 11] = [
         include_str!("../templates/new/wrangler.toml"),
     ),
     (".gitignore", include_str!("../templates/new/gitignore")),
-    ("workers.toml", include_str!("../templates/new/workers.toml")),
+    (
+        "workers.toml",
+        include_str!("../templates/new/workers.toml"),
+    ),
     ("rust-toolchain.toml", TOOLCHAIN),
 ];
 

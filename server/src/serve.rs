@@ -9,11 +9,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use runway_agents::Served;
+use runway_core::Agent;
 use runway_core::adapter::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
 };
 use runway_core::http_client::ReqwestClient;
-use runway_core::{Agent, Workers};
 
 use crate::data_dir::{DataDir, DataDirError};
 use crate::playground::PageSettings;
@@ -41,7 +42,8 @@ pub struct ServeArgs {
 /// a start-up error (bad setting, unusable data directory or address) as a failure.
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     crate::logging::init();
-    let served = match workers_file(agent) {
+    // The workers of RUNWAY_WORKERS_FILE / RUNWAY_WORKERS if one is set, else `agent`.
+    let served = match runway_agents::served_from_env(agent, &TokioRuntime) {
         Ok(Served::One(agent)) => serve(agent, args).await,
         Ok(Served::Workers(workers)) => serve(workers, args).await,
         Err(e) => Err(ServeError::Config(e)),
@@ -53,28 +55,6 @@ pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// What is served: the binary's agent, or the workers of a workers file.
-enum Served<A> {
-    One(A),
-    Workers(Workers),
-}
-
-/// The workers of `RUNWAY_WORKERS_FILE` / `RUNWAY_WORKERS` if one is set (the binary's agent
-/// is `agent = "main"` there, or its registered names if it is a [`Workers`]), else `agent`.
-fn workers_file<A: Agent>(agent: A) -> Result<Served<A>, String> {
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if !set(runway_agents::WORKERS_FILE_SETTING) && !set(runway_agents::WORKERS_SETTING) {
-        return Ok(Served::One(agent));
-    }
-    let code = Workers::from_agent(agent);
-    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-    let setting = |k: &str| std::env::var(k).ok();
-    let workers =
-        runway_agents::workers_from_settings(&code, &TokioRuntime, &setting, &read, &|m| m)?
-            .ok_or("no workers file")?;
-    Ok(Served::Workers(workers))
 }
 
 #[derive(Debug, thiserror::Error)]
