@@ -209,7 +209,7 @@ pub enum Served<A> {
     /// No workers file: the binary's agent, for every `agentId`.
     One(A),
     /// The workers of the file.
-    Workers(Workers),
+    Workers(Box<Workers>),
 }
 
 /// For a native binary (`runway serve`, Lambda): the workers of `RUNWAY_WORKERS_FILE` (read
@@ -230,7 +230,7 @@ pub fn served_from_env<A: runway_core::Agent, R: Runtime + Clone>(
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
     let setting = |k: &str| std::env::var(k).ok();
     workers_from_settings(&code, rt, &setting, &read, &|m| m)?
-        .map(Served::Workers)
+        .map(|w| Served::Workers(Box::new(w)))
         .ok_or_else(|| "no workers file".into())
 }
 
@@ -596,6 +596,7 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
             &TokioRuntime,
             &setting,
             &read,
+            &|m| m,
         )
     }
 

@@ -29,7 +29,7 @@ pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     // parameter) if one is set, else `agent`.
     match runway_agents::served_from_env(agent, &TokioRuntime).map_err(InitError::Config)? {
         Served::One(agent) => serve(agent, started).await,
-        Served::Workers(workers) => serve(workers, started).await,
+        Served::Workers(workers) => serve(*workers, started).await,
     }
 }
 

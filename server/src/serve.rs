@@ -45,7 +45,7 @@ pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     // The workers of RUNWAY_WORKERS_FILE / RUNWAY_WORKERS if one is set, else `agent`.
     let served = match runway_agents::served_from_env(agent, &TokioRuntime) {
         Ok(Served::One(agent)) => serve(agent, args).await,
-        Ok(Served::Workers(workers)) => serve(workers, args).await,
+        Ok(Served::Workers(workers)) => serve(*workers, args).await,
         Err(e) => Err(ServeError::Config(e)),
     };
     match served {
