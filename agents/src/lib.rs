@@ -22,6 +22,8 @@ mod demo;
 mod echo;
 mod http_probe;
 mod model;
+#[cfg(test)]
+mod paused_clock;
 mod workers_file;
 
 pub use builtin::BuiltinAgent;

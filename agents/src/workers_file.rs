@@ -531,12 +531,16 @@ fn model_settings(
                     format!("cannot read {}: {e}", path.get_ref()),
                 )
             })?;
-            s.tools = parse_tools(&text, path.get_ref().trim(), setting)
+            let file = parse_tools(&text, path.get_ref().trim(), setting)
                 .map_err(|e| err_at(path.span().start, e.to_string()))?;
+            s.tools = file.tools;
+            s.mcp = file.mcp;
         }
         (None, Some(inline)) => {
-            s.tools = parse_tools(inline.get_ref(), &format!("workers.{id:?}.tools"), setting)
+            let file = parse_tools(inline.get_ref(), &format!("workers.{id:?}.tools"), setting)
                 .map_err(|e| err_at(inline.span().start, e.to_string()))?;
+            s.tools = file.tools;
+            s.mcp = file.mcp;
         }
         (None, None) => {}
     }

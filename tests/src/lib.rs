@@ -10,6 +10,8 @@ pub mod client;
 pub mod generated_crate;
 pub mod http_probe;
 mod lowkey;
+pub mod mcp_scenario;
+pub mod mcp_servers;
 mod overlap;
 pub mod paced_server;
 pub mod pilot;

@@ -1284,3 +1284,35 @@ system_prompt_addition = "Answer in Vietnamese."
     assert_eq!(report["totals"]["inputTokens"], 63, "{report}");
     s.stop().await;
 }
+
+/// MCP tools through the real `runway serve`: every tool of the reference everything server,
+/// an MCP server written with the official Python SDK (approval, restart, timeout and
+/// cancellation), one that is down and one that redirects (tests/src/mcp_scenario.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_of_real_servers_are_listed_called_approved_and_survive_restarts() {
+    let mut bench = runway_e2e::mcp_scenario::McpBench::start().await;
+    let data_dir = free_data_dir("model-agent-mcp");
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_LOG", "warn")
+        .env_remove("RUNWAY_TOOLS_FILE")
+        .env_remove("RUNWAY_AUTH_HEADERS")
+        .env_remove("RUNWAY_MODEL_API_KEY")
+        .env_remove("RUNWAY_SYSTEM_PROMPT");
+    for (k, v) in bench.settings() {
+        cmd.env(k, v);
+    }
+    let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let client = Client::new(process.base_url(), vec![]);
+    let result =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
+    process.stop().await;
+    bench.stop().await;
+    let _ = std::fs::remove_dir_all(data_dir);
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
