@@ -15,6 +15,10 @@ use crate::runtime::WorkersRuntime;
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+    if setting(&env, runway_agents::WORKERS_SETTING).is_some_and(|v| !v.trim().is_empty()) {
+        // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
+        return crate::fetch_with(|_| Ok(runway_core::Workers::new()), req, env, ctx).await;
+    }
     crate::fetch_with(
         |env| {
             let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());

@@ -70,6 +70,10 @@ pub enum TurnErrorCode {
     /// A repeated delivery of a run that finished, whose recording was not kept (recordings
     /// were at their memory bound while it ran): the agent is not run again.
     ReplayUnavailable,
+    /// A turns-per-minute limit of the workspace or worker refused the turn.
+    RateLimited,
+    /// A token or spend limit refused the turn, or stopped it mid-way.
+    QuotaExceeded,
 }
 
 impl TurnErrorCode {
@@ -88,6 +92,8 @@ impl TurnErrorCode {
             Self::StateTooLarge => "STATE_TOO_LARGE",
             Self::Superseded => "SUPERSEDED",
             Self::ReplayUnavailable => "REPLAY_UNAVAILABLE",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::QuotaExceeded => "QUOTA_EXCEEDED",
         }
     }
 }
@@ -116,6 +122,8 @@ impl TurnErrorCode {
                 "This message was already answered, but the answer was too long to keep for a \
                  repeat. Please ask again."
             }
+            Self::RateLimited => "Too many messages right now. Please try again in a minute.",
+            Self::QuotaExceeded => "The usage limit has been reached. Please try again later.",
         }
     }
 }

@@ -9,7 +9,7 @@ mod secret;
 mod settings;
 mod tool_runner;
 mod toolbox;
-mod tools_file;
+pub(crate) mod tools_file;
 mod transcript;
 
 pub use attachment_intake::{AttachmentSettings, FileRef, FileRefKind};

@@ -11,6 +11,7 @@ use super::attachment_intake::{load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::mcp::McpServers;
 use super::settings::ModelSettings;
+use super::tool_runner::is_failure;
 use super::toolbox::Toolbox;
 use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
@@ -18,7 +19,7 @@ use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, Interrupt, ReviewItem};
-use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn};
+use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -156,6 +157,28 @@ impl<R: Runtime> ModelAgent<R> {
     }
 }
 
+impl<R: Runtime + Clone> ModelAgent<R> {
+    /// The same agent (its attachment store and download client shared) with other settings:
+    /// a variant for one workspace (another model, prompt or tool set).
+    pub fn with_settings(&self, settings: ModelSettings) -> Self {
+        // The MCP servers' sessions and tool lists are per settings: a variant with the same
+        // servers shares them.
+        let mcp = if settings.mcp == self.settings.mcp {
+            Arc::clone(&self.mcp)
+        } else {
+            Arc::new(McpServers::new(&settings.mcp))
+        };
+        Self {
+            settings: Arc::new(settings),
+            rt: self.rt.clone(),
+            download_client: self.download_client.clone(),
+            files: Arc::clone(&self.files),
+            mcp,
+            mcp_client: self.mcp_client.clone(),
+        }
+    }
+}
+
 /// A model call that failed.
 enum RoundError {
     /// Nothing reached the user yet: worth another attempt.
@@ -178,6 +201,13 @@ struct Building {
     name: Option<String>,
     arguments: String,
     shown: Option<ToolCall>,
+}
+
+/// What one model call is asked: the conversation so far, its images and the tools offered.
+struct RoundPrompt<'a, 't> {
+    transcript: &'a Transcript,
+    images: &'a HashMap<String, String>,
+    tools: &'a Toolbox<'t>,
 }
 
 /// What one model call produced.
@@ -234,7 +264,16 @@ impl<R: Runtime> Agent for ModelAgent<R> {
         self.save(turn, &mut t);
         let images = load_images(turn, &*self.files, &t).await;
 
-        for _ in 0..self.settings.max_rounds.max(1) {
+        for round_index in 0..self.settings.max_rounds.max(1) {
+            // A token or spend limit reached by an earlier round: no more model calls.
+            if round_index > 0 && turn.usage().budget_spent() {
+                tracing::warn!(
+                    code = "QUOTA_EXCEEDED",
+                    "the turn's token or spend limit is reached: the model is not called again"
+                );
+                self.save(turn, &mut t);
+                return Err(turn.usage().quota_error());
+            }
             let round = self
                 .round_with_retries(turn, out, &mut t, &images, &tools)
                 .await?;
@@ -265,8 +304,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                     _ => to_run.push((call, shown)),
                 }
             }
-            self.run_calls(turn.http(), out, &mut t, to_run, &tools)
-                .await;
+            self.run_calls(turn, out, &mut t, to_run, &tools).await;
             if !to_ask.is_empty() {
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
@@ -367,22 +405,24 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        self.run_calls(turn.http(), out, t, to_run, tools).await;
+        self.run_calls(turn, out, t, to_run, tools).await;
         input_used
     }
 
     /// Runs `calls` concurrently, shows each result and adds it to the transcript.
     async fn run_calls(
         &self,
-        http: &Http,
+        turn: &Turn,
         out: &Output,
         t: &mut Transcript,
         calls: Vec<(ModelToolCall, ToolCall)>,
         tools: &Toolbox<'_>,
     ) {
+        let http = turn.http();
         let results =
             futures::future::join_all(calls.iter().map(|(call, _)| tools.run(http, call))).await;
         for ((call, shown), content) in calls.into_iter().zip(results) {
+            turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
             t.messages.push(ChatMessage::Tool {
                 tool_call_id: call.id,
@@ -410,8 +450,14 @@ impl<R: Runtime> ModelAgent<R> {
             self.save(turn, t);
             t.partial = None;
             let http = turn.http().clone();
+            let usage = turn.usage().clone();
+            let prompt = RoundPrompt {
+                transcript: t,
+                images,
+                tools,
+            };
             match self
-                .round(&http, out, t, images, tools, &mut turn.context.state)
+                .round(&http, &usage, out, prompt, &mut turn.context.state)
                 .await
             {
                 Ok(round) => return Ok(round),
@@ -564,12 +610,16 @@ impl<R: Runtime> ModelAgent<R> {
     async fn round(
         &self,
         http: &Http,
+        usage: &TurnUsage,
         out: &Output,
-        t: &Transcript,
-        images: &HashMap<String, String>,
-        tools: &Toolbox<'_>,
+        prompt: RoundPrompt<'_, '_>,
         state: &mut Value,
     ) -> Result<Round, (RoundError, String)> {
+        let RoundPrompt {
+            transcript: t,
+            images,
+            tools,
+        } = prompt;
         let mut response = self
             .send(http, t, images, tools)
             .await
@@ -580,6 +630,7 @@ impl<R: Runtime> ModelAgent<R> {
         let mut reasoning_open = false;
         let mut building: BTreeMap<u32, Building> = BTreeMap::new();
         let mut finished = false;
+        let mut reported_usage = false;
         let broken = |detail: String, shown: bool, text: &str| {
             let e = if shown {
                 RoundError::Fatal {
@@ -681,15 +732,15 @@ impl<R: Runtime> ModelAgent<R> {
                         tracing::debug!(finish_reason = %reason, "model answer finished");
                     }
                     ChatStreamEvent::Usage(u) => {
-                        let prompt = u.get("prompt_tokens").and_then(serde_json::Value::as_u64);
-                        let completion = u
-                            .get("completion_tokens")
-                            .and_then(serde_json::Value::as_u64);
-                        tracing::info!(
-                            prompt_tokens = prompt,
-                            completion_tokens = completion,
+                        let tokens = model_tokens(&u);
+                        tracing::debug!(
+                            prompt_tokens = tokens.input,
+                            completion_tokens = tokens.output,
+                            reasoning_tokens = tokens.reasoning,
                             "model usage"
                         );
+                        usage.model_call(&self.settings.model, tokens);
+                        reported_usage = true;
                     }
                     ChatStreamEvent::Done => {}
                 }
@@ -707,6 +758,10 @@ impl<R: Runtime> ModelAgent<R> {
                 }
                 break;
             }
+        }
+        if !reported_usage {
+            // An endpoint that ignores `stream_options.include_usage`: the call still counts.
+            usage.model_call(&self.settings.model, ModelTokens::default());
         }
         if reasoning_open {
             out.end_reasoning();
@@ -764,6 +819,19 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
             Role::System => None,
         })
         .collect()
+}
+
+/// The tokens of a chat-completions `usage` object: `prompt_tokens`, `completion_tokens`, and
+/// `completion_tokens_details.reasoning_tokens` (absent fields count 0).
+fn model_tokens(usage: &Value) -> ModelTokens {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    ModelTokens {
+        input: n(usage.get("prompt_tokens")),
+        output: n(usage.get("completion_tokens")),
+        reasoning: n(usage
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens"))),
+    }
 }
 
 /// The native client for MCP requests: reqwest, following no redirect.

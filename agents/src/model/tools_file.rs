@@ -384,7 +384,7 @@ struct RawTool {
 }
 
 /// 1-based line and column of a byte offset.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(source.len());
     let before = &source[..offset];
     let line = before.matches('\n').count() + 1;
@@ -441,7 +441,10 @@ pub(crate) fn fill_placeholders(
 }
 
 /// Fills `${NAME}` references from the settings; a reference to an unset setting is an error.
-fn fill_settings(value: &str, setting: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn fill_settings(
+    value: &str,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(open) = rest.find("${") {

@@ -17,6 +17,7 @@ mod lowkey_route;
 pub(crate) mod os_settings;
 pub(crate) mod refusal_log;
 pub(crate) mod routing;
+mod usage_route;
 
 use std::sync::Arc;
 
@@ -24,7 +25,9 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::agent::Agent;
+use crate::agent::Workers;
 use crate::http_client::HttpClient;
+use crate::meter::{Policy, TurnMetrics};
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION};
@@ -82,13 +85,34 @@ impl<A, S, R> Clone for Runway<A, S, R> {
 }
 
 impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
-    /// Serves `agent`, keeping threads in `store`.
+    /// Serves `agent`, keeping threads in `store`. When `agent` is a [`Workers`], only its
+    /// `agentId`s are served, under its limits; any other agent serves every `agentId`.
     pub fn new(agent: A, store: S, rt: R, config: Config) -> Self {
+        let policy = (&agent as &dyn std::any::Any)
+            .downcast_ref::<Workers>()
+            .map_or_else(Policy::serve_any, |w| w.policy().clone());
         Self {
-            engine: Arc::new(Engine::new(agent, store, rt, config)),
+            engine: Arc::new(Engine::new(agent, store, rt, config, policy)),
             refusals: Arc::default(),
             http: None,
         }
+    }
+
+    /// Sends each finished turn's [`TurnReport`](crate::meter::TurnReport) to `metrics`
+    /// instead of the default log line ([`LogLine`](crate::meter::LogLine)). Call before serving.
+    ///
+    /// # Panics
+    /// If this `Runway` was already cloned (it is being served).
+    pub fn with_metrics(mut self, metrics: impl TurnMetrics) -> Self {
+        Arc::get_mut(&mut self.engine)
+            .expect("with_metrics is called before serving")
+            .metrics = Arc::new(metrics);
+        self
+    }
+
+    /// The workers served, their limits and model prices.
+    pub fn policy(&self) -> &Policy {
+        &self.engine.policy
     }
 
     /// Gives the agent an HTTP client ([`crate::Turn::http`]): `ReqwestClient` on native
@@ -164,7 +188,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             None => {
                 return Reply::Full(json_error(
                     404,
-                    "no such endpoint: use POST /runs, POST /lowkey/turn or GET /health",
+                    "no such endpoint: use POST /runs, POST /lowkey/turn, GET /health or GET /usage",
                 ));
             }
         };
@@ -184,6 +208,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             }
             Route::Runs => self.console_route(&req),
             Route::LowkeyTurn => self.lowkey_route(&req),
+            Route::Usage => Reply::Full(self.usage_route(&req).await),
             Route::File { .. } => unreachable!("answered above"),
         }
     }
@@ -264,7 +289,7 @@ pub fn json_error(status: u16, message: &str) -> http::Response<Bytes> {
     json_response(status, &json!({ "error": message }))
 }
 
-fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<Bytes> {
+pub(crate) fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<Bytes> {
     http::Response::builder()
         .status(status)
         .header(http::header::CONTENT_TYPE, "application/json")

@@ -34,6 +34,10 @@ use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
+use crate::meter::TurnUsage;
+use crate::meter::admission::admit;
+use crate::meter::record::after_turn;
+use crate::meter::turn_usage::TurnOutcome;
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::store::{CommitOutcome, TurnClaim, TurnStart, TurnStore};
@@ -69,6 +73,8 @@ enum Stop {
     Agent(Result<AgentResult, String>),
     /// The writer ended the turn (a limit).
     WriterEnded,
+    /// A workspace's or worker's limit refused the turn before the agent ran.
+    Refused(Ending),
     Cut(Cut),
 }
 
@@ -96,6 +102,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
         let (http, http_guard) =
             Http::for_turn(http, Arc::clone(self) as _, self.config.turn_deadline);
         plan.turn.http = http;
+        plan.turn.usage.start(started_ms, Arc::clone(&self.policy));
         let engine = Arc::clone(self);
         // Boxed where it is made: a turn's future is kilobytes, not moved again.
         let turn = Box::pin(async move {
@@ -117,6 +124,8 @@ struct Driver<'e, A, S, R: Runtime, E> {
     /// Where the turn's hosted-file links point.
     base_url: String,
     supersede_checks: u32,
+    /// What the turn used and how it ended (shared with the agent's `Turn::usage`).
+    usage: TurnUsage,
 }
 
 #[allow(private_bounds)]
@@ -133,6 +142,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             io: TurnIo::new(engine, writer, body, started_ms),
             base_url: String::new(),
             supersede_checks: 0,
+            usage: TurnUsage::default(),
         }
     }
 
@@ -141,12 +151,15 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     }
 
     async fn drive(mut self, plan: TurnPlan) {
-        let Some(mut claimed) = self.claim(&plan).await else {
-            return;
-        };
-        let (turn, ending, previous_state) = self.run(&plan, &mut claimed).await;
-        self.commit(&plan, claimed, turn, ending, &previous_state)
-            .await;
+        self.usage = plan.turn.usage.clone();
+        if let Some(mut claimed) = self.claim(&plan).await {
+            let (turn, ending, previous_state) = self.run(&plan, &mut claimed).await;
+            self.commit(&plan, claimed, turn, ending, &previous_state)
+                .await;
+        }
+        // Then the usage, while the body is still open (this driver holds it): on Lambda the
+        // invocation ends with the body, and nothing after it is sure to run.
+        after_turn(self.engine, &plan.turn).await;
     }
 
     /// Claims the run; `None` if this delivery has already answered (a replay, a refusal, an
@@ -249,16 +262,49 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             .take()
             .unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
         let previous_state = turn.context.state.clone();
-        let first_check = self.engine.config.heartbeat;
-        self.io
-            .timers
-            .set(Timer::Supersede, after(self.now(), first_check));
-        let stop = self
-            .run_agent(&mut turn, &plan.thread_key, claimed.arrival)
-            .await;
-        self.io.timers.stop(Timer::Supersede);
+        let stop = match self.admit(&turn).await {
+            Ok(()) => {
+                let first_check = self.engine.config.heartbeat;
+                self.io
+                    .timers
+                    .set(Timer::Supersede, after(self.now(), first_check));
+                let stop = self
+                    .run_agent(&mut turn, &plan.thread_key, claimed.arrival)
+                    .await;
+                self.io.timers.stop(Timer::Supersede);
+                stop
+            }
+            Err(stop) => stop,
+        };
         let ending = self.ending_of(stop, &turn, &previous_state);
         (turn, ending, previous_state)
+    }
+
+    /// Checks and counts the turn against its workspace's and worker's limits (turns per
+    /// minute, token and spend budgets), with heartbeats, bounded like any store call; `Err`
+    /// is why the agent does not run.
+    async fn admit(&mut self, turn: &Turn) -> Result<(), Stop> {
+        let engine = self.engine;
+        let checked = admit(
+            &engine.store,
+            &engine.policy,
+            &turn.usage,
+            &turn.agent_id,
+            &turn.workspace_id,
+            self.now(),
+        )
+        .map(Ok);
+        match self.io.store_call(checked, Watch::RUN_STORE_CALL).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(refused))) => Err(Stop::Refused(refused)),
+            Ok(Err(e)) => {
+                tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not check the turn's limits");
+                Err(Stop::Refused(Ending::failed(
+                    TurnErrorCode::StoreUnavailable,
+                )))
+            }
+            Err(cut) => Err(Stop::Cut(cut)),
+        }
     }
 
     async fn run_agent(&mut self, turn: &mut Turn, thread_key: &str, arrival: u64) -> Stop {
@@ -313,6 +359,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
 
     /// Renders one event and sends it; `Some` if the turn must stop.
     async fn apply(&mut self, event: AgentEvent) -> Option<Stop> {
+        self.usage.output_at(self.now());
         let event = match event {
             AgentEvent::File(file) => match self.host_file(file).await {
                 Ok(Some(artifact)) => AgentEvent::Artifact(artifact),
@@ -406,9 +453,11 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 }
             }
             Stop::Agent(Ok(Err(e))) => {
-                tracing::error!(code = "AGENT_ERROR", error = %e.detail(), "agent failed");
-                Ending::error(TurnErrorCode::AgentError, e.user_message())
+                let code = e.code().unwrap_or(TurnErrorCode::AgentError);
+                tracing::error!(code = %code, error = %e.detail(), "agent failed");
+                Ending::error(code, e.user_message())
             }
+            Stop::Refused(ending) => ending,
             Stop::Agent(Err(panic)) => {
                 tracing::error!(code = "AGENT_PANIC", panic = %panic, "agent panicked");
                 Ending::failed(TurnErrorCode::AgentPanic)
@@ -441,7 +490,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// Ends the turn, commits it, then sends the final frame (or `RUN_ERROR` if the commit
     /// failed).
     async fn commit(
-        mut self,
+        &mut self,
         plan: &TurnPlan,
         claimed: Claimed,
         turn: Turn,
@@ -457,6 +506,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             .ending()
             .cloned()
             .unwrap_or(Ending::Success);
+        self.usage.ended(TurnOutcome::of(&ending));
         if !cancelled {
             // Everything but the final frame leaves before the commit.
             let _ = self.io.send_output().await;
@@ -486,6 +536,8 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                     code = "CLAIM_LOST",
                     "another delivery took this run over: nothing recorded"
                 );
+                self.usage
+                    .ended(TurnOutcome::Error(TurnErrorCode::Superseded));
                 self.io
                     .link
                     .writer
@@ -503,6 +555,8 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             }
             Ok(Err(e)) => {
                 tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not save the turn");
+                self.usage
+                    .ended(TurnOutcome::Error(TurnErrorCode::StoreUnavailable));
                 self.io
                     .link
                     .writer
@@ -516,6 +570,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
 
     /// Ends the turn with `code` and sends the final bytes; nothing is committed.
     async fn end_uncommitted(&mut self, code: TurnErrorCode) {
+        self.usage.ended(TurnOutcome::Error(code));
         self.io.link.writer.finish(Ending::failed(code));
         self.io.link.flush();
         if let Some(final_bytes) = self.io.link.writer.take_final() {

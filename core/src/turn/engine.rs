@@ -1,10 +1,12 @@
 //! The engine: what every turn of a process runs with (the agent, the store, the platform's
 //! runtime, the settings). A turn starts with `Engine::start` (in `driver.rs`).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::http_client::turn_clock::TurnClock;
+use crate::meter::{LogLine, Policy, TurnMetrics};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 use crate::platform::runtime::Runtime;
 use crate::service::config::Config;
@@ -15,17 +17,26 @@ pub(crate) struct Engine<A, S, R> {
     pub(crate) store: S,
     pub(crate) rt: R,
     pub(crate) config: Config,
+    /// The workers served, their limits and model prices (a `Workers`' policy, or one agent
+    /// for every `agentId`).
+    pub(crate) policy: Arc<Policy>,
+    /// Where each turn's report goes.
+    pub(crate) metrics: Arc<dyn TurnMetrics>,
     /// When a store call last failed (0: never).
     last_store_error_ms: AtomicU64,
 }
 
 impl<A, S, R: Runtime> Engine<A, S, R> {
-    pub(crate) fn new(agent: A, store: S, rt: R, config: Config) -> Self {
+    /// An engine serving the workers of `policy`, reporting each turn to the log
+    /// ([`LogLine`]) until `metrics` is replaced.
+    pub(crate) fn new(agent: A, store: S, rt: R, config: Config, policy: Policy) -> Self {
         Self {
             agent,
             store,
             rt,
             config,
+            policy: Arc::new(policy),
+            metrics: Arc::new(LogLine),
             last_store_error_ms: AtomicU64::new(0),
         }
     }
