@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use runway_core::adapter::{BoxFuture, Config, Runtime};
+use runway_core::adapter::{BoxFuture, Config};
 use runway_core::http_client::{HttpBody, HttpClient, HttpError, HttpRequest, HttpResponse};
 use runway_core::protocol::{Attachment, Decision, SecretUrl};
 use runway_core::testing::{

@@ -52,7 +52,6 @@ thread_local! {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runway_core::adapter::Runtime;
 /// use runway_core::testing::VirtualRuntime;
 ///
 /// let rt = VirtualRuntime::new();
@@ -137,6 +136,23 @@ impl VirtualRuntime {
         }
     }
 
+    /// Completes once `duration` of virtual time has passed (within a
+    /// [`VirtualRuntime::run`]: nothing else moves the clock).
+    pub fn sleep(&self, duration: Duration) -> VirtualSleep {
+        let mut st = self.clock.lock();
+        st.next_timer += 1;
+        VirtualSleep {
+            clock: Arc::clone(&self.clock),
+            due: st.elapsed.saturating_add(duration),
+            id: st.next_timer,
+        }
+    }
+
+    /// The virtual wall clock, in ms since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.start_ms + self.clock.lock().elapsed.as_millis() as u64
+    }
+
     /// How much virtual time has passed since the clock was made.
     pub fn elapsed(&self) -> Duration {
         self.clock.lock().elapsed
@@ -191,17 +207,11 @@ impl Runtime for VirtualRuntime {
     type Sleep = VirtualSleep;
 
     fn sleep(&self, duration: Duration) -> VirtualSleep {
-        let mut st = self.clock.lock();
-        st.next_timer += 1;
-        VirtualSleep {
-            clock: Arc::clone(&self.clock),
-            due: st.elapsed.saturating_add(duration),
-            id: st.next_timer,
-        }
+        VirtualRuntime::sleep(self, duration)
     }
 
     fn now_ms(&self) -> u64 {
-        self.clock.start_ms + self.clock.lock().elapsed.as_millis() as u64
+        VirtualRuntime::now_ms(self)
     }
 
     /// Deterministic bytes (splitmix64 from seed 0): distinct on every call, the same in

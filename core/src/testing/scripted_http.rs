@@ -8,7 +8,6 @@ use bytes::Bytes;
 
 use crate::http_client::{HttpBody, HttpClient, HttpError, HttpRequest, HttpResponse};
 use crate::platform::maybe_send::BoxFuture;
-use crate::platform::runtime::Runtime;
 use crate::testing::clock::VirtualRuntime;
 
 /// An [`HttpClient`] for tests: each request is answered by the first scripted route with its

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
-use crate::platform::runtime::Runtime;
 use crate::store::memory::MemoryStore;
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::testing::clock::VirtualRuntime;

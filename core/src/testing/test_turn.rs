@@ -92,6 +92,8 @@ impl TurnClient {
     }
 
     /// The client a turn on `clock` sends through.
+    // On wasm32 nothing is `Send` and there is one thread; `Arc` keeps one type for both.
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
     pub(crate) fn on(self, clock: &VirtualRuntime) -> Arc<dyn HttpClient> {
         match self {
             Self::Scripted(script) => Arc::new(script.on_clock(clock)),
