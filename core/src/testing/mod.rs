@@ -48,10 +48,11 @@
 //! and the thread as saved ([`Frames::saved`], [`Frames::state`]).
 //!
 //! Several turns on one thread, turns at once, a store that fails: [`TestRunway`]. A request
-//! a [`TestTurn`] does not make (Lowkey, `/health`, a hosted file): [`TestRunway::runway`]
-//! and [`receive`].
+//! a [`TestTurn`] does not make (Lowkey, `/health`, a hosted file): [`TestRunway::request`];
+//! a test that drives [`Runway::handle`](crate::adapter::Runway::handle) itself:
+//! [`TestRunway::runway`] and [`receive`].
 //!
-//! An agent that sleeps should sleep on its [`Runtime`](crate::adapter::Runtime) (give it a
+//! An agent that sleeps should sleep on its [`Runtime`] (give it a
 //! [`VirtualRuntime`] in tests, through [`TestRunway::with`]): a tokio timer does not move the
 //! virtual clock.
 
