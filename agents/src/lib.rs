@@ -8,7 +8,7 @@
 //! - [`HttpProbeAgent`]: checks a runtime's HTTP client against a URL.
 //! - [`ModelAgent`]: any OpenAI-compatible chat-completions endpoint, with HTTP tools, human
 //!   approval and attachments ([`attachments`]).
-//! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`).
+//! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`, read by [`settings`]).
 //!
 //! Adapters depend on this crate only to serve the built-in agents; a team's own agent needs
 //! runway-core alone.
@@ -20,6 +20,7 @@ mod demo;
 mod echo;
 mod http_probe;
 mod model;
+pub mod settings;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;

@@ -17,9 +17,8 @@ use crate::runtime::WorkersRuntime;
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
     crate::fetch_with(
         |env| {
-            let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
-            let agent =
-                BuiltinAgent::from_settings(name.trim(), &WorkersRuntime, |k| setting(env, k))?;
+            let name = runway_agents::settings::agent_name(|k| setting(env, k));
+            let agent = BuiltinAgent::from_settings(&name, &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
                 // Attachments are downloaded by `fetch` without following redirects (the
                 // agent re-checks each hop).

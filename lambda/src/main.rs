@@ -6,6 +6,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), runway_lambda::Error> {
-    let agent = runway_lambda::builtin_agent(|k| std::env::var(k).ok()).await?;
-    runway_lambda::run(agent).await
+    runway_lambda::run_builtin().await
 }

@@ -7,7 +7,7 @@ use lambda_http::service_fn;
 use runway_core::Agent;
 use runway_core::adapter::OsSettings;
 
-use crate::settings::{InitError, init_agent};
+use crate::settings::{InitError, builtin_agent, init_agent};
 
 /// Serves `agent` on Lambda until the runtime stops the process: logs as Lambda expects
 /// (`RUST_LOG`/`AWS_LAMBDA_LOG_LEVEL`), reads the settings from the environment
@@ -24,6 +24,24 @@ use crate::settings::{InitError, init_agent};
 pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
+    serve(agent, started).await
+}
+
+/// [`run`] for this crate's own `bootstrap`: the built-in agent named by `RUNWAY_AGENT`
+/// ([`builtin_agent`]), built once logging is installed, so what it logs while it is built
+/// (the model agent's start-up warnings) is seen.
+///
+/// # Errors
+/// As [`run`], and an agent that cannot be built from its settings.
+pub async fn run_builtin() -> Result<(), lambda_http::Error> {
+    let started = Instant::now();
+    lambda_http::tracing::init_default_subscriber();
+    let agent = builtin_agent(|k| std::env::var(k).ok()).await?;
+    serve(agent, started).await
+}
+
+/// Initialises the app for `agent` and answers invocations until the runtime stops.
+async fn serve<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
     // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
     let app = init_agent(agent, |k| env.get(k)).await;

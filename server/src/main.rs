@@ -38,9 +38,9 @@ enum Command {
         #[command(flatten)]
         serve: runway::ServeArgs,
         /// Which built-in agent to serve: demo, echo, model (the RUNWAY_MODEL_* settings) or
-        /// http-probe (relays RUNWAY_HTTP_PROBE_URL).
-        #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
-        agent: String,
+        /// http-probe (relays RUNWAY_HTTP_PROBE_URL) [default: RUNWAY_AGENT, else demo].
+        #[arg(long)]
+        agent: Option<String>,
     },
     /// Check any External Agent against Console's onboarding checklist
     /// (`runway check --help` for options).
@@ -81,11 +81,15 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve { serve, agent } => {
+            // Before the agent is built: what it logs then (the model agent's warnings) is seen.
+            runway::init_logging();
+            let env = |k: &str| std::env::var(k).ok();
+            let agent = agent.unwrap_or_else(|| runway_agents::settings::agent_name(env));
             let built = if agent == "model" {
                 let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-                BuiltinAgent::model(&TokioRuntime, |k| std::env::var(k).ok(), read)
+                BuiltinAgent::model(&TokioRuntime, env, read)
             } else {
-                BuiltinAgent::from_settings(&agent, &TokioRuntime, |k| std::env::var(k).ok())
+                BuiltinAgent::from_settings(&agent, &TokioRuntime, env)
             };
             let agent = match built {
                 Ok(agent) => agent,

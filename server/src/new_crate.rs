@@ -455,7 +455,8 @@ mod tests {
             .and_then(|rest| rest.lines().next())
             .unwrap_or_default();
         assert!(
-            dev.starts_with("runway-core = { path = ") && dev.ends_with(r#"features = ["testing"] }"#),
+            dev.starts_with("runway-core = { path = ")
+                && dev.ends_with(r#"features = ["testing"] }"#),
             "{manifest}"
         );
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
