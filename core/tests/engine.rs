@@ -109,25 +109,28 @@ async fn the_deadline_ends_the_turn_with_run_error() {
     );
 }
 
+/// Sends `turn`, and drops its body (the client leaves) `after` it was handed over; returns
+/// when the engine finished, on the virtual clock.
+async fn disconnect_after(app: &App, turn: TestTurn, after: Duration) -> Duration {
+    let rt = app.runtime();
+    rt.run(async {
+        let Reply::Stream { response, turn } = app.runway().handle(turn.request()).await else {
+            panic!("not a stream")
+        };
+        let client = async {
+            rt.sleep(after).await;
+            drop(response);
+        };
+        futures::join!(turn, client);
+        rt.elapsed()
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_disconnect_drops_the_agent_and_records_the_cancellation() {
     let (app, agent) = app();
-    let rt = app.runtime().clone();
-    let ended_after = rt
-        .run(async {
-            let Reply::Stream { response, turn } =
-                app.runway().handle(self::turn("r", "100").request()).await
-            else {
-                panic!("not a stream")
-            };
-            let client = async {
-                rt.sleep(Duration::from_secs(3)).await;
-                drop(response);
-            };
-            futures::join!(turn, client);
-            rt.elapsed()
-        })
-        .await;
+    let ended_after = disconnect_after(&app, turn("r", "100"), Duration::from_secs(3)).await;
     assert!(
         ended_after < Duration::from_secs(4),
         "engine finishes promptly after a disconnect: {ended_after:?}"
@@ -227,24 +230,9 @@ async fn a_waiting_duplicate_sends_heartbeats() {
 #[tokio::test]
 async fn a_disconnect_during_the_claim_still_records_the_run_as_cancelled() {
     let (app, agent) = app();
-    let rt = app.runtime().clone();
     app.store()
         .delay(StoreCall::StartTurn, Duration::from_secs(2));
-    let finished_at = rt
-        .run(async {
-            let Reply::Stream { response, turn } =
-                app.runway().handle(self::turn("r", "1").request()).await
-            else {
-                panic!("not a stream")
-            };
-            let client = async {
-                rt.sleep(Duration::from_millis(500)).await;
-                drop(response);
-            };
-            futures::join!(turn, client);
-            rt.elapsed()
-        })
-        .await;
+    let finished_at = disconnect_after(&app, turn("r", "1"), Duration::from_millis(500)).await;
     assert!(
         finished_at <= Duration::from_secs(5),
         "engine finishes after the claim: {finished_at:?}"
