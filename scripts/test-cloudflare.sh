@@ -16,6 +16,7 @@ started=$SECONDS
 step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 
 cf_ensure_all
+scripts/setup-mcp.sh
 
 # One wasm build serves the whole suite: the repo's Worker with the model agent, which
 # tests/tests/cloudflare_model.rs needs (the other suites use demo and http-probe, in every
@@ -73,7 +74,8 @@ cargo test -p runway-e2e --test cloudflare_http -- --ignored --nocapture
 step "runway new: the generated crate's Worker passes runway check under wrangler dev"
 cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
-step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429"
-cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture
+step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429, MCP servers"
+# One wrangler dev at a time: each test starts its own.
+cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture --test-threads=1
 
 step "done"

@@ -79,9 +79,8 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
                     .into(),
             );
         }
-        Self::from_name(name, rt).ok_or_else(|| {
-            format!("unknown RUNWAY_AGENT {name:?}: choose one of {ALL_NAMES}")
-        })
+        Self::from_name(name, rt)
+            .ok_or_else(|| format!("unknown RUNWAY_AGENT {name:?}: choose one of {ALL_NAMES}"))
     }
 }
 

@@ -7,8 +7,10 @@
 //!   demos and conformance checks.
 //! - [`HttpProbeAgent`]: checks a runtime's HTTP client against a URL.
 //! - `ModelAgent` (feature `model`): any OpenAI-compatible chat-completions endpoint, with
-//!   HTTP tools, human approval and attachments (the `attachments` module).
+//!   HTTP and MCP tools, human approval and attachments (the `attachments` module).
 //! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`, read by [`settings`]).
+//! - `load_workers` (feature `model`): the workers file (`RUNWAY_WORKERS_FILE`): many Digital
+//!   Workers on one deployment, with their limits.
 //!
 //! Adapters depend on this crate only to serve the built-in agents; a team's own agent needs
 //! runway-core alone.
@@ -23,6 +25,8 @@ mod http_probe;
 #[cfg(feature = "model")]
 mod model;
 pub mod settings;
+#[cfg(feature = "model")]
+mod workers_file;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;
@@ -30,3 +34,8 @@ pub use echo::EchoAgent;
 pub use http_probe::HttpProbeAgent;
 #[cfg(feature = "model")]
 pub use model::*;
+pub use settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+#[cfg(feature = "model")]
+pub use workers_file::{
+    MAIN_AGENT, Served, WorkersFileError, load_workers, served_from_env, workers_from_settings,
+};

@@ -1,6 +1,7 @@
 //! The built-in agents' own settings, each parsed here and only here: which agent an adapter
-//! serves ([`AGENT`]), and the test-only switch letting the model agent download attachment
-//! links that point at this machine ([`ALLOW_LOOPBACK`]). The server, the Lambda `bootstrap`
+//! serves ([`AGENT`]), whether a workers file names them instead ([`workers_file_set`]), and
+//! the test-only switch letting the model agent download attachment links that point at this
+//! machine ([`ALLOW_LOOPBACK`]). The server, the Lambda `bootstrap`
 //! and the repo's Worker read them through these functions, so they agree on defaults and on
 //! what a value means.
 
@@ -10,6 +11,13 @@ pub const AGENT: &str = "RUNWAY_AGENT";
 
 /// The agent served when [`AGENT`] is unset or empty.
 pub const DEFAULT_AGENT: &str = "demo";
+
+/// The setting naming a workers file's path (many Digital Workers on one deployment; the
+/// workers file needs the crate's `model` feature).
+pub const WORKERS_FILE_SETTING: &str = "RUNWAY_WORKERS_FILE";
+
+/// The setting holding the workers file itself (a wrangler var or a SAM parameter).
+pub const WORKERS_SETTING: &str = "RUNWAY_WORKERS";
 
 /// `RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK`: `1` lets the model agent download attachment links to
 /// loopback addresses (plain `http` too). For tests only.
@@ -21,6 +29,14 @@ pub fn agent_name(get: impl Fn(&str) -> Option<String>) -> String {
         .map(|v| v.trim().to_owned())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| DEFAULT_AGENT.to_owned())
+}
+
+/// True when a workers file is configured: [`WORKERS_FILE_SETTING`] or [`WORKERS_SETTING`] is
+/// set and not blank. The file then names each worker's agent, and [`AGENT`] is not used.
+pub fn workers_file_set(get: impl Fn(&str) -> Option<String>) -> bool {
+    [WORKERS_FILE_SETTING, WORKERS_SETTING]
+        .iter()
+        .any(|k| get(k).is_some_and(|v| !v.trim().is_empty()))
 }
 
 /// A setting present but unusable.
@@ -65,6 +81,14 @@ mod tests {
         assert_eq!(agent_name(with(&[])), "demo");
         assert_eq!(agent_name(with(&[(AGENT, "  ")])), "demo");
         assert_eq!(agent_name(with(&[(AGENT, " model ")])), "model");
+    }
+
+    #[test]
+    fn a_workers_file_is_set_by_either_setting_unless_blank() {
+        assert!(!workers_file_set(with(&[])));
+        assert!(!workers_file_set(with(&[(WORKERS_SETTING, " \n")])));
+        assert!(workers_file_set(with(&[(WORKERS_SETTING, "[workers]")])));
+        assert!(workers_file_set(with(&[(WORKERS_FILE_SETTING, "w.toml")])));
     }
 
     #[test]

@@ -19,13 +19,18 @@ use crate::runtime::WorkersRuntime;
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+    if setting(&env, runway_agents::WORKERS_SETTING).is_some_and(|v| !v.trim().is_empty()) {
+        // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
+        return crate::fetch_with(|_| Ok(runway_core::Workers::new()), req, env, ctx).await;
+    }
     crate::fetch_with(
         |env| {
             let name = runway_agents::settings::agent_name(|k| setting(env, k));
             let agent = BuiltinAgent::from_settings(&name, &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
                 // Attachments are downloaded by `fetch` without following redirects (the
-                // agent re-checks each hop).
+                // agent re-checks each hop); MCP requests go the same way (a redirect is
+                // refused, so configured headers reach the configured origin only).
                 // Kept files go to the hosted files' KV namespace.
                 #[cfg(feature = "model")]
                 BuiltinAgent::Model(model) => {
@@ -35,6 +40,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
                     BuiltinAgent::Model(
                         model
                             .with_download_client(Arc::new(DownloadClient))
+                            .with_mcp_client(Arc::new(DownloadClient))
                             .with_attachment_store(Arc::new(KvAttachmentStore::new(kv))),
                     )
                 }

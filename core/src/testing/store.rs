@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
 use crate::store::memory::MemoryStore;
+use crate::store::tally::{Tally, TallyKey};
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::testing::clock::VirtualRuntime;
 
@@ -23,21 +24,36 @@ pub enum StoreCall {
     PutFile,
     /// `get_file`: serve a hosted file.
     GetFile,
+    /// `take_turn`: count a turn against a turns-per-minute limit.
+    TakeTurn,
+    /// `return_turn`: give back a turn another limit refused.
+    ReturnTurn,
+    /// `add_tally`: add a turn's usage to a tally row.
+    AddTally,
+    /// `tallies`: read a part's tally rows (limits, `/usage`).
+    Tallies,
 }
 
 impl StoreCall {
-    const ALL: [Self; 5] = [
+    const ALL: [Self; CALL_KINDS] = [
         Self::StartTurn,
         Self::FinishTurn,
         Self::LatestArrival,
         Self::PutFile,
         Self::GetFile,
+        Self::TakeTurn,
+        Self::ReturnTurn,
+        Self::AddTally,
+        Self::Tallies,
     ];
 
     fn index(self) -> usize {
         self as usize
     }
 }
+
+/// How many kinds of call [`StoreCall`] names.
+const CALL_KINDS: usize = 9;
 
 #[derive(Debug, Clone, Default)]
 struct Fault {
@@ -75,8 +91,8 @@ struct Fault {
 pub struct TestStore {
     inner: MemoryStore,
     rt: VirtualRuntime,
-    faults: Mutex<[Fault; 5]>,
-    calls: [AtomicUsize; 5],
+    faults: Mutex<[Fault; CALL_KINDS]>,
+    calls: [AtomicUsize; CALL_KINDS],
 }
 
 impl std::fmt::Debug for TestStore {
@@ -141,7 +157,7 @@ impl TestStore {
         self.inner.put_thread(thread_key, context, expires);
     }
 
-    fn faults(&self) -> std::sync::MutexGuard<'_, [Fault; 5]> {
+    fn faults(&self) -> std::sync::MutexGuard<'_, [Fault; CALL_KINDS]> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -180,5 +196,35 @@ impl TurnStore for TestStore {
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
         self.enter(StoreCall::GetFile).await?;
         self.inner.get_file(token, now_ms).await
+    }
+
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.enter(StoreCall::TakeTurn).await?;
+        self.inner.take_turn(key, limit, expires_at_ms).await
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        self.enter(StoreCall::ReturnTurn).await?;
+        self.inner.return_turn(key).await
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.enter(StoreCall::AddTally).await?;
+        self.inner.add_tally(key, tally, expires_at_ms).await
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        self.enter(StoreCall::Tallies).await?;
+        self.inner.tallies(part, now_ms).await
     }
 }

@@ -15,6 +15,7 @@
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
+//! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
 //! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
@@ -65,6 +66,7 @@
 //! | `commit.rs` | `finish_turn`: one transaction, merged and retried when the thread moved |
 //! | `retry.rs` | transactions and batches retried with backoff; SDK errors as `StoreError` |
 //! | `files.rs` | hosted files |
+//! | `tallies.rs` | tally rows: turns per minute, usage (the workers file's limits) |
 //! | `attachments.rs` | the model agent's kept attachments |
 
 mod attachments;
@@ -74,6 +76,7 @@ mod files;
 mod item;
 mod payload;
 mod retry;
+mod tallies;
 mod thread;
 
 use std::collections::HashMap;
@@ -82,6 +85,7 @@ use aws_sdk_dynamodb::Client;
 use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::store::tally::{Tally, TallyKey};
 
 pub use files::MAX_FILE_BYTES;
 use item::{Item, s};
@@ -162,5 +166,31 @@ impl TurnStore for DynamoStore {
 
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
         self.get_hosted_file(token, now_ms).await
+    }
+
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.take_turn_item(key, limit, expires_at_ms).await
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        self.return_turn_item(key).await
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.add_tally_item(key, tally, expires_at_ms).await
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        self.tally_rows(part, now_ms).await
     }
 }
