@@ -205,6 +205,13 @@ struct Building {
     shown: Option<ToolCall>,
 }
 
+/// What one model call is asked: the conversation so far, its images and the tools offered.
+struct RoundPrompt<'a, 't> {
+    transcript: &'a Transcript,
+    images: &'a HashMap<String, String>,
+    tools: &'a Toolbox<'t>,
+}
+
 /// What one model call produced.
 struct Round {
     text: String,
@@ -446,16 +453,13 @@ impl<R: Runtime> ModelAgent<R> {
             t.partial = None;
             let http = turn.http().clone();
             let usage = turn.usage().clone();
+            let prompt = RoundPrompt {
+                transcript: t,
+                images,
+                tools,
+            };
             match self
-                .round(
-                    &http,
-                    &usage,
-                    out,
-                    t,
-                    images,
-                    tools,
-                    &mut turn.context.state,
-                )
+                .round(&http, &usage, out, prompt, &mut turn.context.state)
                 .await
             {
                 Ok(round) => return Ok(round),
@@ -610,11 +614,14 @@ impl<R: Runtime> ModelAgent<R> {
         http: &Http,
         usage: &TurnUsage,
         out: &Output,
-        t: &Transcript,
-        images: &HashMap<String, String>,
-        tools: &Toolbox<'_>,
+        prompt: RoundPrompt<'_, '_>,
         state: &mut Value,
     ) -> Result<Round, (RoundError, String)> {
+        let RoundPrompt {
+            transcript: t,
+            images,
+            tools,
+        } = prompt;
         let mut response = self
             .send(http, t, images, tools)
             .await
