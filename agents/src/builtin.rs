@@ -2,9 +2,15 @@ use runway_core::Output;
 use runway_core::adapter::Runtime;
 use runway_core::{Agent, AgentResult, Turn};
 
-use super::{DemoAgent, EchoAgent, HttpProbeAgent, ModelAgent, ModelSettings};
+use super::{DemoAgent, EchoAgent, HttpProbeAgent};
+#[cfg(feature = "model")]
+use super::{ModelAgent, ModelSettings};
 
-/// One of the shipped agents, chosen by name at start-up (`RUNWAY_AGENT`).
+/// One of the shipped agents, chosen by name at start-up (`RUNWAY_AGENT`, see
+/// [`crate::settings`]).
+///
+/// The model agent is there with the crate's `model` feature only: it and its attachments are
+/// most of a Worker's size, so the repo's Worker leaves it out unless asked.
 #[derive(Debug, Clone)]
 pub enum BuiltinAgent<R> {
     /// [`DemoAgent`].
@@ -13,9 +19,17 @@ pub enum BuiltinAgent<R> {
     Echo(EchoAgent),
     /// [`HttpProbeAgent`].
     HttpProbe(HttpProbeAgent),
-    /// [`ModelAgent`].
+    /// `ModelAgent` (feature `model`).
+    #[cfg(feature = "model")]
     Model(ModelAgent<R>),
 }
+
+/// Every name [`BuiltinAgent::from_settings`] knows in this build.
+#[cfg(feature = "model")]
+const ALL_NAMES: &str = "demo, echo, http-probe, model";
+/// Every name [`BuiltinAgent::from_settings`] knows in this build.
+#[cfg(not(feature = "model"))]
+const ALL_NAMES: &str = "demo, echo, http-probe";
 
 impl<R: Runtime + Clone> BuiltinAgent<R> {
     /// Names accepted by [`BuiltinAgent::from_name`].
@@ -32,8 +46,13 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
 
     /// The agent called `name`, with the settings it needs read through `setting`: like
     /// [`BuiltinAgent::from_name`], plus `http-probe` (which needs `RUNWAY_HTTP_PROBE_URL`)
-    /// and `model` (the `RUNWAY_MODEL_*` settings; tools from `RUNWAY_TOOLS`, since this
-    /// runtime has no files: use [`BuiltinAgent::model`] where `RUNWAY_TOOLS_FILE` can be read).
+    /// and, with the `model` feature, `model` (the `RUNWAY_MODEL_*` settings; tools from
+    /// `RUNWAY_TOOLS`, since this runtime has no files: use `BuiltinAgent::model` where
+    /// `RUNWAY_TOOLS_FILE` can be read).
+    ///
+    /// # Errors
+    /// An unknown name (`model` in a build without it says so), or a setting the agent needs
+    /// that is missing or unusable.
     pub fn from_settings(
         name: &str,
         rt: &R,
@@ -49,16 +68,23 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
             return Ok(Self::HttpProbe(HttpProbeAgent::new(url.trim())));
         }
         if name == "model" {
+            #[cfg(feature = "model")]
             return Self::model(rt, setting, |_| {
                 Err("this runtime has no files: put the tools in RUNWAY_TOOLS".into())
             });
+            #[cfg(not(feature = "model"))]
+            return Err(
+                "RUNWAY_AGENT=model: this build has no model agent (build it with the `model` \
+                 feature)"
+                    .into(),
+            );
         }
-        Self::from_name(name, rt).ok_or_else(|| {
-            format!("unknown RUNWAY_AGENT {name:?}: choose one of demo, echo, http-probe, model")
-        })
+        Self::from_name(name, rt)
+            .ok_or_else(|| format!("unknown RUNWAY_AGENT {name:?}: choose one of {ALL_NAMES}"))
     }
 }
 
+#[cfg(feature = "model")]
 impl<R: Runtime + Clone> BuiltinAgent<R> {
     /// The `model` agent ([`ModelAgent`]) from the settings read through `setting`, reading
     /// `RUNWAY_TOOLS_FILE` with `read_file`.
@@ -82,7 +108,33 @@ impl<R: Runtime> Agent for BuiltinAgent<R> {
             Self::Demo(a) => a.run(turn, out).await,
             Self::Echo(a) => a.run(turn, out).await,
             Self::HttpProbe(a) => a.run(turn, out).await,
+            #[cfg(feature = "model")]
             Self::Model(a) => a.run(turn, out).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use runway_core::testing::VirtualRuntime;
+
+    use super::BuiltinAgent;
+
+    #[test]
+    fn names_resolve_and_an_unknown_one_lists_the_choices() {
+        let rt = VirtualRuntime::new();
+        let none = |_: &str| None;
+        assert!(matches!(
+            BuiltinAgent::from_settings("demo", &rt, none),
+            Ok(BuiltinAgent::Demo(_))
+        ));
+        assert!(matches!(
+            BuiltinAgent::from_settings("echo", &rt, none),
+            Ok(BuiltinAgent::Echo(_))
+        ));
+        let e = BuiltinAgent::from_settings("nope", &rt, none).unwrap_err();
+        assert!(e.contains("demo, echo, http-probe, model"), "{e}");
+        let e = BuiltinAgent::from_settings("http-probe", &rt, none).unwrap_err();
+        assert!(e.contains("RUNWAY_HTTP_PROBE_URL"), "{e}");
     }
 }

@@ -56,84 +56,39 @@ impl Agent for HttpProbeAgent {
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
-    use futures::StreamExt;
-
     use super::*;
-    use runway_core::adapter::{BoxFuture, Config, MemoryStore, Reply, Runtime, Runway};
-    use runway_core::http_client::{HttpBody, HttpClient, HttpError, HttpRequest, HttpResponse};
+    use runway_core::testing::{Frames, ScriptedHttp, ScriptedResponse, TestTurn};
 
-    /// tokio's timer (the core's `tokio` feature may be off in its own tests).
-    struct Rt;
+    const URL: &str = "http://127.0.0.1:9/probe";
 
-    impl Runtime for Rt {
-        type Sleep = tokio::time::Sleep;
-        fn sleep(&self, d: std::time::Duration) -> Self::Sleep {
-            tokio::time::sleep(d)
-        }
-        fn now_ms(&self) -> u64 {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64)
-        }
-        fn fill_random(&self, buf: &mut [u8]) {
-            buf.fill(7);
-        }
-    }
-
-    /// Answers every request with `pieces` as separate body chunks.
-    struct Pieces(Vec<&'static [u8]>);
-
-    impl HttpClient for Pieces {
-        fn send(&self, _: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
-            let chunks: Vec<Result<Bytes, HttpError>> =
-                self.0.iter().map(|p| Ok(Bytes::from_static(p))).collect();
-            Box::pin(async move {
-                Ok(HttpResponse::new(
-                    http::StatusCode::OK,
-                    http::HeaderMap::new(),
-                    HttpBody::from_stream(futures::stream::iter(chunks)),
-                ))
-            })
-        }
-    }
-
-    async fn relay(pieces: Vec<&'static [u8]>) -> String {
-        let runway = Runway::new(
-            HttpProbeAgent::new("http://127.0.0.1:9/probe"),
-            MemoryStore::new(),
-            Rt,
-            Config::default(),
-        )
-        .with_http_client(Pieces(pieces));
-        let body = r#"{"protocolVersion":"1","runId":"r","threadId":"t","agentId":"a","workspaceId":"w","input":"go"}"#;
-        let req = http::Request::post("/runs")
-            .body(Bytes::from(body))
-            .unwrap();
-        let Reply::Stream { response, turn } = runway.handle(req).await else {
-            panic!("expected a streamed turn");
-        };
-        let (_, chunks) = futures::join!(turn, response.into_body().collect::<Vec<_>>());
-        chunks
-            .into_iter()
-            .map(|c| String::from_utf8(c.unwrap().to_vec()).unwrap())
-            .collect()
+    /// The probe's turn when its URL answers with `pieces` as separate body chunks.
+    async fn relay(pieces: &[&'static [u8]]) -> Frames {
+        let body = pieces
+            .iter()
+            .fold(ScriptedResponse::new(200), |r, p| r.chunk(*p));
+        TestTurn::new("go")
+            .http_client(ScriptedHttp::new().get(URL, body))
+            .run(HttpProbeAgent::new(URL))
+            .await
     }
 
     #[tokio::test]
     async fn a_character_split_across_chunks_is_relayed_whole() {
         // "é" is C3 A9: the first chunk ends in the middle of it.
-        let sse = relay(vec![b"caf\xc3", b"\xa9 ok"]).await;
-        assert!(sse.contains(r#""delta":"caf""#), "{sse}");
-        assert!(sse.contains(r#""delta":"é ok""#), "{sse}");
-        assert!(sse.contains("RUN_FINISHED"), "{sse}");
+        let f = relay(&[b"caf\xc3", b"\xa9 ok"]).await;
+        let deltas: Vec<&str> = f
+            .of_type("TEXT_MESSAGE_CONTENT")
+            .map(|f| f["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(deltas, ["caf", "é ok"], "{f:?}");
+        assert!(f.is_success(), "{f:?}");
     }
 
     #[tokio::test]
     async fn a_body_that_is_not_utf8_ends_the_turn_with_an_error() {
-        let sse = relay(vec![b"ok ", b"\xff\xfe"]).await;
-        assert!(sse.contains("AGENT_ERROR"), "{sse}");
-        let cut = relay(vec![b"ok \xc3"]).await;
-        assert!(cut.contains("AGENT_ERROR"), "{cut}");
+        let f = relay(&[b"ok ", b"\xff\xfe"]).await;
+        assert_eq!(f.error().unwrap().code, "AGENT_ERROR", "{f:?}");
+        let cut = relay(&[b"ok \xc3"]).await;
+        assert_eq!(cut.error().unwrap().code, "AGENT_ERROR", "{cut:?}");
     }
 }

@@ -6,32 +6,36 @@
 //! - [`DemoAgent`]: deterministic and scripted (`/tool`, `/approve`, `/file`, `/slow 3`…), for
 //!   demos and conformance checks.
 //! - [`HttpProbeAgent`]: checks a runtime's HTTP client against a URL.
-//! - [`ModelAgent`]: any OpenAI-compatible chat-completions endpoint, with HTTP tools, human
-//!   approval and attachments ([`attachments`]).
-//! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`).
-//! - [`load_workers`]: the workers file (`RUNWAY_WORKERS_FILE`): many Digital Workers on one
-//!   deployment, with their limits.
+//! - `ModelAgent` (feature `model`): any OpenAI-compatible chat-completions endpoint, with
+//!   HTTP and MCP tools, human approval and attachments (the `attachments` module).
+//! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`, read by [`settings`]).
+//! - `load_workers` (feature `model`): the workers file (`RUNWAY_WORKERS_FILE`): many Digital
+//!   Workers on one deployment, with their limits.
 //!
 //! Adapters depend on this crate only to serve the built-in agents; a team's own agent needs
 //! runway-core alone.
 #![warn(missing_docs)]
 
+#[cfg(feature = "model")]
 pub mod attachments;
 mod builtin;
 mod demo;
 mod echo;
 mod http_probe;
+#[cfg(feature = "model")]
 mod model;
-#[cfg(test)]
-mod paused_clock;
+pub mod settings;
+#[cfg(feature = "model")]
 mod workers_file;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;
 pub use echo::EchoAgent;
 pub use http_probe::HttpProbeAgent;
+#[cfg(feature = "model")]
 pub use model::*;
+pub use settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+#[cfg(feature = "model")]
 pub use workers_file::{
-    MAIN_AGENT, Served, WORKERS_FILE_SETTING, WORKERS_SETTING, WorkersFileError, load_workers,
-    served_from_env, workers_from_settings,
+    MAIN_AGENT, Served, WorkersFileError, load_workers, served_from_env, workers_from_settings,
 };

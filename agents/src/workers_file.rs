@@ -45,11 +45,8 @@ use toml::Spanned;
 use crate::BuiltinAgent;
 use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
+use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING, workers_file_set};
 
-/// The setting naming the workers file's path.
-pub const WORKERS_FILE_SETTING: &str = "RUNWAY_WORKERS_FILE";
-/// The setting holding the workers file itself (a wrangler var or a SAM parameter).
-pub const WORKERS_SETTING: &str = "RUNWAY_WORKERS";
 /// The name a workers file gives the one agent a binary serves in code
 /// (`runway::serve(MyAgent)`): `agent = "main"`.
 pub const MAIN_AGENT: &str = "main";
@@ -222,8 +219,9 @@ pub fn served_from_env<A: runway_core::Agent, R: Runtime + Clone>(
     agent: A,
     rt: &R,
 ) -> Result<Served<A>, String> {
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if !set(WORKERS_FILE_SETTING) && !set(WORKERS_SETTING) {
+    // A value that is not UTF-8 still counts as set: the file's limits are never skipped.
+    let env = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+    if !workers_file_set(env) {
         return Ok(Served::One(agent));
     }
     let code = Workers::from_agent(agent);

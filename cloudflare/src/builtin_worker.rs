@@ -1,15 +1,19 @@
 //! The repo's own Worker (feature `builtin-worker`): the built-in agent named by
-//! `RUNWAY_AGENT` (`demo`, `echo`, `model` or `http-probe`), served through the public [`crate::fetch`] like any
-//! user's agent.
+//! `RUNWAY_AGENT` (`demo`, `echo`, `http-probe`, and `model` with the `model` feature), served
+//! through the public [`crate::fetch`] like any user's agent.
 
+#[cfg(feature = "model")]
 use std::sync::Arc;
 
 use runway_agents::BuiltinAgent;
 use worker::{Context, Env, Request, event};
 
+#[cfg(feature = "model")]
 use crate::FILES_BINDING;
+#[cfg(feature = "model")]
 use crate::download_client::DownloadClient;
 use crate::entry::setting;
+#[cfg(feature = "model")]
 use crate::kv_attachments::KvAttachmentStore;
 use crate::runtime::WorkersRuntime;
 
@@ -21,14 +25,14 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
     }
     crate::fetch_with(
         |env| {
-            let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
-            let agent =
-                BuiltinAgent::from_settings(name.trim(), &WorkersRuntime, |k| setting(env, k))?;
+            let name = runway_agents::settings::agent_name(|k| setting(env, k));
+            let agent = BuiltinAgent::from_settings(&name, &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
                 // Attachments are downloaded by `fetch` without following redirects (the
                 // agent re-checks each hop); MCP requests go the same way (a redirect is
                 // refused, so configured headers reach the configured origin only).
                 // Kept files go to the hosted files' KV namespace.
+                #[cfg(feature = "model")]
                 BuiltinAgent::Model(model) => {
                     let kv = env
                         .kv(FILES_BINDING)

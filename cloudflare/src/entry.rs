@@ -16,15 +16,20 @@ use runway_core::adapter::{
 };
 use worker::{Context, Env, Request};
 
+#[cfg(feature = "model")]
 use std::sync::Arc;
 
-use runway_agents::{ModelAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
+#[cfg(feature = "model")]
+use runway_agents::ModelAgent;
+use runway_agents::{WORKERS_FILE_SETTING, WORKERS_SETTING};
 use runway_core::Workers;
 
 use crate::analytics::AnalyticsMetrics;
 use crate::console_log::ConsoleLog;
+#[cfg(feature = "model")]
 use crate::download_client::DownloadClient;
 use crate::fetch_client::FetchClient;
+#[cfg(feature = "model")]
 use crate::kv_attachments::KvAttachmentStore;
 use crate::live::{Pump, install_panic_hook};
 use crate::runtime::WorkersRuntime;
@@ -158,12 +163,28 @@ pub async fn fetch_with<A: Agent>(
 /// and tools go inline, `tools = '''…'''`), with `agent` as `agent = "main"` (or its names,
 /// if it is a [`Workers`]). Model workers download attachments with `fetch` and keep them in
 /// the hosted files' KV namespace, like the built-in model agent.
+///
+/// The workers file needs the crate's `model` feature; without it a set workers file is
+/// refused (500, logged), never ignored: its workers and limits are not dropped silently.
 fn workers_of<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
     if setting(env, WORKERS_FILE_SETTING).is_some_and(|v| !v.trim().is_empty()) {
         return Err(format!(
             "{WORKERS_FILE_SETTING}: a Worker has no files: put the workers file itself in {WORKERS_SETTING}"
         ));
     }
+    workers_from_file(agent, env)
+}
+
+#[cfg(not(feature = "model"))]
+fn workers_from_file<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
+    let _ = (agent, env);
+    Err(format!(
+        "{WORKERS_SETTING}: the workers file needs runway-cloudflare's `model` feature"
+    ))
+}
+
+#[cfg(feature = "model")]
+fn workers_from_file<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
     let code = Workers::from_agent(agent);
     let kv = env
         .kv(FILES_BINDING)

@@ -7,7 +7,8 @@
 //! `#[event(fetch)]` (see `cloudflare/README.md`, or `runway new`); the `RunwayThread` Durable
 //! Object class comes with it. With the `builtin-worker` feature this crate is itself a Worker
 //! serving the built-in agents (`RUNWAY_AGENT`) through the same `fetch`: the repo's own
-//! Worker, built by `worker-build` in `cloudflare/`.
+//! Worker, built by `worker-build` in `cloudflare/`. The model agent is in it with the `model`
+//! feature too (`RUNWAY_CF_FEATURES` for `infra/cloudflare/build`).
 //!
 //! On native targets only its target-independent parts compile — the Worker ↔ Durable
 //! Object wire format and what the Durable Object answers (runway-core's shared SQLite store) — so the workspace's
@@ -22,13 +23,13 @@ mod analytics;
 mod builtin_worker;
 #[cfg(target_arch = "wasm32")]
 mod console_log;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "model"))]
 pub mod download_client;
 #[cfg(target_arch = "wasm32")]
 mod entry;
 #[cfg(target_arch = "wasm32")]
 pub mod fetch_client;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "model"))]
 pub mod kv_attachments;
 #[cfg(target_arch = "wasm32")]
 mod live;

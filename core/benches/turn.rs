@@ -5,42 +5,11 @@
 // A benchmark binary has no API; criterion's macros generate undocumented public functions.
 #![allow(missing_docs)]
 
-use std::time::Duration;
-
-use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use futures::StreamExt;
-use runway_core::adapter::{Config, Ending, FrameWriter, MemoryStore, Reply, Runtime, Runway};
+use runway_agents::EchoAgent;
+use runway_core::adapter::{Config, Ending, FrameWriter};
 use runway_core::protocol::Limits;
-use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
-
-/// Answers with the user's input: the cheapest agent, so the bench measures runway alone.
-struct EchoAgent;
-
-impl Agent for EchoAgent {
-    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
-        out.text(turn.input.clone());
-        Ok(Outcome::Done)
-    }
-}
-
-#[derive(Clone, Copy)]
-struct BenchRuntime;
-
-impl Runtime for BenchRuntime {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        buf.fill(1);
-    }
-}
+use runway_core::testing::{TestRunway, TestTurn, VirtualRuntime, receive};
 
 /// Writes one turn: `deltas` text deltas, then the final frame; returns the SSE bytes.
 fn write_turn(deltas: &[&str]) -> usize {
@@ -77,12 +46,10 @@ fn writer(c: &mut Criterion) {
 }
 
 fn whole_turn(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("runtime");
     // The default writes 100 KiB of padding after the first frame (`first_flush_bytes`):
-    // measured with and without, what the padding costs.
+    // measured with and without, what the padding costs. The testing kit's runway: the real
+    // engine and writer over the memory store, on a virtual clock (a turn that never waits
+    // fires no timer).
     for (name, first_flush_bytes) in [
         (
             "engine: whole echo turn in process (memory store)",
@@ -90,32 +57,23 @@ fn whole_turn(c: &mut Criterion) {
         ),
         ("engine: whole echo turn, no first-flush padding", 0),
     ] {
-        let app = Runway::new(
-            EchoAgent,
-            MemoryStore::new(),
-            BenchRuntime,
-            Config {
-                first_flush_bytes,
-                ..Config::default()
-            },
-        );
+        let config = Config {
+            first_flush_bytes,
+            ..Config::default()
+        };
+        let app = TestRunway::with(EchoAgent, VirtualRuntime::new(), config);
+        let rt = app.runtime();
         let mut n = 0u64;
         c.bench_function(name, |b| {
             b.iter(|| {
                 n += 1;
-                let body = format!(
-                    r#"{{"protocolVersion":"1","runId":"r{n}","threadId":"t{}","agentId":"a","workspaceId":"w","input":"hello"}}"#,
-                    n % 100
-                );
-                let req = http::Request::post("/runs").body(Bytes::from(body)).expect("request");
+                let turn = TestTurn::new("hello")
+                    .run_id(format!("r{n}"))
+                    .thread(format!("t{}", n % 100));
                 rt.block_on(async {
-                    let Reply::Stream { response, turn } = app.handle(req).await else {
-                        panic!("not a stream")
-                    };
-                    let (_, bytes) = futures::join!(turn, response.into_body().fold(0, |n, c| async move {
-                        n + c.map_or(0, |c| c.len())
-                    }));
-                    bytes
+                    let reply = app.runway().handle(turn.request()).await;
+                    let received = receive(reply, rt).await;
+                    received.chunks.iter().map(|(_, c)| c.len()).sum::<usize>()
                 })
             });
         });

@@ -41,7 +41,7 @@ mod platform;
 pub mod protocol;
 mod service;
 pub mod store;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod turn;
 mod wire;

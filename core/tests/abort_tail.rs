@@ -5,30 +5,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::adapter::{Config, MemoryStore, Reply, Runtime, Runway, TurnBody};
+use futures::future::{Either, select};
+use runway_core::adapter::{Reply, TurnBody};
+use runway_core::testing::{TestRunway, TestTurn};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
-use serde_json::{Value, json};
-
-#[derive(Clone, Copy)]
-struct Clock;
-
-impl Runtime for Clock {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        buf.fill(7);
-    }
-}
+use serde_json::Value;
 
 /// Opens a step and a text message, then never returns (as if it were about to panic).
 struct Stuck;
@@ -46,14 +28,6 @@ impl Agent for Stuck {
     }
 }
 
-fn request(run: &str, input: &str) -> http::Request<Bytes> {
-    let body = json!({"protocolVersion": "1", "runId": run, "threadId": run, "agentId": "a",
-                      "workspaceId": "w", "input": input});
-    http::Request::post("/runs")
-        .body(Bytes::from(body.to_string()))
-        .unwrap()
-}
-
 fn frames(sse: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(sse)
         .split("\n\n")
@@ -62,33 +36,66 @@ fn frames(sse: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-async fn start(app: &Runway<Stuck, MemoryStore, Clock>, run: &str, input: &str) -> TurnBody {
-    let Reply::Stream { response, turn } = app.handle(request(run, input)).await else {
-        panic!("not a stream");
-    };
-    let body = response.into_body();
-    body.watch_abort();
-    tokio::spawn(turn);
-    body
+/// Starts turn `run` saying `input` with the abort tail watched; after `wait`, reads its body
+/// until `until` holds for what was read, then returns what was read and the body's
+/// `abort()`, taken while the turn (if it has not ended) is still running.
+async fn read_then_abort(
+    app: &TestRunway<Stuck>,
+    run: &str,
+    input: &str,
+    wait: Duration,
+    until: impl Fn(&[Value]) -> bool,
+) -> (Vec<u8>, Vec<u8>) {
+    let rt = app.runtime();
+    let turn = TestTurn::new(input).run_id(run).thread(run);
+    rt.run(async {
+        let Reply::Stream { response, turn } = app.runway().handle(turn.request()).await else {
+            panic!("not a stream");
+        };
+        let mut body: TurnBody = response.into_body();
+        body.watch_abort();
+        let read = async move {
+            rt.sleep(wait).await;
+            let mut seen = Vec::new();
+            while !until(&frames(&seen)) {
+                let chunk = rt
+                    .timeout(Duration::from_secs(5), body.next())
+                    .await
+                    .expect("a chunk in time")
+                    .expect("body open")
+                    .unwrap();
+                seen.extend_from_slice(&chunk);
+            }
+            (seen, body)
+        };
+        // The process dies while the turn still runs, or after it ended.
+        let running = async {
+            turn.await;
+            std::future::pending::<()>().await;
+        };
+        match select(std::pin::pin!(read), std::pin::pin!(running)).await {
+            Either::Left(((seen, mut body), _running_turn)) => (seen, body.abort()),
+            Either::Right(_) => unreachable!("never ends"),
+        }
+    })
+    .await
+}
+
+fn has(ty: &'static str) -> impl Fn(&[Value]) -> bool {
+    move |frames| frames.iter().any(|f| f["type"] == ty)
 }
 
 #[tokio::test]
 async fn abort_closes_everything_open_and_ends_with_run_error() {
-    let app = Runway::new(Stuck, MemoryStore::default(), Clock, Config::default());
-    let mut body = start(&app, "r-abort", "go").await;
-    let mut seen = Vec::new();
-    while !frames(&seen)
-        .iter()
-        .any(|f| f["type"] == "TEXT_MESSAGE_CONTENT")
-    {
-        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
-            .await
-            .expect("a chunk in time")
-            .expect("body open")
-            .unwrap();
-        seen.extend_from_slice(&chunk);
-    }
-    let tail = body.abort();
+    let app = TestRunway::new(Stuck);
+    let (seen, tail) = read_then_abort(
+        &app,
+        "r-abort",
+        "go",
+        Duration::ZERO,
+        has("TEXT_MESSAGE_CONTENT"),
+    )
+    .await;
     let mut all = frames(&seen);
     all.extend(frames(&tail));
     let types: Vec<&str> = all.iter().map(|f| f["type"].as_str().unwrap()).collect();
@@ -124,23 +131,23 @@ async fn abort_closes_everything_open_and_ends_with_run_error() {
 
 #[tokio::test]
 async fn abort_after_the_final_frame_adds_nothing() {
-    let app = Runway::new(Stuck, MemoryStore::default(), Clock, Config::default());
-    let mut body = start(&app, "r-quick", "quick").await;
-    let mut seen = Vec::new();
-    while !frames(&seen).iter().any(|f| f["type"] == "RUN_FINISHED") {
-        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
-            .await
-            .expect("a chunk in time")
-            .expect("body open")
-            .unwrap();
-        seen.extend_from_slice(&chunk);
-    }
-    assert_eq!(body.abort(), Vec::<u8>::new());
+    let app = TestRunway::new(Stuck);
+    let (_, tail) = read_then_abort(
+        &app,
+        "r-quick",
+        "quick",
+        Duration::ZERO,
+        has("RUN_FINISHED"),
+    )
+    .await;
+    assert_eq!(tail, Vec::<u8>::new());
 
     // A replay of the finished run ends with its recording: nothing may follow it either.
-    let mut replay = start(&app, "r-quick", "quick").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let drained = replay.abort();
+    let (_, drained) =
+        read_then_abort(&app, "r-quick", "quick", Duration::from_millis(200), |_| {
+            true
+        })
+        .await;
     let f = frames(&drained);
     assert_eq!(f.last().unwrap()["type"], "RUN_FINISHED", "{f:?}");
 }

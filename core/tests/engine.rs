@@ -1,82 +1,21 @@
-//! The engine driven through `Runway::handle` on a virtual clock (tokio's paused time), with
-//! a store that fails on demand.
+//! The engine driven through `Runway::handle` on the testing kit's virtual clock, with a store
+//! that fails on demand.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::adapter::{
-    CommitOutcome, Config, HostedFile, MemoryStore, Reply, Runtime, Runway, StoreError, TurnClaim,
-    TurnCommit, TurnStart, TurnStore,
-};
+use runway_core::adapter::{Config, Reply};
+use runway_core::protocol::HealthStatus;
+use runway_core::testing::{Frames, StoreCall, TestRunway, TestTurn, VirtualRuntime};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
-use serde_json::{Value, json};
 
-#[derive(Clone, Copy)]
-struct VirtualClock;
-
-impl Runtime for VirtualClock {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        // Paused tokio time starts at an arbitrary instant; anchor it.
-        static START: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
-        let start = *START.get_or_init(tokio::time::Instant::now);
-        1_700_000_000_000
-            + tokio::time::Instant::now()
-                .duration_since(start)
-                .as_millis() as u64
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        buf.fill(7);
-    }
-}
-
-#[derive(Default)]
-struct FlakyStore {
-    inner: MemoryStore,
-    fail_start: AtomicBool,
-    fail_finish: AtomicBool,
-    start_delay_secs: std::sync::atomic::AtomicU64,
-    starts: AtomicUsize,
-    latest_reads: AtomicUsize,
-}
-
-impl TurnStore for FlakyStore {
-    async fn start_turn(&self, c: &TurnClaim) -> Result<TurnStart, StoreError> {
-        self.starts.fetch_add(1, Ordering::SeqCst);
-        if self.fail_start.load(Ordering::SeqCst) {
-            return Err(StoreError::Unavailable("injected".into()));
-        }
-        let delay = self.start_delay_secs.load(Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_secs(delay)).await;
-        self.inner.start_turn(c).await
-    }
-    async fn finish_turn(&self, c: &TurnCommit) -> Result<CommitOutcome, StoreError> {
-        if self.fail_finish.load(Ordering::SeqCst) {
-            return Err(StoreError::Unavailable("injected".into()));
-        }
-        self.inner.finish_turn(c).await
-    }
-    async fn latest_arrival(&self, t: &str) -> Result<u64, StoreError> {
-        self.latest_reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.latest_arrival(t).await
-    }
-    async fn put_file(&self, f: &HostedFile) -> Result<(), StoreError> {
-        self.inner.put_file(f).await
-    }
-    async fn get_file(&self, t: &str, now: u64) -> Result<Option<HostedFile>, StoreError> {
-        self.inner.get_file(t, now).await
-    }
-}
-
-/// Sleeps `secs` (from the input) then answers; counts runs and notices being dropped.
-#[derive(Default, Clone)]
+/// Sleeps `secs` (from the input) on the virtual clock, then answers; counts runs and notices
+/// being dropped.
+#[derive(Clone)]
 struct Sleeper {
+    rt: VirtualRuntime,
     runs: Arc<AtomicUsize>,
     dropped: Arc<AtomicBool>,
 }
@@ -96,7 +35,7 @@ impl Agent for Sleeper {
             panic!("boom");
         }
         let secs: u64 = turn.input.parse().unwrap_or(0);
-        tokio::time::sleep(Duration::from_secs(secs)).await;
+        self.rt.sleep(Duration::from_secs(secs)).await;
         out.text(format!("slept {secs}"));
         // Reached only when not dropped.
         std::mem::forget(_flag);
@@ -104,66 +43,36 @@ impl Agent for Sleeper {
     }
 }
 
-fn request(run: &str, input: &str) -> http::Request<Bytes> {
-    let body = json!({"protocolVersion": "1", "runId": run, "threadId": "t1", "agentId": "a",
-                      "workspaceId": "w", "input": input});
-    http::Request::post("/runs")
-        .header("host", "agent.test")
-        .body(Bytes::from(body.to_string()))
-        .unwrap()
-}
+type App = TestRunway<Sleeper>;
 
-type App = Runway<Sleeper, FlakyStore, VirtualClock>;
-
-fn app(agent: Sleeper) -> App {
-    Runway::new(
-        agent,
-        FlakyStore::default(),
-        VirtualClock,
-        Config::default(),
-    )
-}
-
-/// Starts the turn and collects (arrival ms since start, chunk) until the body ends.
-async fn run(app: &App, run: &str, input: &str) -> Vec<(u64, String)> {
-    let Reply::Stream { response, turn } = app.handle(request(run, input)).await else {
-        panic!("not a stream")
+/// The app and its agent, on one clock.
+fn app_with(config: Config) -> (App, Sleeper) {
+    let rt = VirtualRuntime::new();
+    let agent = Sleeper {
+        rt: rt.clone(),
+        runs: Arc::default(),
+        dropped: Arc::default(),
     };
-    tokio::spawn(turn);
-    let start = tokio::time::Instant::now();
-    let mut body = response.into_body();
-    let mut chunks = Vec::new();
-    while let Some(Ok(c)) = body.next().await {
-        chunks.push((
-            start.elapsed().as_millis() as u64,
-            String::from_utf8(c.to_vec()).unwrap(),
-        ));
-    }
-    chunks
+    (TestRunway::with(agent.clone(), rt, config), agent)
 }
 
-/// When the keep-alive comments arrived (ms since the start).
-fn beats(chunks: &[(u64, String)]) -> Vec<u64> {
-    chunks
-        .iter()
-        .filter(|(_, c)| c == ": keep-alive\n\n")
-        .map(|(t, _)| *t)
-        .collect()
+fn app() -> (App, Sleeper) {
+    app_with(Config::default())
 }
 
-fn frames(chunks: &[(u64, String)]) -> Vec<Value> {
-    chunks
-        .iter()
-        .flat_map(|(_, c)| c.split("\n\n"))
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+fn turn(run: &str, input: &str) -> TestTurn {
+    TestTurn::new(input).run_id(run)
 }
 
-#[tokio::test(start_paused = true)]
+fn code(f: &Frames) -> String {
+    f.error().map(|e| e.code).unwrap_or_default()
+}
+
+#[tokio::test]
 async fn first_frame_is_in_the_body_before_the_engine_runs() {
-    let app = app(Sleeper::default());
-    let Reply::Stream { response, turn } = app.handle(request("r", "0")).await else {
+    let (app, _) = app();
+    let Reply::Stream { response, turn } = app.runway().handle(turn("r", "0").request()).await
+    else {
         panic!("not a stream")
     };
     // The turn future has not been polled at all.
@@ -176,176 +85,209 @@ async fn first_frame_is_in_the_body_before_the_engine_runs() {
     drop(turn);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn heartbeats_flow_while_the_agent_is_silent_the_first_one_early() {
     // The first keep-alive 2 s in: a path that holds the first frame until the next write
     // (reported of Lambda function URLs) lets it go well inside Console's 10 s deadline.
-    let app = app(Sleeper::default());
-    let chunks = run(&app, "r", "35").await;
-    assert_eq!(beats(&chunks), vec![2_000, 12_000, 22_000, 32_000]);
-    assert_eq!(frames(&chunks).last().unwrap()["type"], "RUN_FINISHED");
+    let (app, _) = app();
+    let f = app.send(turn("r", "35")).await;
+    assert_eq!(
+        f.heartbeats(),
+        [2, 12, 22, 32].map(Duration::from_secs),
+        "{f:?}"
+    );
+    assert!(f.is_success(), "{f:?}");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_replayed() {
-    let app = app(Sleeper::default());
-    let chunks = run(&app, "r", "0").await;
-    assert!(chunks[0].1.starts_with("data: {\"type\":\"STEP_STARTED\""));
+    let (app, _) = app();
+    let f = app.send(turn("r", "0")).await;
+    let chunks = &f.received().chunks;
+    assert!(chunks[0].1.starts_with(b"data: {\"type\":\"STEP_STARTED\""));
     let padding = &chunks[1];
-    assert_eq!(padding.0, 0, "sent with the first frame");
+    assert_eq!(padding.0, Duration::ZERO, "sent with the first frame");
     assert_eq!(padding.1.len(), Config::default().first_flush_bytes);
-    assert!(padding.1.starts_with(": ") && padding.1.ends_with("\n\n"));
+    let text = String::from_utf8_lossy(&padding.1);
+    assert!(text.starts_with(": ") && text.ends_with("\n\n"));
     assert_eq!(
-        padding.1.lines().count(),
+        text.lines().count(),
         2,
         "one comment line and the blank line"
     );
     // A replay sends a first frame and padding of its own, then the recording: the padding
     // of the original is not in it.
-    let replay = run(&app, "r", "0").await;
-    assert_eq!(replay.len(), 3, "first frame, padding, recording");
-    assert_eq!(replay[1].1, padding.1);
-    assert!(!replay[2].1.contains(": first-flush"));
-    assert_eq!(frames(&replay), frames(&chunks));
+    let replay = app.send(turn("r", "0")).await;
+    let again = &replay.received().chunks;
+    assert_eq!(again.len(), 3, "first frame, padding, recording");
+    assert_eq!(again[1].1, padding.1);
+    assert!(!String::from_utf8_lossy(&again[2].1).contains(": first-flush"));
+    assert_eq!(replay.all(), f.all());
 
-    let none = Runway::new(
-        Sleeper::default(),
-        FlakyStore::default(),
-        VirtualClock,
-        Config {
-            first_flush_bytes: 0,
-            ..Config::default()
-        },
+    let (none, _) = app_with(Config {
+        first_flush_bytes: 0,
+        ..Config::default()
+    });
+    let f = none.send(turn("r", "0")).await;
+    assert!(
+        f.received()
+            .chunks
+            .iter()
+            .all(|(_, c)| !c.starts_with(b": first-flush"))
     );
-    let chunks = run(&none, "r", "0").await;
-    assert!(chunks.iter().all(|(_, c)| !c.starts_with(": first-flush")));
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_deadline_ends_the_turn_with_run_error() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let chunks = run(&app, "r", "400").await;
-    let last = frames(&chunks).pop().unwrap();
-    assert_eq!(last["code"], "TURN_DEADLINE");
-    assert_eq!(chunks.last().unwrap().0, 290_000);
+    let (app, agent) = app();
+    let f = app.send(turn("r", "400")).await;
+    assert_eq!(code(&f), "TURN_DEADLINE");
+    assert_eq!(f.received().took(), Duration::from_secs(290));
     assert!(
         agent.dropped.load(Ordering::SeqCst),
         "agent future not dropped"
     );
 }
 
-#[tokio::test(start_paused = true)]
+/// Sends `turn`, and drops its body (the client leaves) `after` it was handed over; returns
+/// when the engine finished, on the virtual clock.
+async fn disconnect_after(app: &App, turn: TestTurn, after: Duration) -> Duration {
+    let rt = app.runtime();
+    rt.run(async {
+        let Reply::Stream { response, turn } = app.runway().handle(turn.request()).await else {
+            panic!("not a stream")
+        };
+        let client = async {
+            rt.sleep(after).await;
+            drop(response);
+        };
+        futures::join!(turn, client);
+        rt.elapsed()
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_disconnect_drops_the_agent_and_records_the_cancellation() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let Reply::Stream { response, turn } = app.handle(request("r", "100")).await else {
-        panic!("not a stream")
-    };
-    let handle = tokio::spawn(turn);
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    drop(response);
-    tokio::time::timeout(Duration::from_secs(1), handle)
-        .await
-        .expect("engine finishes promptly after a disconnect")
-        .unwrap();
+    let (app, agent) = app();
+    let ended_after = disconnect_after(&app, turn("r", "100"), Duration::from_secs(3)).await;
+    assert!(
+        ended_after < Duration::from_secs(4),
+        "engine finishes promptly after a disconnect: {ended_after:?}"
+    );
     assert!(
         agent.dropped.load(Ordering::SeqCst),
         "agent future not dropped"
     );
     // The replay of that run is the cancelled recording, and the agent does not run again.
-    let replay = frames(&run(&app, "r", "100").await);
-    assert_eq!(replay.last().unwrap()["code"], "CANCELLED");
+    let replay = app.send(turn("r", "100")).await;
+    assert_eq!(code(&replay), "CANCELLED");
     assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn store_failure_before_the_turn_is_a_run_error_and_degrades_health() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    assert_eq!(app.health().status, runway_core::protocol::HealthStatus::Ok);
-    app.store().fail_start.store(true, Ordering::SeqCst);
-    let f = frames(&run(&app, "r", "0").await);
-    assert_eq!(f.last().unwrap()["code"], "STORE_UNAVAILABLE");
+    let (app, agent) = app();
+    assert_eq!(app.runway().health().status, HealthStatus::Ok);
+    app.store().fail(StoreCall::StartTurn);
+    let f = app.send(turn("r", "0")).await;
+    assert_eq!(code(&f), "STORE_UNAVAILABLE");
     assert_eq!(
         agent.runs.load(Ordering::SeqCst),
         0,
         "agent ran without its context"
     );
-    assert_eq!(
-        app.health().status,
-        runway_core::protocol::HealthStatus::Degraded
-    );
-    tokio::time::sleep(Duration::from_secs(61)).await;
-    assert_eq!(app.health().status, runway_core::protocol::HealthStatus::Ok);
+    assert_eq!(app.runway().health().status, HealthStatus::Degraded);
+    let rt = app.runtime();
+    rt.run(rt.sleep(Duration::from_secs(61))).await;
+    assert_eq!(app.runway().health().status, HealthStatus::Ok);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn store_failure_after_the_turn_is_never_a_silent_success() {
-    let app = app(Sleeper::default());
-    app.store().fail_finish.store(true, Ordering::SeqCst);
-    let f = frames(&run(&app, "r", "0").await);
-    let types: Vec<_> = f.iter().map(|f| f["type"].as_str().unwrap()).collect();
-    assert!(!types.contains(&"RUN_FINISHED"), "{types:?}");
-    assert_eq!(f.last().unwrap()["code"], "STORE_UNAVAILABLE");
+    let (app, _) = app();
+    app.store().fail(StoreCall::FinishTurn);
+    let f = app.send(turn("r", "0")).await;
+    assert!(!f.types().contains(&"RUN_FINISHED"), "{f:?}");
+    assert_eq!(code(&f), "STORE_UNAVAILABLE");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
+async fn a_store_slower_than_its_timeout_is_a_run_error() {
+    let (app, agent) = app();
+    app.store()
+        .delay(StoreCall::StartTurn, Duration::from_secs(9));
+    let f = app.send(turn("r", "0")).await;
+    assert_eq!(code(&f), "STORE_UNAVAILABLE");
+    // Given up at the store timeout (8 s), with the early heartbeat (2 s) sent meanwhile.
+    assert_eq!(f.received().took(), Duration::from_secs(8));
+    assert_eq!(f.heartbeats(), [Duration::from_secs(2)], "{f:?}");
+    assert_eq!(agent.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
 async fn a_panic_is_a_run_error_and_the_service_goes_on() {
-    let app = app(Sleeper::default());
-    let f = frames(&run(&app, "r1", "panic").await);
-    assert_eq!(f.last().unwrap()["code"], "AGENT_PANIC");
-    let f = frames(&run(&app, "r2", "0").await);
-    assert_eq!(f.last().unwrap()["type"], "RUN_FINISHED");
+    let (app, _) = app();
+    let f = app.send(turn("r1", "panic")).await;
+    assert_eq!(code(&f), "AGENT_PANIC");
+    let f = app.send(turn("r2", "0")).await;
+    assert!(f.is_success(), "{f:?}");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn concurrent_duplicates_run_the_agent_once() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let (a, b) = tokio::join!(run(&app, "dup", "5"), run(&app, "dup", "5"));
+    let (app, agent) = app();
+    let rt = app.runtime();
+    let (a, b) = rt
+        .run(async { futures::join!(app.send(turn("dup", "5")), app.send(turn("dup", "5"))) })
+        .await;
     assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
-    let (fa, fb) = (frames(&a), frames(&b));
-    assert_eq!(fa, fb);
-    assert_eq!(fa.last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(a.all(), b.all());
+    assert!(a.is_success(), "{a:?}");
 }
 
-#[tokio::test(start_paused = true)]
+/// Sends `first`, and `second` one second later, at once.
+async fn overlapping(app: &App, first: TestTurn, second: TestTurn) -> (Frames, Frames) {
+    let rt = app.runtime();
+    rt.run(async {
+        futures::join!(app.send(first), async {
+            rt.sleep(Duration::from_secs(1)).await;
+            app.send(second).await
+        })
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_waiting_duplicate_sends_heartbeats() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let (_, b) = tokio::join!(run(&app, "dup", "25"), async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        run(&app, "dup", "25").await
-    });
+    let (app, agent) = app();
+    let (_, b) = overlapping(&app, turn("dup", "25"), turn("dup", "25")).await;
     assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
-    // Polls back off to 8 s: the duplicate replays within 8 s of the original's end. Its
-    // keep-alives: 2 s after its start, then every 10 s.
-    assert_eq!(beats(&b), [2_000, 12_000, 22_000]);
-    assert_eq!(frames(&b).last().unwrap()["type"], "RUN_FINISHED");
+    // Polls back off to 8 s: the duplicate replays within 8 s of the original's end.
+    // Its keep-alives: 2 s after its start, then every 10 s.
+    assert_eq!(
+        b.heartbeats(),
+        [2, 12, 22].map(Duration::from_secs),
+        "{b:?}"
+    );
+    assert!(b.is_success(), "{b:?}");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_disconnect_during_the_claim_still_records_the_run_as_cancelled() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    app.store().start_delay_secs.store(2, Ordering::SeqCst);
-    let Reply::Stream { response, turn } = app.handle(request("r", "1")).await else {
-        panic!("not a stream")
-    };
-    let handle = tokio::spawn(turn);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    drop(response);
-    tokio::time::timeout(Duration::from_secs(5), handle)
-        .await
-        .expect("engine finishes after the claim")
-        .unwrap();
-    app.store().start_delay_secs.store(0, Ordering::SeqCst);
+    let (app, agent) = app();
+    app.store()
+        .delay(StoreCall::StartTurn, Duration::from_secs(2));
+    let finished_at = disconnect_after(&app, turn("r", "1"), Duration::from_millis(500)).await;
+    assert!(
+        finished_at <= Duration::from_secs(5),
+        "engine finishes after the claim: {finished_at:?}"
+    );
+    app.store().delay(StoreCall::StartTurn, Duration::ZERO);
     // A re-delivery does not wait out the claim's lease: the run is already recorded.
-    let started = tokio::time::Instant::now();
-    let replay = frames(&run(&app, "r", "1").await);
-    assert!(started.elapsed() < Duration::from_secs(1));
-    assert_eq!(replay.last().unwrap()["code"], "CANCELLED");
+    let replay = app.send(turn("r", "1")).await;
+    assert!(replay.received().took() < Duration::from_secs(1));
+    assert_eq!(code(&replay), "CANCELLED");
     assert_eq!(
         agent.runs.load(Ordering::SeqCst),
         0,
@@ -353,108 +295,92 @@ async fn a_disconnect_during_the_claim_still_records_the_run_as_cancelled() {
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_waiting_duplicate_backs_off() {
     // Each poll is a paid conditional write (DynamoDB) or a subrequest (Workers): a duplicate
     // of a 100-second turn polled 400 times at a fixed 250 ms.
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let (_, b) = tokio::join!(run(&app, "dup", "100"), async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        run(&app, "dup", "100").await
-    });
-    assert_eq!(frames(&b).last().unwrap()["type"], "RUN_FINISHED");
-    let polls = app.store().starts.load(Ordering::SeqCst) - 1;
+    let (app, _) = app();
+    let (_, b) = overlapping(&app, turn("dup", "100"), turn("dup", "100")).await;
+    assert!(b.is_success(), "{b:?}");
+    let polls = app.store().calls(StoreCall::StartTurn) - 1;
     assert!(polls <= 20, "{polls} polls while the original ran 100 s");
 }
 
-/// The store's view of thread `t1`, through a probe claim.
-async fn stored_thread(app: &App) -> runway_core::ThreadContext {
-    let probe = TurnClaim {
-        run_key: "probe".into(),
-        thread_key: "a/t1".into(),
-        fingerprint: "probe".into(),
-        now_ms: VirtualClock.now_ms(),
-        lease_until_ms: VirtualClock.now_ms() + 1,
-        token: "probe".into(),
-    };
-    match app.store().start_turn(&probe).await.unwrap() {
-        TurnStart::Claimed {
-            context: Some(c), ..
-        } => c,
-        other => panic!("{other:?}"),
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_newer_turn_supersedes_a_running_one_at_its_next_check() {
-    let agent = Sleeper::default();
-    let app = app(agent.clone());
-    let (a, b) = tokio::join!(run(&app, "slow", "60"), async {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        run(&app, "fast", "1").await
-    });
-    let (fa, fb) = (frames(&a), frames(&b));
-    assert_eq!(fb.last().unwrap()["type"], "RUN_FINISHED", "{fb:?}");
-    let last = fa.last().unwrap();
-    assert_eq!(last["code"], "SUPERSEDED", "{fa:?}");
-    // Stopped at its first check for a newer turn (one heartbeat interval, 10 s), not after
-    // 60 s.
-    assert!(a.last().unwrap().0 < 11_000, "{a:?}");
-    assert!(agent.dropped.load(Ordering::SeqCst));
-    let thread = stored_thread(&app).await;
-    let said: Vec<_> = thread
+/// What the stored thread says, in order: (content, interrupted).
+fn said(app: &App) -> Vec<(String, bool)> {
+    let thread = app.store().thread(&turn("", "").thread_key()).unwrap();
+    thread
         .messages
         .iter()
-        .map(|m| (m.content.as_str(), m.interrupted))
-        .collect();
-    assert_eq!(said, [("60", false), ("1", false), ("slept 1", false)]);
+        .map(|m| (m.content.clone(), m.interrupted))
+        .collect()
 }
 
-#[tokio::test(start_paused = true)]
+fn pairs(p: &[(&str, bool)]) -> Vec<(String, bool)> {
+    p.iter().map(|(s, i)| ((*s).to_owned(), *i)).collect()
+}
+
+#[tokio::test]
+async fn a_newer_turn_supersedes_a_running_one_at_its_next_check() {
+    let (app, agent) = app();
+    let (a, b) = overlapping(&app, turn("slow", "60"), turn("fast", "1")).await;
+    assert!(b.is_success(), "{b:?}");
+    assert_eq!(code(&a), "SUPERSEDED", "{a:?}");
+    // Stopped at its first check for a newer turn (one heartbeat interval, 10 s), not after
+    // 60 s.
+    assert!(a.received().took() < Duration::from_secs(11), "{a:?}");
+    assert!(agent.dropped.load(Ordering::SeqCst));
+    assert_eq!(
+        said(&app),
+        pairs(&[("60", false), ("1", false), ("slept 1", false)])
+    );
+}
+
+#[tokio::test]
 async fn overlapping_turns_never_lose_the_later_ones_messages() {
     // Turn A (slow, no heartbeat check before it ends) loads the thread, B commits, then A
     // commits: A wrote back the context it loaded, erasing B (issue 11, item 1).
-    let agent = Sleeper::default();
-    let app = Runway::new(
-        agent,
-        FlakyStore::default(),
-        VirtualClock,
-        Config {
-            heartbeat: Duration::from_secs(60),
-            ..Config::default()
-        },
-    );
-    let (a, _b) = tokio::join!(run(&app, "slow", "5"), async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        run(&app, "fast", "1").await
+    let (app, _) = app_with(Config {
+        heartbeat: Duration::from_secs(60),
+        ..Config::default()
     });
-    assert_eq!(frames(&a).last().unwrap()["type"], "RUN_FINISHED");
-    let thread = stored_thread(&app).await;
-    let said: Vec<_> = thread
-        .messages
-        .iter()
-        .map(|m| (m.content.as_str(), m.interrupted))
-        .collect();
+    let (a, _b) = overlapping(&app, turn("slow", "5"), turn("fast", "1")).await;
+    assert!(a.is_success(), "{a:?}");
     assert_eq!(
-        said,
-        [
+        said(&app),
+        pairs(&[
             ("5", false),
             ("slept 5", true),
             ("1", false),
             ("slept 1", false)
-        ]
+        ])
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
+async fn a_hosted_file_the_store_cannot_serve_is_a_503() {
+    let (app, _) = app();
+    app.store().fail(StoreCall::GetFile);
+    let token = "ab".repeat(32);
+    let got = app
+        .request(
+            http::Request::get(format!("/files/{token}/report.csv"))
+                .body(bytes::Bytes::new())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(got.status, 503, "{}", got.body());
+    assert_eq!(app.store().calls(StoreCall::GetFile), 1);
+}
+
+#[tokio::test]
 async fn a_long_turn_checks_for_a_newer_one_a_few_times_not_at_every_heartbeat() {
     // Each check is a store read: a Durable Object subrequest on Workers, where the free plan
     // allows 50 per request. At every heartbeat a 280 s turn made 28 of them.
-    let app = app(Sleeper::default());
-    let chunks = run(&app, "r", "280").await;
-    assert_eq!(frames(&chunks).last().unwrap()["type"], "RUN_FINISHED");
-    assert_eq!(beats(&chunks).len(), 28, "heartbeats still flow");
+    let (app, _) = app();
+    let f = app.send(turn("r", "280")).await;
+    assert!(f.is_success(), "{f:?}");
+    assert_eq!(f.heartbeats().len(), 28, "heartbeats still flow");
     // After 10, 30, 70, 130, 190 and 250 s: backing off from the heartbeat to 60 s.
-    assert_eq!(app.store().latest_reads.load(Ordering::SeqCst), 6);
+    assert_eq!(app.store().calls(StoreCall::LatestArrival), 6);
 }

@@ -1,13 +1,12 @@
 //! Lowkey: whole turns through `Runway::handle`, in process, with the demo agent: every event
 //! checked against Lowkey's JSON Schema.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use runway_agents::DemoAgent;
-use runway_core::adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway};
+use runway_core::adapter::{AuthHeaders, Config};
+use runway_core::testing::{TestRunway, VirtualRuntime};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
 
@@ -15,38 +14,13 @@ mod support;
 use support::lowkey_schema::*;
 
 // ---------------------------------------------------------------------------------------------
-// Whole turns through Runway::handle, in process
+// Whole turns through Runway::handle, in process, on the testing kit's virtual clock
 
-/// Tokio's timer and clock; a counter for entropy (file tokens need only be distinct here).
-#[derive(Debug, Clone, Default)]
-struct TestRt(std::sync::Arc<AtomicU64>);
+type DemoRunway = TestRunway<DemoAgent<VirtualRuntime>>;
 
-impl Runtime for TestRt {
-    type Sleep = tokio::time::Sleep;
-
-    fn sleep(&self, duration: Duration) -> Self::Sleep {
-        tokio::time::sleep(duration)
-    }
-
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    }
-
-    fn fill_random(&self, buf: &mut [u8]) {
-        let n = self.0.fetch_add(1, Ordering::Relaxed).to_le_bytes();
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = n[i % 8] ^ (i as u8);
-        }
-    }
-}
-
-type TestRunway = Runway<DemoAgent<TestRt>, MemoryStore, TestRt>;
-
-fn runway(config: Config) -> TestRunway {
-    let rt = TestRt::default();
-    Runway::new(DemoAgent::new(rt.clone()), MemoryStore::new(), rt, config)
+fn runway(config: Config) -> DemoRunway {
+    let rt = VirtualRuntime::new();
+    TestRunway::with(DemoAgent::new(rt.clone()), rt, config)
 }
 
 fn request(session: &str, turn_id: &str, message: &str) -> Value {
@@ -75,39 +49,16 @@ struct Answer {
     body: String,
 }
 
-async fn send(rw: &TestRunway, req: http::Request<Bytes>) -> Answer {
-    match rw.handle(req).await {
-        Reply::Full(r) => Answer {
-            status: r.status().as_u16(),
-            content_type: r.headers()[http::header::CONTENT_TYPE]
-                .to_str()
-                .unwrap()
-                .into(),
-            body: String::from_utf8(r.into_body().to_vec()).unwrap(),
-        },
-        Reply::Stream { response, turn } => {
-            let task = tokio::spawn(turn);
-            let status = response.status().as_u16();
-            let content_type = response.headers()[http::header::CONTENT_TYPE]
-                .to_str()
-                .unwrap()
-                .to_owned();
-            let mut body = response.into_body();
-            let mut text = String::new();
-            while let Some(Ok(chunk)) = body.next().await {
-                text.push_str(std::str::from_utf8(&chunk).unwrap());
-            }
-            task.await.unwrap();
-            Answer {
-                status,
-                content_type,
-                body: text,
-            }
-        }
+async fn send<A: Agent>(rw: &TestRunway<A>, req: http::Request<Bytes>) -> Answer {
+    let got = rw.request(req).await;
+    Answer {
+        status: got.status,
+        content_type: got.content_type().to_owned(),
+        body: got.body(),
     }
 }
 
-async fn turn(rw: &TestRunway, body: &Value) -> Vec<Value> {
+async fn turn(rw: &DemoRunway, body: &Value) -> Vec<Value> {
     let a = send(rw, post("/lowkey/turn", body)).await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.content_type, "application/x-ndjson");
@@ -320,35 +271,18 @@ impl Agent for Inspect {
 
 #[tokio::test]
 async fn the_agent_sees_the_turn_as_documented() {
-    let rt = TestRt::default();
-    let rw = Runway::new(Inspect, MemoryStore::new(), rt, Config::default());
+    let rw = TestRunway::new(Inspect);
     let mut body = request("sess-X", "t1", "hi");
     body["turn"]["userName"] = json!("alvin");
     body["transcriptWindow"] = json!([{"role": "user", "content": "earlier"}]);
-    let Reply::Stream { response, turn } = rw.handle(post("/lowkey/turn", &body)).await else {
-        panic!("not a stream");
-    };
-    tokio::spawn(turn);
-    let mut b = response.into_body();
-    let mut text = String::new();
-    while let Some(Ok(c)) = b.next().await {
-        text.push_str(std::str::from_utf8(&c).unwrap());
-    }
+    let text = send(&rw, post("/lowkey/turn", &body)).await.body;
     assert_eq!(
         text_of(&events(&text)),
         "Lowkey|t1|sess-X|runway-demo|runway|Some(\"alvin\")|hi|1"
     );
     body["turn"]["turnId"] = json!("t2");
     body["turn"]["headless"] = json!(true);
-    let Reply::Stream { response, turn } = rw.handle(post("/lowkey/turn", &body)).await else {
-        panic!("not a stream");
-    };
-    tokio::spawn(turn);
-    let mut b = response.into_body();
-    let mut text = String::new();
-    while let Some(Ok(c)) = b.next().await {
-        text.push_str(std::str::from_utf8(&c).unwrap());
-    }
+    let text = send(&rw, post("/lowkey/turn", &body)).await.body;
     assert_eq!(
         text_of(&events(&text)),
         "Lowkey|t2|sess-X|runway-demo|runway|None|hi|3"

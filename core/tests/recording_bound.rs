@@ -6,35 +6,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::Bytes;
-use futures::StreamExt;
-use std::time::Duration;
-
-use runway_core::adapter::{
-    Config, MemoryStore, RecordPool, Reply, Runtime, Runway, TOTAL_RECORDED_BYTES,
-};
+use runway_core::adapter::{RecordPool, TOTAL_RECORDED_BYTES};
+use runway_core::testing::{TestRunway, TestTurn, yield_now};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
-use serde_json::{Value, json};
-
-#[derive(Clone, Copy)]
-struct Clock;
-
-impl Runtime for Clock {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        static N: AtomicUsize = AtomicUsize::new(1);
-        buf.fill(N.fetch_add(1, Ordering::Relaxed) as u8);
-    }
-}
+use serde_json::Value;
 
 /// Writes `input` MiB of text, in 64 KiB pieces, yielding between them (so turns interleave).
 #[derive(Clone, Default)]
@@ -49,32 +24,17 @@ impl Agent for Long {
         for _ in 0..mib * 16 {
             out.text("w".repeat(64 * 1024));
             out.ready().await;
-            tokio::task::yield_now().await;
+            yield_now().await;
         }
         Ok(Outcome::Done)
     }
 }
 
-fn request(run: &str, input: &str) -> http::Request<Bytes> {
-    let body = json!({"protocolVersion": "1", "runId": run, "threadId": run, "agentId": "a",
-                      "workspaceId": "w", "input": input});
-    http::Request::post("/runs")
-        .body(Bytes::from(body.to_string()))
-        .unwrap()
-}
-
-async fn turn(app: Runway<Long, MemoryStore, Clock>, run: String, input: &str) -> String {
-    let Reply::Stream { response, turn } = app.handle(request(&run, input)).await else {
-        panic!("not a stream")
-    };
-    let engine = tokio::spawn(turn);
-    let mut body = response.into_body();
-    let mut all = Vec::new();
-    while let Some(Ok(c)) = body.next().await {
-        all.extend_from_slice(&c);
-    }
-    engine.await.unwrap();
-    String::from_utf8(all).unwrap()
+/// Turn `run` (its own thread) saying `input`, read to the end: the raw SSE.
+async fn turn(app: &TestRunway<Long>, run: String, input: &str) -> String {
+    app.send(TestTurn::new(input).run_id(&run).thread(&run))
+        .await
+        .sse()
 }
 
 fn frames(sse: &str) -> Vec<Value> {
@@ -89,21 +49,20 @@ fn after_first(sse: &str) -> &str {
     sse.split_once("\n\n").unwrap().1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn past_the_bound_recordings_are_dropped_and_replay_says_so() {
     let agent = Long::default();
-    let app = Runway::new(
-        agent.clone(),
-        MemoryStore::default(),
-        Clock,
-        Config::default(),
-    );
+    let app = TestRunway::new(agent.clone());
     // 16 turns of 7 MiB at once: 112 MiB of recordings asked for, 64 MiB granted.
     let n = 16;
     let mib = 7;
     assert!(n * mib * 1024 * 1024 > TOTAL_RECORDED_BYTES + TOTAL_RECORDED_BYTES / 4);
-    let originals =
-        futures::future::join_all((0..n).map(|i| turn(app.clone(), format!("r{i}"), "7"))).await;
+    let originals = app
+        .runtime()
+        .run(futures::future::join_all(
+            (0..n).map(|i| turn(&app, format!("r{i}"), "7")),
+        ))
+        .await;
     assert_eq!(agent.runs.load(Ordering::SeqCst), n);
     assert_eq!(
         RecordPool::process().used(),
@@ -123,7 +82,7 @@ async fn past_the_bound_recordings_are_dropped_and_replay_says_so() {
             .sum();
         assert_eq!(text, mib * 1024 * 1024, "turn {i}");
 
-        let replay = turn(app.clone(), format!("r{i}"), "7").await;
+        let replay = turn(&app, format!("r{i}"), "7").await;
         if after_first(&replay) == after_first(original) {
             kept += 1;
         } else {
@@ -135,11 +94,7 @@ async fn past_the_bound_recordings_are_dropped_and_replay_says_so() {
                 "turn {i}"
             );
             assert_eq!(r[2]["code"], "REPLAY_UNAVAILABLE");
-            assert_eq!(
-                replay,
-                turn(app.clone(), format!("r{i}"), "7").await,
-                "stable"
-            );
+            assert_eq!(replay, turn(&app, format!("r{i}"), "7").await, "stable");
             dropped += 1;
         }
     }

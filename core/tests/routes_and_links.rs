@@ -2,41 +2,12 @@
 //! origin never comes from a caller's header), and `event_id`s of a reused `runId`.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
-use runway_core::adapter::{Config, MemoryStore, PlatformOrigin, Reply, Runtime, Runway};
+use runway_core::adapter::{Config, PlatformOrigin};
+use runway_core::testing::{Frames, TestRunway, VirtualRuntime};
 use runway_core::{Agent, AgentResult, Outcome, Output, OutputFile, Turn};
 use serde_json::{Value, json};
-
-#[derive(Clone, Copy)]
-struct Clock;
-
-impl Runtime for Clock {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        getrandom_like(buf);
-    }
-}
-
-fn getrandom_like(buf: &mut [u8]) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(1);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = (n as u8).wrapping_mul(31).wrapping_add(i as u8);
-    }
-}
 
 /// Answers with its input; `/file` also hosts a file.
 struct Files;
@@ -51,10 +22,10 @@ impl Agent for Files {
     }
 }
 
-type App = Runway<Files, MemoryStore, Clock>;
+type App = TestRunway<Files>;
 
 fn app(config: Config) -> App {
-    Runway::new(Files, MemoryStore::default(), Clock, config)
+    TestRunway::with(Files, VirtualRuntime::new(), config)
 }
 
 fn run_body(run: &str, input: &str) -> Bytes {
@@ -67,27 +38,8 @@ fn run_body(run: &str, input: &str) -> Bytes {
 
 /// Sends `req`; the status and, for a stream, its frames.
 async fn send(app: &App, req: http::Request<Bytes>) -> (u16, Vec<Value>) {
-    match app.handle(req).await {
-        Reply::Full(r) => (r.status().as_u16(), Vec::new()),
-        Reply::Stream { response, turn } => {
-            let status = response.status().as_u16();
-            tokio::spawn(turn);
-            let mut body = response.into_body();
-            let mut raw = Vec::new();
-            while let Some(Ok(c)) = tokio::time::timeout(Duration::from_secs(5), body.next())
-                .await
-                .expect("the turn ends in time")
-            {
-                raw.extend_from_slice(&c);
-            }
-            let frames = String::from_utf8_lossy(&raw)
-                .split("\n\n")
-                .filter_map(|f| f.strip_prefix("data: "))
-                .map(|d| serde_json::from_str(d).unwrap())
-                .collect();
-            (status, frames)
-        }
-    }
+    let frames = Frames::parse(app.request(req).await, None);
+    (frames.status(), frames.all().to_vec())
 }
 
 fn post(path: &str, body: Bytes) -> http::Request<Bytes> {

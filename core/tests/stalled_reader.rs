@@ -6,37 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway};
+use runway_core::adapter::{AuthHeaders, Config, Reply};
+use runway_core::testing::{TestRunway, TestTurn, VirtualRuntime, yield_now};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
-use serde_json::{Value, json};
-
-#[derive(Clone, Copy)]
-struct VirtualClock;
-
-impl Runtime for VirtualClock {
-    type Sleep = tokio::time::Sleep;
-    fn sleep(&self, d: Duration) -> Self::Sleep {
-        tokio::time::sleep(d)
-    }
-    fn now_ms(&self) -> u64 {
-        static START: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
-        let start = *START.get_or_init(tokio::time::Instant::now);
-        1_700_000_000_000
-            + tokio::time::Instant::now()
-                .duration_since(start)
-                .as_millis() as u64
-    }
-    fn fill_random(&self, buf: &mut [u8]) {
-        buf.fill(7);
-    }
-}
 
 /// Writes `piece` bytes of text every `every_ms` (0: only yields between pieces) until it has
 /// written `total`, counting what it wrote and how often it ran.
 #[derive(Clone)]
 struct Writer {
+    rt: VirtualRuntime,
     piece: usize,
     every_ms: u64,
     total: usize,
@@ -45,8 +24,9 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(piece: usize, every_ms: u64, total: usize) -> Self {
+    fn new(rt: &VirtualRuntime, piece: usize, every_ms: u64, total: usize) -> Self {
         Self {
+            rt: rt.clone(),
             piece,
             every_ms,
             total,
@@ -65,114 +45,109 @@ impl Agent for Writer {
             self.written.fetch_add(self.piece, Ordering::SeqCst);
             if self.every_ms == 0 {
                 // Any await point: a model stream, a tool call. Not `Output::ready`.
-                tokio::task::yield_now().await;
+                yield_now().await;
             } else {
-                tokio::time::sleep(Duration::from_millis(self.every_ms)).await;
+                self.rt.sleep(Duration::from_millis(self.every_ms)).await;
             }
         }
         Ok(Outcome::Done)
     }
 }
 
-fn request(run: &str) -> http::Request<Bytes> {
-    let body = json!({"protocolVersion": "1", "runId": run, "threadId": "t1", "agentId": "a",
-                      "workspaceId": "w", "input": "go"});
-    http::Request::post("/runs")
-        .header("host", "agent.test")
-        .body(Bytes::from(body.to_string()))
-        .unwrap()
+fn turn(run: &str) -> TestTurn {
+    TestTurn::new("go").run_id(run)
 }
 
-fn app(agent: Writer) -> Runway<Writer, MemoryStore, VirtualClock> {
-    Runway::new(
-        agent,
-        MemoryStore::default(),
-        VirtualClock,
-        Config::default(),
-    )
+fn app<A: Agent>(rt: &VirtualRuntime, agent: A) -> TestRunway<A> {
+    TestRunway::with(agent, rt.clone(), Config::default())
 }
 
-fn frames(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_stalled_reader_ends_at_the_deadline_and_releases_its_claim() {
     // 8 KiB every 100 ms for far longer than the 290 s deadline.
-    let agent = Writer::new(8 * 1024, 100, usize::MAX);
-    let app = app(agent.clone());
-    let Reply::Stream { response, turn } = app.handle(request("r")).await else {
-        panic!("not a stream")
-    };
-    let started = tokio::time::Instant::now();
-    let handle = tokio::spawn(turn);
-    // The client keeps the connection (the body) but never reads it.
-    let stalled_body = response;
-    tokio::time::timeout(Duration::from_secs(300), handle)
-        .await
-        .expect("the turn of a client that stopped reading ends at its deadline")
-        .unwrap();
-    let took = started.elapsed();
+    let rt = VirtualRuntime::new();
+    let agent = Writer::new(&rt, 8 * 1024, 100, usize::MAX);
+    let app = app(&rt, agent.clone());
+    let (took, stalled_body) = rt
+        .run(async {
+            let Reply::Stream { response, turn } =
+                app.runway().handle(self::turn("r").request()).await
+            else {
+                panic!("not a stream")
+            };
+            // The client keeps the connection (the body) but never reads it.
+            rt.timeout(Duration::from_secs(300), turn)
+                .await
+                .expect("the turn of a client that stopped reading ends at its deadline");
+            (rt.elapsed(), response)
+        })
+        .await;
     assert!(
         took >= Duration::from_secs(290) && took < Duration::from_secs(296),
         "turn ended after {took:?}"
     );
     // The claim is released: a retry of the same run replays at once instead of waiting out
     // the lease, and the agent does not run a second time.
-    let retry_started = tokio::time::Instant::now();
-    let Reply::Stream { response, turn } = app.handle(request("r")).await else {
-        panic!("not a stream")
-    };
-    tokio::spawn(turn);
-    let replay: Vec<u8> = response
-        .into_body()
-        .flat_map(|c| futures::stream::iter(c.unwrap().to_vec()))
-        .collect()
-        .await;
-    assert!(retry_started.elapsed() < Duration::from_secs(1));
-    let replay = frames(&String::from_utf8(replay).unwrap());
-    assert_eq!(
-        replay.last().unwrap()["code"],
-        "TURN_DEADLINE",
-        "{replay:?}"
-    );
+    let replay = app.send(turn("r")).await;
+    assert!(replay.received().took() < Duration::from_secs(1));
+    assert_eq!(replay.error().unwrap().code, "TURN_DEADLINE", "{replay:?}");
     assert_eq!(agent.runs.load(Ordering::SeqCst), 1);
     drop(stalled_body);
 }
 
-#[tokio::test(start_paused = true)]
+/// Starts `app`'s turn; after 5 s of a client reading nothing, `written()` is checked; then the
+/// client reads to the end, which is returned.
+async fn stall_then_read<A: Agent>(
+    app: &TestRunway<A>,
+    written: impl Fn() -> usize,
+) -> runway_core::testing::Frames {
+    let rt = app.runtime();
+    let received = rt
+        .run(async {
+            let Reply::Stream { response, turn } =
+                app.runway().handle(self::turn("r").request()).await
+            else {
+                panic!("not a stream")
+            };
+            let client = async {
+                rt.sleep(Duration::from_secs(5)).await;
+                let written = written();
+                assert!(
+                    written <= 1024 * 1024,
+                    "the agent wrote {written} bytes ahead of a client that reads nothing"
+                );
+                // Once the client reads, the agent goes on to the end.
+                let mut body = response.into_body();
+                let mut all = Vec::new();
+                while let Some(Ok(c)) = body.next().await {
+                    all.extend_from_slice(&c);
+                }
+                all
+            };
+            futures::join!(turn, client).1
+        })
+        .await;
+    let received = runway_core::testing::Received {
+        status: 200,
+        headers: http::HeaderMap::new(),
+        chunks: vec![(Duration::ZERO, received.into())],
+    };
+    runway_core::testing::Frames::parse(received, None)
+}
+
+#[tokio::test]
 async fn a_stalled_reader_pauses_the_agent_instead_of_buffering() {
     // 256 KiB pieces (a large tool result, a long paragraph) as fast as the engine lets it,
     // 6 MiB in all.
-    let agent = Writer::new(256 * 1024, 0, 6 * 1024 * 1024);
-    let app = app(agent.clone());
-    let Reply::Stream { response, turn } = app.handle(request("r")).await else {
-        panic!("not a stream")
-    };
-    let handle = tokio::spawn(turn);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let written = agent.written.load(Ordering::SeqCst);
-    assert!(
-        written <= 1024 * 1024,
-        "the agent wrote {written} bytes ahead of a client that reads nothing"
-    );
-    // Once the client reads, the agent goes on to the end.
-    let body: Vec<u8> = response
-        .into_body()
-        .flat_map(|c| futures::stream::iter(c.unwrap().to_vec()))
-        .collect()
-        .await;
-    handle.await.unwrap();
-    let body = String::from_utf8(body).unwrap();
-    let last = frames(&body).pop().unwrap();
-    assert_eq!(last["type"], "RUN_FINISHED", "{last}");
+    let rt = VirtualRuntime::new();
+    let agent = Writer::new(&rt, 256 * 1024, 0, 6 * 1024 * 1024);
+    let app = app(&rt, agent.clone());
+    let f = stall_then_read(&app, || agent.written.load(Ordering::SeqCst)).await;
+    assert!(f.is_success(), "{f:?}");
     assert_eq!(agent.written.load(Ordering::SeqCst), 6 * 1024 * 1024);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn ready_lets_a_burst_writer_wait_for_the_client() {
     /// Writes 40 KiB pieces without any await but `Output::ready`.
     #[derive(Clone, Default)]
@@ -188,22 +163,9 @@ async fn ready_lets_a_burst_writer_wait_for_the_client() {
         }
     }
     let agent = Burst::default();
-    let app = Runway::new(
-        agent.clone(),
-        MemoryStore::default(),
-        VirtualClock,
-        Config::default(),
-    );
-    let Reply::Stream { response, turn } = app.handle(request("r")).await else {
-        panic!("not a stream")
-    };
-    let handle = tokio::spawn(turn);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let written = agent.0.load(Ordering::SeqCst);
-    assert!(written <= 1024 * 1024, "wrote {written} bytes ahead");
-    let mut body = response.into_body();
-    while body.next().await.is_some() {}
-    handle.await.unwrap();
+    let app = app(&VirtualRuntime::new(), agent.clone());
+    let f = stall_then_read(&app, || agent.0.load(Ordering::SeqCst)).await;
+    assert!(f.is_success(), "{f:?}");
     assert_eq!(agent.0.load(Ordering::SeqCst), 100 * 40 * 1024);
 }
 
@@ -213,12 +175,9 @@ fn authorize_refuses_a_stranger_from_the_head_alone() {
         auth: AuthHeaders::parse("X-API-Key: k").unwrap(),
         ..Config::default()
     };
-    let app = Runway::new(
-        Writer::new(1, 0, 1),
-        MemoryStore::default(),
-        VirtualClock,
-        config,
-    );
+    let rt = VirtualRuntime::new();
+    let app = TestRunway::with(Writer::new(&rt, 1, 0, 1), rt, config);
+    let app = app.runway();
     let head = |path: &str, key: Option<&str>| {
         let mut b = http::Request::post(path);
         if let Some(k) = key {

@@ -108,9 +108,33 @@ cf_ensure_all() {
 
 # Builds the Worker into $CF_CRATE/build/ (worker-build --release: cargo for wasm32, then
 # wasm-bindgen, wasm-opt and esbuild). Uses CARGO_TARGET_DIR if set, else the crate's target/.
+# The repo's own Worker is built with the cargo features in RUNWAY_CF_FEATURES, by default
+# `builtin-worker` (the demo, echo and http-probe agents: what `npx wrangler deploy` from
+# cloudflare/ uploads); `builtin-worker,model` adds the model agent.
 cf_build() {
   local features=()
-  [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features builtin-worker)
+  [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features "${RUNWAY_CF_FEATURES:-builtin-worker}")
   cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]})"
   (cd "$CF_CRATE" && worker-build --release "${features[@]}") >&2
+}
+
+# The upload of $CF_CRATE's current build, from an offline `wrangler deploy --dry-run`: sets
+# CF_UPLOAD (wrangler's "X KiB / gzip: Y KiB") and CF_UPLOAD_GZIP_KIB (Y), and prints the first.
+cf_upload_size() {
+  local out
+  out="$(mktemp -d "${TMPDIR:-/tmp}/runway-cf-dist.XXXXXX")"
+  (cd "$CF_CRATE" && node "$CF_WRANGLER" deploy --dry-run --outdir "$out") >"$out.log" 2>&1 \
+    || { cat "$out.log" >&2; rm -rf "$out" "$out.log"; return 1; }
+  CF_UPLOAD="$(sed -n 's/.*Total Upload: //p' "$out.log" | head -n1)"
+  rm -rf "$out" "$out.log"
+  [ -n "$CF_UPLOAD" ] || { cf_log "the dry run printed no upload size"; return 1; }
+  CF_UPLOAD_GZIP_KIB="$(printf '%s\n' "$CF_UPLOAD" | sed -n 's/.*gzip: \([0-9.]*\) KiB.*/\1/p')"
+  [ -n "$CF_UPLOAD_GZIP_KIB" ] || { cf_log "no gzip size in: $CF_UPLOAD"; return 1; }
+  echo "upload size: $CF_UPLOAD"
+}
+
+# Fails unless the gzip upload measured by cf_upload_size is at most $1 KiB.
+cf_check_upload() {
+  awk -v got="$CF_UPLOAD_GZIP_KIB" -v max="$1" 'BEGIN { exit !(got <= max) }' \
+    || { cf_log "the Worker's upload is $CF_UPLOAD_GZIP_KIB KiB gzip, over its $1 KiB budget"; return 1; }
 }

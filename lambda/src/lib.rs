@@ -48,7 +48,7 @@ use runway_core::adapter::{
 
 pub use body::LambdaBody;
 pub use lambda_http::Error;
-pub use run::run;
+pub use run::{run, run_builtin};
 pub use settings::{InitError, Settings, builtin_agent, init, init_agent, sdk_config};
 pub use store::DynamoStore;
 

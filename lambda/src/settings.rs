@@ -48,8 +48,9 @@ pub struct Settings {
     /// Name of the SSM SecureString holding the auth header set
     /// (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`); when unset, `RUNWAY_AUTH_HEADERS` is used as is.
     pub auth_parameter: Option<String>,
-    /// Built-in agent the repo's own `bootstrap` serves (`RUNWAY_AGENT`, default `demo`);
-    /// a `bootstrap` serving its own agent through [`crate::run`] ignores it.
+    /// Built-in agent the repo's own `bootstrap` serves (`RUNWAY_AGENT`, default `demo`: see
+    /// [`runway_agents::settings`]); a `bootstrap` serving its own agent through
+    /// [`crate::run`] ignores it.
     pub agent: String,
 }
 
@@ -76,7 +77,7 @@ impl Settings {
             table: non_empty("RUNWAY_DYNAMODB_TABLE").unwrap_or_else(|| "runway".into()),
             dynamodb_endpoint,
             auth_parameter: non_empty("RUNWAY_AUTH_HEADERS_SSM_PARAMETER"),
-            agent: non_empty("RUNWAY_AGENT").unwrap_or_else(|| "demo".into()),
+            agent: runway_agents::settings::agent_name(&get),
         })
     }
 }
@@ -181,12 +182,6 @@ pub async fn init_agent<A: Agent>(
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
     let store = dynamo_store(&settings, &sdk);
-    if get("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK").is_some_and(|v| matches!(v.trim(), "1" | "true")) {
-        tracing::warn!(
-            "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to loopback addresses are \
-             downloaded. For tests only: never set it in production"
-        );
-    }
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,

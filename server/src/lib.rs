@@ -31,7 +31,6 @@
 //! binary itself uses it to serve the built-in agents).
 #![warn(missing_docs)]
 
-mod attachment_warning;
 mod cli;
 mod data_dir;
 mod listener;
@@ -48,6 +47,7 @@ mod usage_cli;
 mod write_stall;
 
 pub use cli::{check, serve};
+pub use logging::init as init_logging;
 pub use playground::proxy::{PlaygroundArgs, run as playground};
 pub use serve::{ServeArgs, run};
 pub use sqlite_attachments::SqliteAttachmentStore;

@@ -39,9 +39,9 @@ enum Command {
         #[command(flatten)]
         serve: runway::ServeArgs,
         /// Which built-in agent to serve: demo, echo, model (the RUNWAY_MODEL_* settings) or
-        /// http-probe (relays RUNWAY_HTTP_PROBE_URL).
-        #[arg(long, env = "RUNWAY_AGENT", default_value = "demo")]
-        agent: String,
+        /// http-probe (relays RUNWAY_HTTP_PROBE_URL) [default: RUNWAY_AGENT, else demo].
+        #[arg(long)]
+        agent: Option<String>,
     },
     /// Check any External Agent against Console's onboarding checklist
     /// (`runway check --help` for options).
@@ -85,21 +85,21 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve { serve, agent } => {
-            let workers_file = [
-                runway_agents::WORKERS_FILE_SETTING,
-                runway_agents::WORKERS_SETTING,
-            ]
-            .iter()
-            .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
-            if workers_file {
+            // Before the agent is built: what it logs then (the model agent's warnings) is seen.
+            runway::init_logging();
+            let env = |k: &str| std::env::var(k).ok();
+            // A value that is not UTF-8 still counts as set: the file's limits are never skipped.
+            let set = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+            if runway_agents::settings::workers_file_set(set) {
                 // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
                 return rt.block_on(runway::run(runway_core::Workers::new(), serve));
             }
+            let agent = agent.unwrap_or_else(|| runway_agents::settings::agent_name(env));
             let built = if agent == "model" {
                 let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-                BuiltinAgent::model(&TokioRuntime, |k| std::env::var(k).ok(), read)
+                BuiltinAgent::model(&TokioRuntime, env, read)
             } else {
-                BuiltinAgent::from_settings(&agent, &TokioRuntime, |k| std::env::var(k).ok())
+                BuiltinAgent::from_settings(&agent, &TokioRuntime, env)
             };
             let agent = match built {
                 Ok(agent) => agent,

@@ -467,6 +467,22 @@ mod tests {
         }
         let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
         assert!(main.contains("runway::serve(flight_desk::MyAgent)"));
+        // The agent ships with its tests on the testing kit (run by `cargo test`, and in CI by
+        // tests/tests/new_crate_local.rs).
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(lib.contains("#[cfg(test)]\nmod tests {"), "{lib}");
+        assert!(lib.contains("TestRunway::new(MyAgent)"), "{lib}");
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let dev = manifest
+            .split("\n[dev-dependencies]\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_default();
+        assert!(
+            dev.starts_with("runway-core = { path = ")
+                && dev.ends_with(r#"features = ["testing"] }"#),
+            "{manifest}"
+        );
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
     }
 

@@ -120,7 +120,6 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
     print_banner(&format!("http://{addr}{base_path}"), &name, &auth_names);
-    crate::attachment_warning::announce();
     let max_connections = crate::listener::max_connections(fd_limit);
     tracing::info!(fd_limit, max_connections, "accepting connections");
     crate::listener::serve(listener, app, max_connections, crate::shutdown::requested()).await;

@@ -1,6 +1,7 @@
 //! `runway new` end to end on one box: the generated crate, built against this checkout
-//! outside the workspace, serves its agent with `cargo run -- serve`'s binary, passes
-//! `runway check --strict` with a two-header auth set, and remembers turns per thread.
+//! outside the workspace, passes its own `cargo test` (the agent's tests on runway's testing
+//! kit), serves its agent with `cargo run -- serve`'s binary, passes `runway check --strict`
+//! with a two-header auth set, and remembers turns per thread.
 
 use std::time::Duration;
 
@@ -11,8 +12,21 @@ use tokio::process::Command;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runway_new_crate_serves_and_passes_runway_check() {
     let generated = GeneratedCrate::create("flight-desk");
-    // The local binary and the Lambda one: `cargo check --bin bootstrap` is implied.
-    generated.cargo(&["build", "--bin", "flight-desk", "--bin", "bootstrap"]);
+    // The local binary and the Lambda one (`cargo check --bin bootstrap` is implied), and the
+    // test targets in the same build: with the dev-dependencies' features (runway-core's
+    // `testing`) resolved once, the binaries and `cargo test` share every runway crate, all
+    // built already by `scripts/test` (`cargo build -p runway -p runway-lambda --features
+    // runway-core/testing`).
+    generated.cargo(&[
+        "build",
+        "--bin",
+        "flight-desk",
+        "--bin",
+        "bootstrap",
+        "--tests",
+    ]);
+    // What a user runs first: the agent's own tests, as `runway new` writes them.
+    generated.cargo(&["test", "--lib"]);
 
     let data = free_data_dir("new-local");
     let mut cmd = Command::new(generated.binary("flight-desk"));

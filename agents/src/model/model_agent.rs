@@ -100,11 +100,13 @@ impl<R: Runtime> ModelAgent<R> {
     /// [`ModelAgent::with_download_client`] gave a client (until then each file is reported to
     /// the model and the user as not usable).
     pub fn new(settings: ModelSettings, rt: R) -> Self {
+        // The one place this is said: every adapter builds its model agent once, after its
+        // logging is installed.
         if settings.attachments.policy.allow_loopback {
             tracing::warn!(
-                "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK=1: attachment links to this machine's \
-                 loopback addresses (plain http too) are downloaded. For tests only: never \
-                 set it in production"
+                "{}=1: attachment links to this machine's loopback addresses (plain http too) \
+                 are downloaded. For tests only: never set it in production",
+                crate::settings::ALLOW_LOOPBACK
             );
         }
         #[cfg(feature = "reqwest")]

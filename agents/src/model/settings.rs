@@ -14,7 +14,7 @@ pub const SETTING_NAMES: [&str; 8] = [
     "RUNWAY_SYSTEM_PROMPT",
     "RUNWAY_TOOLS_FILE",
     "RUNWAY_TOOLS",
-    "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK",
+    crate::settings::ALLOW_LOOPBACK,
     "RUNWAY_ATTACHMENTS_MAX_BYTES",
 ];
 
@@ -123,18 +123,11 @@ impl ModelSettings {
             });
         }
         s.system_prompt = non_empty("RUNWAY_SYSTEM_PROMPT");
-        if let Some(v) = get("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK") {
-            s.attachments.policy.allow_loopback = match v.trim() {
-                "1" | "true" => true,
-                "0" | "false" | "" => false,
-                _ => {
-                    return Err(ModelSettingsError::Invalid {
-                        setting: "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK",
-                        reason: "must be 1 or 0".into(),
-                    });
-                }
-            };
-        }
+        s.attachments.policy.allow_loopback =
+            crate::settings::allow_loopback(&get).map_err(|e| ModelSettingsError::Invalid {
+                setting: e.setting,
+                reason: e.reason.into(),
+            })?;
         if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_BYTES") {
             s.attachments.max_bytes = v
                 .trim()

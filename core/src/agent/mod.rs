@@ -66,3 +66,17 @@ pub trait Agent: MaybeSend + MaybeSync + 'static {
     /// things; return [`Outcome::Done`], or an [`Interrupt`](crate::Interrupt) to ask the user something.
     fn run(&self, turn: &mut Turn, out: &Output) -> impl Future<Output = AgentResult> + MaybeSend;
 }
+
+/// A `static` agent (or one leaked for the life of the process) is an agent: `&MyAgent`.
+impl<A: Agent> Agent for &'static A {
+    fn run(&self, turn: &mut Turn, out: &Output) -> impl Future<Output = AgentResult> + MaybeSend {
+        (**self).run(turn, out)
+    }
+}
+
+/// A shared agent is an agent: keep a clone to look at it after its turns (in tests, say).
+impl<A: Agent> Agent for std::sync::Arc<A> {
+    fn run(&self, turn: &mut Turn, out: &Output) -> impl Future<Output = AgentResult> + MaybeSend {
+        (**self).run(turn, out)
+    }
+}

@@ -78,44 +78,18 @@ pub struct TurnHttpGuard {
 ///         Ok(Outcome::Done)
 ///     }
 /// }
-/// # // Served by runway with an HTTP client, it reads a loopback server here:
-/// # #[cfg(feature = "reqwest")]
-/// # use runway_core::{adapter::{Config, MemoryStore, Runway, Reply, TokioRuntime}, http_client::ReqwestClient};
-/// # #[cfg(not(feature = "reqwest"))]
-/// # fn main() {}
-/// # #[cfg(feature = "reqwest")]
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-/// #     let port = listener.local_addr().unwrap().port();
-/// #     tokio::spawn(async move {
-/// #         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-/// #         for body in [&br#"{"summary":"sunny"}"#[..], b"Warm, then rain."] {
-/// #             let (mut s, _) = listener.accept().await.unwrap();
-/// #             let mut buf = [0u8; 4096];
-/// #             let _ = s.read(&mut buf).await;
-/// #             let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
-/// #             s.write_all(head.as_bytes()).await.unwrap();
-/// #             s.write_all(body).await.unwrap();
-/// #         }
-/// #     });
-/// #     struct Local(u16);
-/// #     impl runway_core::http_client::HttpClient for Local {
-/// #         fn send(&self, mut r: runway_core::http_client::HttpRequest) -> runway_core::adapter::BoxFuture<'static, Result<runway_core::http_client::HttpResponse, runway_core::http_client::HttpError>> {
-/// #             r.url = format!("http://127.0.0.1:{}{}", self.0, r.url.path()).parse().unwrap();
-/// #             ReqwestClient::new().send(r)
-/// #         }
-/// #     }
-/// #     let runway = Runway::new(Weather, MemoryStore::new(), TokioRuntime, Config::default())
-/// #         .with_http_client(Local(port));
-/// #     let req = http::Request::post("/runs").body(bytes::Bytes::from(r#"{"threadId":"t","runId":"r","agentId":"a","workspaceId":"w","input":"hi","protocolVersion":"1"}"#)).unwrap();
-/// #     let Reply::Stream { response, turn } = runway.handle(req).await else { panic!() };
-/// #     let (_, body) = response.into_parts();
-/// #     let (_, sse) = futures::join!(turn, futures::StreamExt::collect::<Vec<_>>(body));
-/// #     let sse: String = sse.into_iter().map(|c| String::from_utf8_lossy(&c.unwrap()).into_owned()).collect();
-/// #     assert!(sse.contains("sunny"), "{sse}");
-/// #     assert!(sse.contains("Warm, then rain."), "{sse}");
-/// # }
+/// # // Tested with the testing kit's scripted client (`runway_core::testing`):
+/// # use runway_core::testing::{ScriptedHttp, ScriptedResponse, TestTurn};
+/// # runway_core::testing::VirtualRuntime::new().block_on(async {
+/// # let api = ScriptedHttp::new()
+/// #     .get("https://weather.example.com/now?city=Hanoi", ScriptedResponse::json(&serde_json::json!({"summary": "sunny"})))
+/// #     .post("https://weather.example.com/report", ScriptedResponse::text("Warm,").chunk(" then rain."));
+/// # let frames = TestTurn::new("weather?").http_client(api.clone()).run(&Weather).await;
+/// # assert_eq!(frames.text(), "It is \"sunny\" in Hanoi. Warm, then rain.");
+/// # let sent = api.requests();
+/// # assert_eq!(sent[0].headers["authorization"], "Bearer secret-token");
+/// # assert_eq!(sent[1].body, r#"{"city":"Hanoi"}"#);
+/// # });
 /// ```
 #[derive(Clone, Default)]
 pub struct Http {
@@ -390,18 +364,7 @@ mod tests {
     use super::*;
     use crate::http_client::{HttpBody, HttpRequest};
     use crate::platform::maybe_send::BoxFuture;
-
-    /// tokio's (paused) clock.
-    struct TestClock(tokio::time::Instant);
-
-    impl TurnClock for TestClock {
-        fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-            Box::pin(tokio::time::sleep(duration))
-        }
-        fn now_ms(&self) -> u64 {
-            self.0.elapsed().as_millis() as u64
-        }
-    }
+    use crate::testing::VirtualRuntime;
 
     /// Answers at once with a body that never ends, or never answers at all; notes when the
     /// body it handed out is dropped.
@@ -444,77 +407,87 @@ mod tests {
         }
     }
 
-    fn turn_http(answer: bool, deadline: Duration) -> (Http, TurnHttpGuard, Arc<AtomicBool>) {
+    fn turn_http(
+        rt: &VirtualRuntime,
+        answer: bool,
+        deadline: Duration,
+    ) -> (Http, TurnHttpGuard, Arc<AtomicBool>) {
         let dropped = Arc::new(AtomicBool::new(false));
         let client = Stalling {
             answer,
             body_dropped: dropped.clone(),
             seen: Default::default(),
         };
-        let (http, guard) = Http::for_turn(
-            Some(Arc::new(client)),
-            Arc::new(TestClock(tokio::time::Instant::now())),
-            deadline,
-        );
+        let (http, guard) = crate::testing::turn_http(Arc::new(client), rt.clone(), deadline);
         (http, guard, dropped)
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_turn_deadline_bounds_a_longer_request_timeout_body_included() {
-        let (http, _guard, dropped) = turn_http(true, Duration::from_secs(5));
-        let start = tokio::time::Instant::now();
-        let mut r = http
-            .get("https://api.example.com/x")
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.chunk().await.unwrap().as_deref(), Some(&b"first"[..]));
-        assert_eq!(r.chunk().await, Err(HttpError::TurnDeadline));
-        assert_eq!(start.elapsed(), Duration::from_secs(5));
-        assert!(
-            dropped.load(Ordering::SeqCst),
-            "the connection was released"
+    #[test]
+    fn the_turn_deadline_bounds_a_longer_request_timeout_body_included() {
+        let rt = VirtualRuntime::new();
+        let (http, _guard, dropped) = turn_http(&rt, true, Duration::from_secs(5));
+        rt.block_on(async {
+            let mut r = http
+                .get("https://api.example.com/x")
+                .timeout(Duration::from_secs(60))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.chunk().await.unwrap().as_deref(), Some(&b"first"[..]));
+            assert_eq!(r.chunk().await, Err(HttpError::TurnDeadline));
+            assert_eq!(rt.elapsed(), Duration::from_secs(5));
+            assert!(
+                dropped.load(Ordering::SeqCst),
+                "the connection was released"
+            );
+            assert_eq!(r.chunk().await, Ok(None), "the body ends after an error");
+            // Later requests fail at once.
+            let late = http.get("https://api.example.com/y").send().await;
+            assert_eq!(late.unwrap_err(), HttpError::TurnDeadline);
+        });
+    }
+
+    #[test]
+    fn a_shorter_request_timeout_wins() {
+        let rt = VirtualRuntime::new();
+        let (http, _guard, _) = turn_http(&rt, false, Duration::from_secs(5));
+        let r = rt.block_on(
+            http.get("https://api.example.com/x")
+                .timeout(Duration::from_secs(1))
+                .send(),
         );
-        assert_eq!(r.chunk().await, Ok(None), "the body ends after an error");
-        // Later requests fail at once.
-        let late = http.get("https://api.example.com/y").send().await;
-        assert_eq!(late.unwrap_err(), HttpError::TurnDeadline);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_shorter_request_timeout_wins() {
-        let (http, _guard, _) = turn_http(false, Duration::from_secs(5));
-        let start = tokio::time::Instant::now();
-        let r = http
-            .get("https://api.example.com/x")
-            .timeout(Duration::from_secs(1))
-            .send()
-            .await;
         assert_eq!(r.unwrap_err(), HttpError::Timeout(Duration::from_secs(1)));
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        assert_eq!(rt.elapsed(), Duration::from_secs(1));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_turn_ending_cancels_pending_requests_and_bodies() {
-        let (http, guard, dropped) = turn_http(true, Duration::from_secs(60));
-        let mut body = http
-            .get("https://api.example.com/x")
-            .send()
-            .await
-            .unwrap()
-            .into_body();
-        assert!(body.next().await.unwrap().is_ok());
-        let (stalled, stalled_guard, _) = turn_http(false, Duration::from_secs(60));
-        let pending = tokio::spawn(async move { stalled.get("https://a.example/").send().await });
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        drop(guard);
-        drop(stalled_guard);
-        assert_eq!(body.next().await, Some(Err(HttpError::Cancelled)));
-        assert!(dropped.load(Ordering::SeqCst));
-        assert_eq!(pending.await.unwrap().unwrap_err(), HttpError::Cancelled);
-        let after = http.get("https://api.example.com/x").send().await;
-        assert_eq!(after.unwrap_err(), HttpError::Cancelled);
+    #[test]
+    fn the_turn_ending_cancels_pending_requests_and_bodies() {
+        let rt = VirtualRuntime::new();
+        let (http, guard, dropped) = turn_http(&rt, true, Duration::from_secs(60));
+        let (stalled, stalled_guard, _) = turn_http(&rt, false, Duration::from_secs(60));
+        rt.block_on(async {
+            let mut body = http
+                .get("https://api.example.com/x")
+                .send()
+                .await
+                .unwrap()
+                .into_body();
+            assert!(body.next().await.unwrap().is_ok());
+            let pending = stalled.get("https://a.example/").send();
+            let end_the_turn = async {
+                rt.sleep(Duration::from_millis(10)).await;
+                drop(guard);
+                drop(stalled_guard);
+                body.next().await
+            };
+            let (pending, next) = futures::join!(pending, end_the_turn);
+            assert_eq!(next, Some(Err(HttpError::Cancelled)));
+            assert!(dropped.load(Ordering::SeqCst));
+            assert_eq!(pending.unwrap_err(), HttpError::Cancelled);
+            assert_eq!(rt.elapsed(), Duration::from_millis(10));
+            let after = http.get("https://api.example.com/x").send().await;
+            assert_eq!(after.unwrap_err(), HttpError::Cancelled);
+        });
     }
 
     #[tokio::test]
@@ -525,9 +498,9 @@ mod tests {
         assert_eq!(r.unwrap_err(), HttpError::Unavailable);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn bad_requests_are_refused_without_repeating_the_value() {
-        let (http, _guard, _) = turn_http(true, Duration::from_secs(5));
+        let (http, _guard, _) = turn_http(&VirtualRuntime::new(), true, Duration::from_secs(5));
         for (req, want) in [
             (http.get("not a url secret-1"), "bad URL"),
             (http.get("ftp://host/secret-1"), "scheme"),
@@ -548,7 +521,7 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn debug_output_shows_no_url_query_or_header_value() {
         let seen = Arc::new(std::sync::Mutex::new(None));
         let client = Stalling {
@@ -556,9 +529,9 @@ mod tests {
             body_dropped: Default::default(),
             seen: seen.clone(),
         };
-        let (http, _guard) = Http::for_turn(
-            Some(Arc::new(client)),
-            Arc::new(TestClock(tokio::time::Instant::now())),
+        let (http, _guard) = crate::testing::turn_http(
+            Arc::new(client),
+            VirtualRuntime::new(),
             Duration::from_secs(5),
         );
         let builder = http

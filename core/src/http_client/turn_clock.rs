@@ -16,10 +16,10 @@ pub(crate) trait TurnClock: MaybeSend + MaybeSync + 'static {
 }
 
 /// A bare runtime as a turn's clock (a turn outside [`crate::adapter::Runway`]: tests).
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub(crate) struct RuntimeClock<R>(pub(crate) R);
 
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 impl<R: Runtime> TurnClock for RuntimeClock<R> {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         Box::pin(self.0.sleep(duration))

@@ -84,6 +84,18 @@ pub struct Resume {
     pub edited_action: Option<EditedAction>,
 }
 
+impl From<Decision> for Resume {
+    /// The decision alone, with no message, answers or edited call.
+    fn from(decision: Decision) -> Self {
+        Self {
+            decision,
+            message: None,
+            answers: Vec::new(),
+            edited_action: None,
+        }
+    }
+}
+
 impl Resume {
     pub(crate) fn from_value(v: &Value) -> Result<Self, BadRequest> {
         let obj = v

@@ -63,6 +63,26 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// The thread stored under `thread_key`, unless absent or expired at `now_ms`: what a
+    /// test asserts on after a turn.
+    pub fn thread(&self, thread_key: &str, now_ms: u64) -> Option<ThreadContext> {
+        self.lock()
+            .threads
+            .get(thread_key)
+            .and_then(|t| t.context.as_ref())
+            .filter(|(_, exp)| *exp > now_ms)
+            .map(|(c, _)| c.clone())
+    }
+
+    /// Stores `context` as thread `thread_key` until `expires_at_ms`, as if a turn had
+    /// committed it: a test's thread history before its turn.
+    pub fn put_thread(&self, thread_key: &str, context: ThreadContext, expires_at_ms: u64) {
+        let mut t = self.lock();
+        let thread = t.threads.entry(thread_key.to_owned()).or_default();
+        thread.context = Some((context, expires_at_ms));
+        thread.head.version += 1;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
         // A panic while holding the lock cannot leave the maps half-updated (each update is
         // one insert), so a poisoned lock is safe to keep using.

@@ -15,10 +15,10 @@ use bytes::Bytes;
 use runway_agents::attachments::{AttachmentStore, KEEP_ATTACHMENTS_FOR, attachment_digest};
 use runway_core::adapter::{BoxFuture, StoreError};
 
-use super::{
-    DynamoStore, ITEM_PAYLOAD_BYTES, Item, PayloadRef, backoff, expiry, get_n, new_tag,
-    payload_ref, s, sdk_error,
-};
+use super::DynamoStore;
+use super::item::{Item, b, expiry, get_n, n, s};
+use super::payload::{ITEM_PAYLOAD_BYTES, PayloadRef, new_tag, part_items, payload_ref};
+use super::retry::{backoff, sdk_error};
 
 /// Keys in one `BatchGetItem` (DynamoDB's limit is 100).
 const BATCH_GET_KEYS: usize = 100;
@@ -51,26 +51,16 @@ impl DynamoStore {
         let mut head = Item::new();
         head.insert("pk".into(), s(&pk));
         head.insert("sk".into(), s("file"));
-        head.insert("size".into(), super::n(bytes.len() as u64));
+        head.insert("size".into(), n(bytes.len() as u64));
         expiry(&mut head, expires_at_ms);
         if bytes.len() <= ITEM_PAYLOAD_BYTES {
-            head.insert("data".into(), super::b(bytes.to_vec()));
+            head.insert("data".into(), b(bytes.to_vec()));
         } else {
             let tag = new_tag();
-            let parts: Vec<Item> = bytes
-                .chunks(ITEM_PAYLOAD_BYTES)
-                .enumerate()
-                .map(|(i, part)| {
-                    let mut p = Item::new();
-                    p.insert("pk".into(), s(part_pk(&pk, &tag, i)));
-                    p.insert("sk".into(), s("part"));
-                    p.insert("data".into(), super::b(part.to_vec()));
-                    expiry(&mut p, expires_at_ms);
-                    p
-                })
-                .collect();
+            let key = |i| (part_pk(&pk, &tag, i), "part".to_owned());
+            let parts = part_items(bytes, key, None, expires_at_ms);
             head.insert("tag".into(), s(&tag));
-            head.insert("parts".into(), super::n(parts.len() as u64));
+            head.insert("parts".into(), n(parts.len() as u64));
             self.batch_put(parts).await?;
         }
         let put = self

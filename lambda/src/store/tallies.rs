@@ -12,7 +12,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use runway_core::adapter::StoreError;
 use runway_core::store::tally::{Tally, TallyKey};
 
-use super::{DynamoStore, get_n, get_s, n, s, sdk_error};
+use super::DynamoStore;
+use super::item::{get_n, get_s, n, s};
+use super::retry::sdk_error;
 
 fn pk(part: &str) -> String {
     format!("tally#{part}")

@@ -430,12 +430,11 @@ impl Drop for AbandonedCall<'_> {
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use crate::paused_clock::PausedClock;
     use bytes::Bytes;
     use futures::StreamExt;
     use runway_core::adapter::BoxFuture;
     use runway_core::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
-    use runway_core::testing::{TurnHttpGuard, turn_http};
+    use runway_core::testing::{TurnHttpGuard, VirtualRuntime, turn_http};
     use serde_json::json;
 
     use super::*;
@@ -569,10 +568,10 @@ mod tests {
         })
     }
 
-    fn turn(server: &Arc<Server>) -> (Http, TurnHttpGuard) {
+    fn turn(rt: &VirtualRuntime, server: &Arc<Server>) -> (Http, TurnHttpGuard) {
         turn_http(
             Arc::new(Client(server.clone())),
-            PausedClock::now(),
+            rt.clone(),
             Duration::from_secs(60),
         )
     }
@@ -589,94 +588,100 @@ mod tests {
 
     const T: Duration = Duration::from_secs(10);
 
-    #[tokio::test(start_paused = true)]
-    async fn sessions_pages_the_cache_list_changes_restarts_and_cancellation() {
-        let server = Arc::new(Server::default());
-        let (http, _guard) = turn(&server);
-        let c = connection();
+    #[test]
+    fn sessions_pages_the_cache_list_changes_restarts_and_cancellation() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let (http, _guard) = turn(&rt, &server);
+            let c = connection();
 
-        // Set up once, then every page of the list.
-        let tools = c.tools(&http, 1_000, T).await.unwrap();
-        let names: Vec<&str> = tools
-            .tools
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["a", "b"]);
-        assert_eq!(
-            methods(&server),
-            [
-                "initialize@-",
-                "notifications/initialized@s1",
-                "tools/list@s1",
-                "tools/list@s1"
-            ]
-        );
-        // Kept while fresh.
-        c.tools(&http, 2_000, T).await.unwrap();
-        assert!(methods(&server).is_empty());
+            // Set up once, then every page of the list.
+            let tools = c.tools(&http, 1_000, T).await.unwrap();
+            let names: Vec<&str> = tools
+                .tools
+                .iter()
+                .map(|t| t["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["a", "b"]);
+            assert_eq!(
+                methods(&server),
+                [
+                    "initialize@-",
+                    "notifications/initialized@s1",
+                    "tools/list@s1",
+                    "tools/list@s1"
+                ]
+            );
+            // Kept while fresh.
+            c.tools(&http, 2_000, T).await.unwrap();
+            assert!(methods(&server).is_empty());
 
-        // A call answered as an event stream: the server's ping is answered, and its
-        // tools/list_changed makes the next listing ask again.
-        let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
-        assert_eq!(r.content[0].as_text().unwrap().text, "did a");
-        assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
-        c.tools(&http, 3_000, T).await.unwrap();
-        assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
-        // Old lists are asked for again.
-        c.tools(&http, 3_000 + TOOLS_TTL.as_millis() as u64, T)
-            .await
-            .unwrap();
-        assert_eq!(methods(&server).len(), 2);
+            // A call answered as an event stream: the server's ping is answered, and its
+            // tools/list_changed makes the next listing ask again.
+            let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            assert_eq!(r.content[0].as_text().unwrap().text, "did a");
+            assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+            c.tools(&http, 3_000, T).await.unwrap();
+            assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
+            // Old lists are asked for again.
+            c.tools(&http, 3_000 + TOOLS_TTL.as_millis() as u64, T)
+                .await
+                .unwrap();
+            assert_eq!(methods(&server).len(), 2);
 
-        // The server forgets the session: a new one, and the call goes through.
-        server.forgotten.store(true, Ordering::SeqCst);
-        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
-        assert_eq!(
-            methods(&server),
-            [
-                "tools/call@s1",
-                "initialize@-",
-                "notifications/initialized@s2",
-                "tools/call@s2",
-                "(response)@s2"
-            ]
-        );
+            // The server forgets the session: a new one, and the call goes through.
+            server.forgotten.store(true, Ordering::SeqCst);
+            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            assert_eq!(
+                methods(&server),
+                [
+                    "tools/call@s1",
+                    "initialize@-",
+                    "notifications/initialized@s2",
+                    "tools/call@s2",
+                    "(response)@s2"
+                ]
+            );
 
-        // A call past its timeout is cancelled at once, naming its request id.
-        let e = c
-            .call(&http, "stall", JsonObject::new(), Duration::from_secs(2))
-            .await
-            .unwrap_err();
-        assert!(e.timed_out(), "{e}");
-        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
-        assert_eq!(seen.len(), 2, "{seen:?}");
-        assert_eq!(seen[1].1["method"], "notifications/cancelled");
-        assert_eq!(seen[1].1["params"]["requestId"], seen[0].1["id"]);
+            // A call past its timeout is cancelled at once, naming its request id.
+            let e = c
+                .call(&http, "stall", JsonObject::new(), Duration::from_secs(2))
+                .await
+                .unwrap_err();
+            assert!(e.timed_out(), "{e}");
+            let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            assert_eq!(seen[1].1["method"], "notifications/cancelled");
+            assert_eq!(seen[1].1["params"]["requestId"], seen[0].1["id"]);
+        });
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_call_cut_by_the_end_of_the_turn_is_cancelled_the_next_time() {
-        let server = Arc::new(Server::default());
-        let c = connection();
-        let (http, guard) = turn(&server);
-        c.tools(&http, 0, T).await.unwrap();
-        methods(&server);
-        let call = c.call(&http, "stall", JsonObject::new(), T);
-        let cut = async {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            drop(guard);
-        };
-        let (r, ()) = futures::join!(call, cut);
-        assert!(r.unwrap_err().turn_over());
-        let stalled_id = server.seen.lock().unwrap()[0].1["id"].clone();
-        methods(&server);
+    #[test]
+    fn a_call_cut_by_the_end_of_the_turn_is_cancelled_the_next_time() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let c = connection();
+            let (http, guard) = turn(&rt, &server);
+            c.tools(&http, 0, T).await.unwrap();
+            methods(&server);
+            let call = c.call(&http, "stall", JsonObject::new(), T);
+            let cut = async {
+                rt.sleep(Duration::from_secs(1)).await;
+                drop(guard);
+            };
+            let (r, ()) = futures::join!(call, cut);
+            assert!(r.unwrap_err().turn_over());
+            let stalled_id = server.seen.lock().unwrap()[0].1["id"].clone();
+            methods(&server);
 
-        let (http, _guard) = turn(&server);
-        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
-        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
-        assert_eq!(seen[0].1["method"], "notifications/cancelled");
-        assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
-        assert_eq!(seen[1].1["method"], "tools/call");
+            let (http, _guard) = turn(&rt, &server);
+            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+            assert_eq!(seen[0].1["method"], "notifications/cancelled");
+            assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
+            assert_eq!(seen[1].1["method"], "tools/call");
+        });
     }
 }

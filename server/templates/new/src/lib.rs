@@ -53,3 +53,40 @@ impl Agent for MyAgent {
         Ok(Outcome::Done)
     }
 }
+
+/// The agent's tests: each turn goes through runway's real engine (the frames Console would
+/// read, the thread as it is saved) on a memory store and a virtual clock. `cargo test`.
+#[cfg(test)]
+mod tests {
+    use runway_core::protocol::Decision;
+    use runway_core::testing::{TestRunway, TestTurn};
+
+    use super::MyAgent;
+
+    #[tokio::test]
+    async fn answers_and_remembers_the_thread() {
+        let runway = TestRunway::new(MyAgent);
+        let first = runway.send(TestTurn::new("hello")).await;
+        assert!(first.is_success(), "{first:?}");
+        assert_eq!(first.text(), "You said: hello (turn 1 of this conversation)");
+        assert_eq!(first.state()["turns"], 1);
+
+        // The same thread: the agent sees the first turn and its state.
+        let second = runway.send(TestTurn::new("again")).await;
+        assert_eq!(
+            second.text(),
+            "You said: again (turn 2 of this conversation). Before that you said: hello"
+        );
+        assert_eq!(second.saved().unwrap().messages.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn the_users_decision_arrives_in_resume() {
+        let frames = TestTurn::new("").resume(Decision::Approve).run(&MyAgent).await;
+        assert_eq!(
+            frames.text(),
+            "You decided: approve (turn 1 of this conversation)"
+        );
+        assert!(frames.interrupt().is_none());
+    }
+}

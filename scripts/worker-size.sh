@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The repo's Worker's upload size, as `wrangler deploy --dry-run` (offline) reports it, for both
+# builds: the default one (`builtin-worker`: demo, echo, http-probe; what `npx wrangler deploy`
+# from cloudflare/ uploads), which must stay within this project's 512 KiB gzip budget, and the
+# one with the model agent (`builtin-worker,model`, the build scripts/test-cloudflare.sh tests).
+# Two release builds of the Worker (several minutes each on 2 cores): not part of CI, which
+# builds the model Worker only; BENCHMARKS.md quotes what this prints.
+#
+#   scripts/worker-size.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=../infra/cloudflare/tools.sh
+. infra/cloudflare/tools.sh
+default_budget_kib=512
+
+cf_ensure_all
+for features in builtin-worker builtin-worker,model; do
+  RUNWAY_CF_FEATURES="$features" cf_build
+  cf_upload_size >/dev/null
+  printf '%-22s %s\n' "$features:" "$CF_UPLOAD"
+  if [ "$features" = builtin-worker ]; then
+    default_gzip="$CF_UPLOAD_GZIP_KIB"
+  fi
+done
+CF_UPLOAD_GZIP_KIB="$default_gzip" cf_check_upload "$default_budget_kib"
+echo "the default Worker is within its $default_budget_kib KiB gzip budget"
