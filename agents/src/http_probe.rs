@@ -103,7 +103,7 @@ mod tests {
             HttpProbeAgent::new("http://127.0.0.1:9/probe"),
             MemoryStore::new(),
             Rt,
-            Config::default(),
+            Config::unauthenticated(),
         )
         .with_http_client(Pieces(pieces));
         let body = r#"{"protocolVersion":"1","runId":"r","threadId":"t","agentId":"a","workspaceId":"w","input":"go"}"#;

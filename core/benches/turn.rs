@@ -85,7 +85,7 @@ fn whole_turn(c: &mut Criterion) {
         EchoAgent,
         MemoryStore::new(),
         BenchRuntime,
-        Config::default(),
+        Config::unauthenticated(),
     );
     let mut n = 0u64;
     c.bench_function("engine: whole echo turn in process (memory store)", |b| {

@@ -118,7 +118,7 @@ fn app(agent: Sleeper) -> App {
         agent,
         FlakyStore::default(),
         VirtualClock,
-        Config::default(),
+        Config::unauthenticated(),
     )
 }
 
@@ -378,7 +378,7 @@ async fn overlapping_turns_never_lose_the_later_ones_messages() {
         VirtualClock,
         Config {
             heartbeat: Duration::from_secs(60),
-            ..Config::default()
+            ..Config::unauthenticated()
         },
     );
     let (a, _b) = tokio::join!(run(&app, "slow", "5"), async {

@@ -96,7 +96,7 @@ async fn past_the_bound_recordings_are_dropped_and_replay_says_so() {
         agent.clone(),
         MemoryStore::default(),
         Clock,
-        Config::default(),
+        Config::unauthenticated(),
     );
     // 16 turns of 7 MiB at once: 112 MiB of recordings asked for, 64 MiB granted.
     let n = 16;

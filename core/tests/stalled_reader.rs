@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::adapter::{AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway};
+use runway_core::adapter::{Access, AuthHeaders, Config, MemoryStore, Reply, Runtime, Runway};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
 
@@ -88,7 +88,7 @@ fn app(agent: Writer) -> Runway<Writer, MemoryStore, VirtualClock> {
         agent,
         MemoryStore::default(),
         VirtualClock,
-        Config::default(),
+        Config::unauthenticated(),
     )
 }
 
@@ -192,7 +192,7 @@ async fn ready_lets_a_burst_writer_wait_for_the_client() {
         agent.clone(),
         MemoryStore::default(),
         VirtualClock,
-        Config::default(),
+        Config::unauthenticated(),
     );
     let Reply::Stream { response, turn } = app.handle(request("r")).await else {
         panic!("not a stream")
@@ -210,7 +210,7 @@ async fn ready_lets_a_burst_writer_wait_for_the_client() {
 #[test]
 fn authorize_refuses_a_stranger_from_the_head_alone() {
     let config = Config {
-        auth: AuthHeaders::parse("X-API-Key: k").unwrap(),
+        access: Access::Headers(AuthHeaders::parse("X-API-Key: k").unwrap()),
         ..Config::default()
     };
     let app = Runway::new(
@@ -234,4 +234,52 @@ fn authorize_refuses_a_stranger_from_the_head_alone() {
     assert!(app.authorize(&head("/runs", Some("k"))).is_ok());
     // Hosted files are opened by a browser, without the header set.
     assert!(app.authorize(&head("/files/abc/name.csv", None)).is_ok());
+}
+
+/// No header set configured (the default, and what `Config::from_lookup` gives without
+/// `RUNWAY_AUTH_HEADERS`): every turn is refused with a 500 naming the setting, before its
+/// body is read and again in `handle`, while `/health` and hosted files still answer.
+#[tokio::test]
+async fn without_a_header_set_turns_are_refused_naming_the_setting() {
+    let config = Config {
+        access: Access::default().naming_missing("the RUNWAY_AUTH_HEADERS secret"),
+        ..Config::default()
+    };
+    let app = Runway::new(
+        Writer::new(1, 0, 1),
+        MemoryStore::default(),
+        VirtualClock,
+        config,
+    );
+    let head = |method: http::Method, path: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("x-api-key", "anything")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    };
+    for path in ["/runs", "/lowkey/turn"] {
+        let refused = app.authorize(&head(http::Method::POST, path)).unwrap_err();
+        assert_eq!(refused.status(), 500, "{path}");
+        let error: Value = serde_json::from_slice(refused.body()).unwrap();
+        let message = error["error"].as_str().unwrap();
+        assert!(
+            message.contains("the RUNWAY_AUTH_HEADERS secret")
+                && message.contains("RUNWAY_ALLOW_UNAUTHENTICATED"),
+            "{message}"
+        );
+    }
+    assert!(app.authorize(&head(http::Method::GET, "/health")).is_ok());
+    assert!(app.authorize(&head(http::Method::GET, "/files/abc/a.csv")).is_ok());
+    match app.handle(request("r")).await {
+        Reply::Full(r) => assert_eq!(r.status(), 500),
+        Reply::Stream { .. } => panic!("an unconfigured agent ran a turn"),
+    }
+    let health = app
+        .handle(http::Request::get("/health").body(Bytes::new()).unwrap())
+        .await;
+    assert!(matches!(health, Reply::Full(r) if r.status() == 200));
 }

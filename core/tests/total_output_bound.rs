@@ -74,7 +74,7 @@ async fn past_the_total_bound_no_agent_runs_until_clients_read() {
         agent.clone(),
         MemoryStore::default(),
         VirtualClock,
-        Config::default(),
+        Config::unauthenticated(),
     );
     // 16 turns whose clients read nothing: each has one 1 MiB piece being sent and three
     // waiting. Once 32 MiB wait, the agents of the turns still to start are not polled.

@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod client;
+pub mod fail_closed;
 pub mod generated_crate;
 pub mod http_probe;
 mod lowkey;

@@ -89,7 +89,7 @@ impl TurnBench {
                 DemoAgent::new(BenchRuntime),
                 MemoryStore::new(),
                 BenchRuntime,
-                Config::default(),
+                Config::unauthenticated(),
             ),
             turns: 0,
         }

@@ -106,7 +106,7 @@ pub struct TurnHttpGuard {
 /// #             ReqwestClient::new().send(r)
 /// #         }
 /// #     }
-/// #     let runway = Runway::new(Weather, MemoryStore::new(), TokioRuntime, Config::default())
+/// #     let runway = Runway::new(Weather, MemoryStore::new(), TokioRuntime, Config::unauthenticated())
 /// #         .with_http_client(Local(port));
 /// #     let req = http::Request::post("/runs").body(bytes::Bytes::from(r#"{"threadId":"t","runId":"r","agentId":"a","workspaceId":"w","input":"hi","protocolVersion":"1"}"#)).unwrap();
 /// #     let Reply::Stream { response, turn } = runway.handle(req).await else { panic!() };
