@@ -74,7 +74,12 @@ async fn start(app: &Runway<Stuck, MemoryStore, Clock>, run: &str, input: &str) 
 
 #[tokio::test]
 async fn abort_closes_everything_open_and_ends_with_run_error() {
-    let app = Runway::new(Stuck, MemoryStore::default(), Clock, Config::unauthenticated());
+    let app = Runway::new(
+        Stuck,
+        MemoryStore::default(),
+        Clock,
+        Config::unauthenticated(),
+    );
     let mut body = start(&app, "r-abort", "go").await;
     let mut seen = Vec::new();
     while !frames(&seen)
@@ -124,7 +129,12 @@ async fn abort_closes_everything_open_and_ends_with_run_error() {
 
 #[tokio::test]
 async fn abort_after_the_final_frame_adds_nothing() {
-    let app = Runway::new(Stuck, MemoryStore::default(), Clock, Config::unauthenticated());
+    let app = Runway::new(
+        Stuck,
+        MemoryStore::default(),
+        Clock,
+        Config::unauthenticated(),
+    );
     let mut body = start(&app, "r-quick", "quick").await;
     let mut seen = Vec::new();
     while !frames(&seen).iter().any(|f| f["type"] == "RUN_FINISHED") {

@@ -241,6 +241,13 @@ fn authorize_refuses_a_stranger_from_the_head_alone() {
 /// body is read and again in `handle`, while `/health` and hosted files still answer.
 #[tokio::test]
 async fn without_a_header_set_turns_are_refused_naming_the_setting() {
+    let logs = CapturedLogs::default();
+    let _subscriber = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .finish(),
+    );
     let config = Config {
         access: Access::default().naming_missing("the RUNWAY_AUTH_HEADERS secret"),
         ..Config::default()
@@ -273,7 +280,10 @@ async fn without_a_header_set_turns_are_refused_naming_the_setting() {
         );
     }
     assert!(app.authorize(&head(http::Method::GET, "/health")).is_ok());
-    assert!(app.authorize(&head(http::Method::GET, "/files/abc/a.csv")).is_ok());
+    assert!(
+        app.authorize(&head(http::Method::GET, "/files/abc/a.csv"))
+            .is_ok()
+    );
     match app.handle(request("r")).await {
         Reply::Full(r) => assert_eq!(r.status(), 500),
         Reply::Stream { .. } => panic!("an unconfigured agent ran a turn"),
@@ -282,4 +292,38 @@ async fn without_a_header_set_turns_are_refused_naming_the_setting() {
         .handle(http::Request::get("/health").body(Bytes::new()).unwrap())
         .await;
     assert!(matches!(health, Reply::Full(r) if r.status() == 200));
+    let logged = logs.text();
+    assert!(
+        logged.contains("ERROR")
+            && logged.contains("AUTH_NOT_CONFIGURED")
+            && logged.contains("the RUNWAY_AUTH_HEADERS secret"),
+        "{logged}"
+    );
+}
+
+/// Everything a `tracing_subscriber::fmt` subscriber writes, kept for the test to read.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLogs {
+    type Writer = Self;
+    fn make_writer(&'a self) -> Self {
+        self.clone()
+    }
 }

@@ -220,14 +220,27 @@ mod tests {
 
     #[test]
     fn without_a_header_set_only_loopback_serves() {
-        for local in ["127.0.0.1:8787", "127.9.9.9:1", "[::1]:8787", "[::ffff:127.0.0.1]:80"] {
+        for local in [
+            "127.0.0.1:8787",
+            "127.9.9.9:1",
+            "[::1]:8787",
+            "[::ffff:127.0.0.1]:80",
+        ] {
             let access = local_access(Access::default(), addr(local)).unwrap();
             assert!(matches!(access, Access::Open), "{local}");
         }
-        for public in ["0.0.0.0:8787", "[::]:8787", "10.0.0.5:80", "[::ffff:10.0.0.5]:80"] {
+        for public in [
+            "0.0.0.0:8787",
+            "[::]:8787",
+            "10.0.0.5:80",
+            "[::ffff:10.0.0.5]:80",
+        ] {
             let e = local_access(Access::default(), addr(public)).unwrap_err();
             let e = e.to_string();
-            assert!(e.contains("RUNWAY_AUTH_HEADERS") && e.contains("refusing"), "{e}");
+            assert!(
+                e.contains("RUNWAY_AUTH_HEADERS") && e.contains("refusing"),
+                "{e}"
+            );
         }
     }
 

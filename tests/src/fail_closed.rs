@@ -41,8 +41,7 @@ pub async fn check_refuses_turns_without_auth(base_url: &str, setting: &str) -> 
 
 fn refusal(status: u16, answer: &Value, setting: &str) -> Result<(), String> {
     let error = answer["error"].as_str().unwrap_or_default();
-    if status == 500 && error.contains(setting) && error.contains("RUNWAY_ALLOW_UNAUTHENTICATED")
-    {
+    if status == 500 && error.contains(setting) && error.contains("RUNWAY_ALLOW_UNAUTHENTICATED") {
         Ok(())
     } else {
         Err(format!(

@@ -201,7 +201,10 @@ async fn serve_beyond_loopback_refuses_to_start_without_auth() {
     for listen in ["0.0.0.0:0", "[::]:0"] {
         let (code, stdout, stderr) = serve_refuses(listen, &[]).await;
         assert!(code.is_some() && code != Some(0), "{listen}: exit {code:?}");
-        assert!(!stdout.contains("base_url"), "{listen}: it served:\n{stdout}");
+        assert!(
+            !stdout.contains("base_url"),
+            "{listen}: it served:\n{stdout}"
+        );
         assert!(
             stderr.contains("RUNWAY_AUTH_HEADERS") && stderr.contains(listen),
             "{listen}: the error does not name the setting and address:\n{stderr}"

@@ -160,12 +160,12 @@ mod tests {
             access.admits(&headers(&[("x-api-key", "k1")]), true),
             Admission::Admitted
         );
-        assert_eq!(
-            access.admits(&headers(&[]), false),
-            Admission::Unauthorized
-        );
+        assert_eq!(access.admits(&headers(&[]), false), Admission::Unauthorized);
         assert_eq!(access.header_names(), ["x-api-key"]);
-        assert_eq!(Access::Open.admits(&headers(&[]), true), Admission::Admitted);
+        assert_eq!(
+            Access::Open.admits(&headers(&[]), true),
+            Admission::Admitted
+        );
         assert!(Access::Open.header_names().is_empty());
     }
 

@@ -256,7 +256,10 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.to_string().contains("contradict"), "{e}");
-        assert!(matches!(Config::default().access, Access::Unconfigured { .. }));
+        assert!(matches!(
+            Config::default().access,
+            Access::Unconfigured { .. }
+        ));
         assert!(matches!(Config::unauthenticated().access, Access::Open));
     }
 
