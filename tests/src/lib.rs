@@ -10,6 +10,7 @@ pub mod client;
 pub mod fail_closed;
 pub mod generated_crate;
 pub mod http_probe;
+pub mod iam_policy;
 mod lowkey;
 mod overlap;
 pub mod paced_server;

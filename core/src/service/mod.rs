@@ -169,7 +169,6 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             return Ok(());
         }
         self.admit(parts.uri.path(), route.as_ref(), &parts.headers)
-            .map_err(Box::new)
     }
 
     /// The access decision for a request to `route` (`None`: no such endpoint, which needs
@@ -179,7 +178,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         path: &str,
         route: Option<&Route<'_>>,
         headers: &http::HeaderMap,
-    ) -> Result<(), http::Response<Bytes>> {
+    ) -> Result<(), Box<http::Response<Bytes>>> {
         let turn = matches!(route, Some(Route::Runs | Route::LowkeyTurn));
         let now = self.shared.rt.now_ms();
         match self.shared.config.access.admits(headers, turn) {
@@ -189,13 +188,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 if let Some(unlogged) = self.shared.refusals.admit(now) {
                     tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
                 }
-                Err(json_error(401, "unauthorized"))
+                Err(Box::new(json_error(401, "unauthorized")))
             }
             Admission::Unconfigured(message) => {
                 if let Some(unlogged) = self.shared.unconfigured_refusals.admit(now) {
                     tracing::error!(code = "AUTH_NOT_CONFIGURED", path = %path, unlogged, "turn refused: {message}");
                 }
-                Err(json_error(500, &message))
+                Err(Box::new(json_error(500, &message)))
             }
         }
     }
@@ -220,7 +219,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             }
         };
         if let Err(refused) = self.admit(&path, Some(&route), req.headers()) {
-            return Reply::Full(refused);
+            return Reply::Full(*refused);
         }
         match route {
             Route::Health => {
