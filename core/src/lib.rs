@@ -85,5 +85,5 @@ pub mod adapter {
 
 /// The README's example compiles.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -13,6 +13,8 @@ async fn runway_new_crate_serves_and_passes_runway_check() {
     let generated = GeneratedCrate::create("flight-desk");
     // The local binary and the Lambda one: `cargo check --bin bootstrap` is implied.
     generated.cargo(&["build", "--bin", "flight-desk", "--bin", "bootstrap"]);
+    // The crate's own tests, as a team's CI runs them.
+    generated.cargo(&["test"]);
 
     let data = free_data_dir("new-local");
     let mut cmd = Command::new(generated.binary("flight-desk"));
