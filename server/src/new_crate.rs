@@ -34,7 +34,10 @@ const LAMBDA_TARGET: &str = "aarch64-unknown-linux-gnu";
 /// repository is named otherwise: `Cargo.toml.template` (a `Cargo.toml` would make cargo
 /// leave the directory out of the packaged `runway` crate), `gitignore`.
 const FILES: [(&str, &str); 9] = [
-    ("Cargo.toml", include_str!("../templates/new/Cargo.toml.template")),
+    (
+        "Cargo.toml",
+        include_str!("../templates/new/Cargo.toml.template"),
+    ),
     ("README.md", include_str!("../templates/new/README.md")),
     ("src/lib.rs", include_str!("../templates/new/src/lib.rs")),
     ("src/main.rs", include_str!("../templates/new/src/main.rs")),
