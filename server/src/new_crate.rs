@@ -301,17 +301,22 @@ fn toml_escape(s: &str) -> String {
     out
 }
 
+/// What follows `KEY =` on the first line of a TOML file that sets `key`, trimmed.
+fn toml_value<'a>(toml: &'a str, key: &str) -> Option<&'a str> {
+    toml.lines().find_map(|line| {
+        Some(
+            line.strip_prefix(key)?
+                .trim_start()
+                .strip_prefix('=')?
+                .trim(),
+        )
+    })
+}
+
 /// The value of the first `KEY = "=VERSION"` / `KEY = "VALUE"` line in a TOML file.
 fn quoted_value<'a>(toml: &'a str, key: &str) -> Option<&'a str> {
-    toml.lines().find_map(|line| {
-        let rest = line
-            .strip_prefix(key)?
-            .trim_start()
-            .strip_prefix('=')?
-            .trim();
-        let value = rest.strip_prefix('"')?;
-        Some(&value[..value.find('"')?])
-    })
+    let value = toml_value(toml, key)?.strip_prefix('"')?;
+    Some(&value[..value.find('"')?])
 }
 
 /// Where a generated crate gets runway from.
@@ -477,15 +482,9 @@ fn toolchain(repo: &str) -> Option<String> {
 
 /// The first `KEY = [...]` line's value in a TOML file, brackets included.
 fn array_value<'a>(toml: &'a str, key: &str) -> Option<&'a str> {
-    toml.lines().find_map(|line| {
-        let rest = line
-            .strip_prefix(key)?
-            .trim_start()
-            .strip_prefix('=')?
-            .trim();
-        let end = rest.find(']')?;
-        rest.starts_with('[').then(|| &rest[..=end])
-    })
+    let value = toml_value(toml, key)?;
+    let end = value.find(']')?;
+    value.starts_with('[').then(|| &value[..=end])
 }
 
 /// What was written.

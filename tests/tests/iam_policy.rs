@@ -45,35 +45,30 @@ fn the_scan_finds_the_lambda_codes_calls() {
     }
 }
 
-#[test]
-fn runways_template_allows_exactly_what_the_lambda_code_calls() {
-    let template = std::fs::read_to_string(workspace().join("infra/aws/template.yaml"))
-        .expect("infra/aws/template.yaml");
+/// Panics listing what `policy_problems` finds wrong with the template at `path`.
+fn assert_exact_policy(label: &str, path: &std::path::Path) {
+    let template = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{label}: {e}"));
     let problems = policy_problems(
         &template,
         &rust_sources(&workspace().join("lambda/src")),
         &sdk_operations(&workspace()),
     );
-    assert!(
-        problems.is_empty(),
-        "infra/aws/template.yaml:\n{}",
-        problems.join("\n")
+    assert!(problems.is_empty(), "{label}:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn runways_template_allows_exactly_what_the_lambda_code_calls() {
+    assert_exact_policy(
+        "infra/aws/template.yaml",
+        &workspace().join("infra/aws/template.yaml"),
     );
 }
 
 #[test]
 fn a_runway_new_crates_template_allows_exactly_what_the_lambda_code_calls() {
     let generated = GeneratedCrate::create("iam-check");
-    let template = std::fs::read_to_string(generated.path().join("template.yaml"))
-        .expect("the generated template.yaml");
-    let problems = policy_problems(
-        &template,
-        &rust_sources(&workspace().join("lambda/src")),
-        &sdk_operations(&workspace()),
-    );
-    assert!(
-        problems.is_empty(),
-        "the generated template.yaml:\n{}",
-        problems.join("\n")
+    assert_exact_policy(
+        "the generated template.yaml",
+        &generated.path().join("template.yaml"),
     );
 }

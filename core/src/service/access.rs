@@ -127,17 +127,7 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (n, v) in pairs {
-            h.append(
-                http::HeaderName::from_bytes(n.as_bytes()).unwrap(),
-                v.parse().unwrap(),
-            );
-        }
-        h
-    }
+    use crate::service::auth::tests::headers;
 
     #[test]
     fn unconfigured_refuses_turns_naming_the_setting_but_answers_health() {
