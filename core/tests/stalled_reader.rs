@@ -268,8 +268,15 @@ async fn without_a_header_set_turns_are_refused_naming_the_setting() {
             .into_parts()
             .0
     };
-    for path in ["/runs", "/lowkey/turn"] {
-        let refused = app.authorize(&head(http::Method::POST, path)).unwrap_err();
+    // The usage report (and an adapter's own /metrics) tell a stranger who the customers are
+    // and what they spend: refused like turns.
+    for (method, path) in [
+        (http::Method::POST, "/runs"),
+        (http::Method::POST, "/lowkey/turn"),
+        (http::Method::GET, "/usage"),
+        (http::Method::GET, "/metrics"),
+    ] {
+        let refused = app.authorize(&head(method, path)).unwrap_err();
         assert_eq!(refused.status(), 500, "{path}");
         let error: Value = serde_json::from_slice(refused.body()).unwrap();
         let message = error["error"].as_str().unwrap();

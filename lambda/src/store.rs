@@ -15,6 +15,7 @@
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
+//! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
 //! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
@@ -55,6 +56,7 @@
 //! engine turns into `RUN_ERROR` and a `degraded` `/health`.
 
 mod attachments;
+mod tallies;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -73,6 +75,7 @@ use runway_core::ThreadContext;
 use runway_core::adapter::{
     CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::store::tally::{Tally, TallyKey};
 use runway_core::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
 };
@@ -812,6 +815,32 @@ impl TurnStore for DynamoStore {
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
         Ok(())
+    }
+
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.take_turn_item(key, limit, expires_at_ms).await
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        self.return_turn_item(key).await
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.add_tally_item(key, tally, expires_at_ms).await
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        self.tally_rows(part, now_ms).await
     }
 
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {

@@ -33,7 +33,7 @@ const LAMBDA_TARGET: &str = "aarch64-unknown-linux-gnu";
 /// (path in the new crate, template). A template whose own name would mean something in this
 /// repository is named otherwise: `Cargo.toml.template` (a `Cargo.toml` would make cargo
 /// leave the directory out of the packaged `runway` crate), `gitignore`.
-const FILES: [(&str, &str); 9] = [
+const FILES: [(&str, &str); 10] = [
     (
         "Cargo.toml",
         include_str!("../templates/new/Cargo.toml.template"),
@@ -58,6 +58,10 @@ const FILES: [(&str, &str); 9] = [
         include_str!("../templates/new/wrangler.toml"),
     ),
     (".gitignore", include_str!("../templates/new/gitignore")),
+    (
+        "workers.toml",
+        include_str!("../templates/new/workers.toml"),
+    ),
 ];
 
 /// The new crate's SAM template: runway's own, serving the crate's agent instead of a built-in
@@ -642,6 +646,26 @@ fn absolute_clean(dir: &Path) -> Result<PathBuf, NewError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generated_workers_file_serves_its_two_workers() {
+        let text = FILES.iter().find(|(p, _)| *p == "workers.toml").unwrap().1;
+        let own = runway_core::Workers::any(runway_agents::EchoAgent);
+        let workers = runway_agents::load_workers(
+            text,
+            "workers.toml",
+            &own,
+            &runway_core::adapter::TokioRuntime,
+            &|_| None,
+            &|_| Err("no files".into()),
+            &|m| m,
+        )
+        .unwrap();
+        let p = workers.policy();
+        assert!(p.serves("918273688800000200") && p.serves("918273688800000300"));
+        assert!(!p.serves("918273688800000400"));
+        assert_eq!(p.name("918273688800000200"), Some("Order desk"));
+    }
 
     #[test]
     fn names() {

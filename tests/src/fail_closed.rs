@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use crate::client::{Client, fresh_id, run_body};
 
-/// A deployment without a header set: `/health` answers 200 as before, while `POST /runs` and
-/// `POST /lowkey/turn` answer 500 with a JSON error naming `setting` and
+/// A deployment without a header set: `/health` answers 200 as before, while `POST /runs`,
+/// `POST /lowkey/turn` and `GET /usage` answer 500 with a JSON error naming `setting` and
 /// `RUNWAY_ALLOW_UNAUTHENTICATED`, whatever headers a caller guesses. Returns what went
 /// wrong.
 pub async fn check_refuses_turns_without_auth(base_url: &str, setting: &str) -> Result<(), String> {
@@ -30,6 +30,11 @@ pub async fn check_refuses_turns_without_auth(base_url: &str, setting: &str) -> 
             if let Err(e) = refusal(status, &answer, setting) {
                 failures.push(format!("POST {path} with {who}: {e}"));
             }
+        }
+        // The usage report names the customers and their spend: closed like turns.
+        let (status, answer) = client.raw(reqwest::Method::GET, "/usage", Vec::new()).await;
+        if let Err(e) = refusal(status, &answer, setting) {
+            failures.push(format!("GET /usage with {who}: {e}"));
         }
     }
     if failures.is_empty() {

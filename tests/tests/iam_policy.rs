@@ -33,6 +33,7 @@ fn the_scan_finds_the_lambda_codes_calls() {
     let ops: Vec<&str> = calls.iter().map(|c| c.operation.as_str()).collect();
     for expected in [
         "put_item",
+        "update_item",
         "get_item",
         "query",
         "batch_get_item",

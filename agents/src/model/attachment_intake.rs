@@ -117,7 +117,10 @@ pub(crate) async fn take_in(
             }
         } else {
             match fetch(turn, settings, http.as_ref(), store, &thread_key, a).await {
-                Ok(bytes) => classify(&bytes, settings, &mut text_left),
+                Ok(bytes) => {
+                    turn.usage().attachment_bytes(bytes.len() as u64);
+                    classify(&bytes, settings, &mut text_left)
+                }
                 Err(e) => {
                     if let DownloadError::Failed { detail } = &e {
                         tracing::warn!(

@@ -9,15 +9,17 @@ use serde_json::{Value, json};
 
 use super::attachment_intake::{load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
+use super::mcp::McpServers;
 use super::settings::ModelSettings;
-use super::tool_runner::run_tool;
+use super::tool_runner::is_failure;
+use super::toolbox::Toolbox;
 use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, Interrupt, ReviewItem};
-use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn};
+use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -44,7 +46,7 @@ const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line fro
 /// Each turn it sends the system prompt, the thread's transcript and the declared tools with
 /// `stream: true`, and streams the answer to the user as it arrives: text as text, reasoning
 /// (`reasoning_content` / `reasoning`) as reasoning, tool calls as tool calls. It runs the
-/// HTTP tools the model calls, sends their results back and loops (at most
+/// HTTP and MCP tools the model calls, sends their results back and loops (at most
 /// [`ModelSettings::max_rounds`] model calls per turn). A tool declared with
 /// `approval = true` ends the turn with a `review` question; the next turn's `resume` runs it
 /// (`approve`, or `edit` with the edited arguments), or tells the model the user rejected it
@@ -71,6 +73,10 @@ pub struct ModelAgent<R> {
     rt: R,
     download_client: Option<Arc<dyn HttpClient>>,
     files: Arc<dyn AttachmentStore>,
+    /// The MCP servers' sessions and tool lists, kept by this instance between turns.
+    mcp: Arc<McpServers>,
+    /// What MCP requests go through: a client that follows no redirect.
+    mcp_client: Option<Arc<dyn HttpClient>>,
 }
 
 impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
@@ -79,6 +85,7 @@ impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
             .field("settings", &self.settings)
             .field("rt", &self.rt)
             .field("downloads_files", &self.download_client.is_some())
+            .field("mcp_client", &self.mcp_client.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -106,7 +113,13 @@ impl<R: Runtime> ModelAgent<R> {
         ));
         #[cfg(not(feature = "reqwest"))]
         let download_client: Option<Arc<dyn HttpClient>> = None;
+        #[cfg(feature = "reqwest")]
+        let mcp_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(no_redirect_client()));
+        #[cfg(not(feature = "reqwest"))]
+        let mcp_client: Option<Arc<dyn HttpClient>> = None;
         Self {
+            mcp_client,
+            mcp: Arc::new(McpServers::new(&settings.mcp)),
             settings: Arc::new(settings),
             rt,
             download_client,
@@ -122,6 +135,16 @@ impl<R: Runtime> ModelAgent<R> {
         self
     }
 
+    /// Sends MCP requests with `client`, which must not follow redirects (a server's redirect
+    /// is then refused, so the `[[mcp]]` headers reach the configured origin only). Native
+    /// builds (feature `reqwest`) have one; elsewhere, until one is given, MCP servers are
+    /// unavailable (with a note to the model) rather than called through a client that follows
+    /// redirects.
+    pub fn with_mcp_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.mcp_client = Some(client);
+        self
+    }
+
     /// Keeps downloaded attachments in `store` (instead of the process's memory).
     pub fn with_attachment_store(mut self, store: Arc<dyn AttachmentStore>) -> Self {
         self.files = store;
@@ -131,6 +154,28 @@ impl<R: Runtime> ModelAgent<R> {
     /// The agent's settings.
     pub fn settings(&self) -> &ModelSettings {
         &self.settings
+    }
+}
+
+impl<R: Runtime + Clone> ModelAgent<R> {
+    /// The same agent (its attachment store and download client shared) with other settings:
+    /// a variant for one workspace (another model, prompt or tool set).
+    pub fn with_settings(&self, settings: ModelSettings) -> Self {
+        // The MCP servers' sessions and tool lists are per settings: a variant with the same
+        // servers shares them.
+        let mcp = if settings.mcp == self.settings.mcp {
+            Arc::clone(&self.mcp)
+        } else {
+            Arc::new(McpServers::new(&settings.mcp))
+        };
+        Self {
+            settings: Arc::new(settings),
+            rt: self.rt.clone(),
+            download_client: self.download_client.clone(),
+            files: Arc::clone(&self.files),
+            mcp,
+            mcp_client: self.mcp_client.clone(),
+        }
     }
 }
 
@@ -158,6 +203,13 @@ struct Building {
     shown: Option<ToolCall>,
 }
 
+/// What one model call is asked: the conversation so far, its images and the tools offered.
+struct RoundPrompt<'a, 't> {
+    transcript: &'a Transcript,
+    images: &'a HashMap<String, String>,
+    tools: &'a Toolbox<'t>,
+}
+
 /// What one model call produced.
 struct Round {
     text: String,
@@ -174,9 +226,14 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             // A fork Console seeded from `history`: carry the plain messages over.
             t.messages = seed_from_context(turn);
         }
+        let mcp_http = self
+            .mcp_client
+            .as_ref()
+            .and_then(|c| turn.http().with_client(c.clone()));
+        let tools = Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
         let mut input_used = false;
         if !t.pending.is_empty() {
-            input_used = self.settle_pending(turn, out, &mut t).await;
+            input_used = self.settle_pending(turn, out, &mut t, &tools).await;
         } else if turn.resume.is_some() && turn.input.trim().is_empty() {
             out.text(
                 "There is nothing waiting for your decision any more, so nothing was run. \
@@ -207,8 +264,19 @@ impl<R: Runtime> Agent for ModelAgent<R> {
         self.save(turn, &mut t);
         let images = load_images(turn, &*self.files, &t).await;
 
-        for _ in 0..self.settings.max_rounds.max(1) {
-            let round = self.round_with_retries(turn, out, &mut t, &images).await?;
+        for round_index in 0..self.settings.max_rounds.max(1) {
+            // A token or spend limit reached by an earlier round: no more model calls.
+            if round_index > 0 && turn.usage().budget_spent() {
+                tracing::warn!(
+                    code = "QUOTA_EXCEEDED",
+                    "the turn's token or spend limit is reached: the model is not called again"
+                );
+                self.save(turn, &mut t);
+                return Err(turn.usage().quota_error());
+            }
+            let round = self
+                .round_with_retries(turn, out, &mut t, &images, &tools)
+                .await?;
             let text =
                 (!round.text.is_empty()).then(|| truncate(&round.text, MAX_STORED_MESSAGE_BYTES));
             if round.calls.is_empty() {
@@ -231,12 +299,12 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             let mut to_run = Vec::new();
             let mut to_ask = Vec::new();
             for (call, shown) in round.calls {
-                match self.tool_of(&call) {
-                    Some(tool) if tool.approval => to_ask.push(call),
+                match tools.find(&call.function.name) {
+                    Some(tool) if tool.needs_approval() => to_ask.push(call),
                     _ => to_run.push((call, shown)),
                 }
             }
-            self.run_calls(turn.http(), out, &mut t, to_run).await;
+            self.run_calls(turn, out, &mut t, to_run, &tools).await;
             if !to_ask.is_empty() {
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
@@ -256,13 +324,6 @@ impl<R: Runtime> Agent for ModelAgent<R> {
 }
 
 impl<R: Runtime> ModelAgent<R> {
-    fn tool_of(&self, call: &ModelToolCall) -> Option<&super::tools_file::HttpTool> {
-        self.settings
-            .tools
-            .iter()
-            .find(|t| t.name == call.function.name)
-    }
-
     fn save(&self, turn: &mut Turn, t: &mut Transcript) {
         t.trim(self.settings.window_bytes);
         t.save(&mut turn.context.state);
@@ -270,7 +331,13 @@ impl<R: Runtime> ModelAgent<R> {
 
     /// Answers the calls the previous turn asked about, from this turn's `resume` (or its new
     /// message, when the user typed instead of deciding). True if the input was used up.
-    async fn settle_pending(&self, turn: &Turn, out: &Output, t: &mut Transcript) -> bool {
+    async fn settle_pending(
+        &self,
+        turn: &Turn,
+        out: &Output,
+        t: &mut Transcript,
+        tools: &Toolbox<'_>,
+    ) -> bool {
         let pending = std::mem::take(&mut t.pending);
         let said = turn
             .resume
@@ -338,39 +405,24 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        self.run_calls(turn.http(), out, t, to_run).await;
+        self.run_calls(turn, out, t, to_run, tools).await;
         input_used
     }
 
     /// Runs `calls` concurrently, shows each result and adds it to the transcript.
     async fn run_calls(
         &self,
-        http: &Http,
+        turn: &Turn,
         out: &Output,
         t: &mut Transcript,
         calls: Vec<(ModelToolCall, ToolCall)>,
+        tools: &Toolbox<'_>,
     ) {
-        let s = &self.settings;
-        let timeout = http
-            .time_left()
-            .map_or(s.tool_timeout, |left| left.min(s.tool_timeout));
-        let results = futures::future::join_all(calls.iter().map(|(call, _)| async {
-            match self.tool_of(call) {
-                Some(tool) => {
-                    run_tool(
-                        http,
-                        tool,
-                        &call.function.arguments,
-                        timeout,
-                        s.max_tool_result_bytes,
-                    )
-                    .await
-                }
-                None => format!("Error: there is no tool named {:?}.", call.function.name),
-            }
-        }))
-        .await;
+        let http = turn.http();
+        let results =
+            futures::future::join_all(calls.iter().map(|(call, _)| tools.run(http, call))).await;
         for ((call, shown), content) in calls.into_iter().zip(results) {
+            turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
             t.messages.push(ChatMessage::Tool {
                 tool_call_id: call.id,
@@ -387,6 +439,7 @@ impl<R: Runtime> ModelAgent<R> {
         out: &Output,
         t: &mut Transcript,
         images: &HashMap<String, String>,
+        tools: &Toolbox<'_>,
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
@@ -397,8 +450,14 @@ impl<R: Runtime> ModelAgent<R> {
             self.save(turn, t);
             t.partial = None;
             let http = turn.http().clone();
+            let usage = turn.usage().clone();
+            let prompt = RoundPrompt {
+                transcript: t,
+                images,
+                tools,
+            };
             match self
-                .round(&http, out, t, images, &mut turn.context.state)
+                .round(&http, &usage, out, prompt, &mut turn.context.state)
                 .await
             {
                 Ok(round) => return Ok(round),
@@ -442,13 +501,22 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(&self, t: &Transcript, images: &HashMap<String, String>) -> Value {
+    fn request_body(
+        &self,
+        t: &Transcript,
+        images: &HashMap<String, String>,
+        tools: &Toolbox<'_>,
+    ) -> Value {
         let s = &self.settings;
         let mut messages = Vec::with_capacity(t.messages.len() + 1);
-        let system = match &s.system_prompt {
+        let mut system = match &s.system_prompt {
             Some(p) => format!("{p}\n\n{PLATFORM_NOTICE_RULE}"),
             None => PLATFORM_NOTICE_RULE.to_owned(),
         };
+        for note in tools.notes() {
+            system.push_str("\n\n");
+            system.push_str(note);
+        }
         messages.push(json!({"role": "system", "content": system}));
         messages.extend(t.messages.iter().map(|m| match m {
             ChatMessage::User { content, files } if !files.is_empty() => {
@@ -462,18 +530,9 @@ impl<R: Runtime> ModelAgent<R> {
             "stream_options": {"include_usage": true},
             "messages": messages,
         });
-        if !s.tools.is_empty() {
-            body["tools"] = s
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({"type": "function", "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }})
-                })
-                .collect();
+        let declarations = tools.declarations();
+        if !declarations.is_empty() {
+            body["tools"] = Value::Array(declarations);
         }
         body
     }
@@ -483,12 +542,13 @@ impl<R: Runtime> ModelAgent<R> {
         http: &Http,
         t: &Transcript,
         images: &HashMap<String, String>,
+        tools: &Toolbox<'_>,
     ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
         let mut request = http
             .post(&s.completions_url())
             .header("accept", "text/event-stream")
-            .json(&self.request_body(t, images));
+            .json(&self.request_body(t, images, tools));
         if let Some(key) = &s.api_key {
             request = request.bearer_auth(key.expose());
         }
@@ -550,13 +610,18 @@ impl<R: Runtime> ModelAgent<R> {
     async fn round(
         &self,
         http: &Http,
+        usage: &TurnUsage,
         out: &Output,
-        t: &Transcript,
-        images: &HashMap<String, String>,
+        prompt: RoundPrompt<'_, '_>,
         state: &mut Value,
     ) -> Result<Round, (RoundError, String)> {
+        let RoundPrompt {
+            transcript: t,
+            images,
+            tools,
+        } = prompt;
         let mut response = self
-            .send(http, t, images)
+            .send(http, t, images, tools)
             .await
             .map_err(|e| (e, String::new()))?;
         let mut parser = ChatStreamParser::new();
@@ -565,6 +630,7 @@ impl<R: Runtime> ModelAgent<R> {
         let mut reasoning_open = false;
         let mut building: BTreeMap<u32, Building> = BTreeMap::new();
         let mut finished = false;
+        let mut reported_usage = false;
         let broken = |detail: String, shown: bool, text: &str| {
             let e = if shown {
                 RoundError::Fatal {
@@ -666,15 +732,15 @@ impl<R: Runtime> ModelAgent<R> {
                         tracing::debug!(finish_reason = %reason, "model answer finished");
                     }
                     ChatStreamEvent::Usage(u) => {
-                        let prompt = u.get("prompt_tokens").and_then(serde_json::Value::as_u64);
-                        let completion = u
-                            .get("completion_tokens")
-                            .and_then(serde_json::Value::as_u64);
-                        tracing::info!(
-                            prompt_tokens = prompt,
-                            completion_tokens = completion,
+                        let tokens = model_tokens(&u);
+                        tracing::debug!(
+                            prompt_tokens = tokens.input,
+                            completion_tokens = tokens.output,
+                            reasoning_tokens = tokens.reasoning,
                             "model usage"
                         );
+                        usage.model_call(&self.settings.model, tokens);
+                        reported_usage = true;
                     }
                     ChatStreamEvent::Done => {}
                 }
@@ -692,6 +758,10 @@ impl<R: Runtime> ModelAgent<R> {
                 }
                 break;
             }
+        }
+        if !reported_usage {
+            // An endpoint that ignores `stream_options.include_usage`: the call still counts.
+            usage.model_call(&self.settings.model, ModelTokens::default());
         }
         if reasoning_open {
             out.end_reasoning();
@@ -749,4 +819,28 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
             Role::System => None,
         })
         .collect()
+}
+
+/// The tokens of a chat-completions `usage` object: `prompt_tokens`, `completion_tokens`, and
+/// `completion_tokens_details.reasoning_tokens` (absent fields count 0).
+fn model_tokens(usage: &Value) -> ModelTokens {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    ModelTokens {
+        input: n(usage.get("prompt_tokens")),
+        output: n(usage.get("completion_tokens")),
+        reasoning: n(usage
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens"))),
+    }
+}
+
+/// The native client for MCP requests: reqwest, following no redirect.
+#[cfg(feature = "reqwest")]
+fn no_redirect_client() -> runway_core::http_client::ReqwestClient {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default();
+    runway_core::http_client::ReqwestClient::from_client(client)
 }

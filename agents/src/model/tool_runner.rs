@@ -11,7 +11,8 @@ use runway_core::http_client::Http;
 
 /// Calls `tool` with the model's `arguments` (JSON text) and returns the result for the model.
 /// Never fails: a bad argument, an unreachable endpoint or an error status is reported to the
-/// model as the result, so it can tell the user or try again.
+/// model as the result (starting with `Error:`, see [`is_failure`]), so it can tell the user
+/// or try again.
 pub(crate) async fn run_tool(
     http: &Http,
     tool: &HttpTool,
@@ -88,4 +89,9 @@ pub(crate) async fn run_tool(
     } else {
         format!("Error: the tool answered HTTP {}: {text}", status.as_u16())
     }
+}
+
+/// Whether a result of [`run_tool`] reports a failure.
+pub(crate) fn is_failure(result: &str) -> bool {
+    result.starts_with("Error:")
 }

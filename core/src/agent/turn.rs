@@ -2,6 +2,7 @@
 
 use crate::agent::context::ThreadContext;
 use crate::http_client::Http;
+use crate::meter::TurnUsage;
 use crate::protocol::{Attachment, Resume};
 
 /// Which wire protocol the turn arrived on. The agent rarely needs to know: runway renders its
@@ -43,6 +44,8 @@ pub struct Turn {
     pub public_base_url: String,
     /// This turn's HTTP client (see [`Turn::http`]).
     pub(crate) http: Http,
+    /// What this turn used (see [`Turn::usage`]).
+    pub(crate) usage: TurnUsage,
 }
 
 impl Turn {
@@ -51,6 +54,12 @@ impl Turn {
     /// value is logged. See [`Http`].
     pub fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// What this turn used so far, and whether its token and spend limits let it call its
+    /// model again: report model calls, tool calls and attachments here (see [`TurnUsage`]).
+    pub fn usage(&self) -> &TurnUsage {
+        &self.usage
     }
 
     /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.

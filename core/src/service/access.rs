@@ -11,7 +11,7 @@ use crate::service::auth::AuthHeaders;
 /// The setting that lets anyone who reaches the URL run turns.
 pub const ALLOW_UNAUTHENTICATED: &str = "RUNWAY_ALLOW_UNAUTHENTICATED";
 
-/// Who may call `/runs`, `/lowkey/turn` and `/health` (hosted-file links need no auth).
+/// Who may call `/runs`, `/lowkey/turn`, `/usage` and `/health` (hosted-file links need no auth).
 #[derive(Debug, Clone)]
 pub enum Access {
     /// Only requests carrying every header of the agreed set.
@@ -78,15 +78,15 @@ impl Access {
     /// The error a refused turn answers (and logs) when no header set is configured.
     pub fn unconfigured_message(missing: &str) -> String {
         format!(
-            "auth is not configured, so this agent refuses every turn: set {missing} to the \
-             header set agreed with Console, or {ALLOW_UNAUTHENTICATED}=1 if access is \
-             restricted another way (IP allowlist, mTLS, private network)"
+            "auth is not configured, so this agent refuses every turn and its usage report: set \
+             {missing} to the header set agreed with Console, or {ALLOW_UNAUTHENTICATED}=1 if \
+             access is restricted another way (IP allowlist, mTLS, private network)"
         )
     }
 
-    /// Decides a request to a turn route (`/runs`, `/lowkey/turn`) or, with `turn = false`,
-    /// to `/health`, which an unconfigured deployment still answers.
-    pub(crate) fn admits(&self, headers: &http::HeaderMap, turn: bool) -> Admission {
+    /// Decides a request to a guarded route (turns, `/usage`, any other path) or, with
+    /// `guarded = false`, to `/health`, which an unconfigured deployment still answers.
+    pub(crate) fn admits(&self, headers: &http::HeaderMap, guarded: bool) -> Admission {
         match self {
             // An empty set names nothing to check: never read as "no auth".
             Self::Headers(set) if set.is_empty() => {
@@ -95,7 +95,7 @@ impl Access {
             Self::Headers(set) if set.check(headers) => Admission::Admitted,
             Self::Headers(_) => Admission::Unauthorized,
             Self::Open => Admission::Admitted,
-            Self::Unconfigured { .. } if !turn => Admission::Admitted,
+            Self::Unconfigured { .. } if !guarded => Admission::Admitted,
             Self::Unconfigured { missing } => {
                 Admission::Unconfigured(Self::unconfigured_message(missing))
             }
