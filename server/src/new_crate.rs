@@ -75,7 +75,10 @@ fn sam_template(repo: &str, name: &str) -> Option<String> {
     if !repo.contains(RUNWAY_AUTH_PARAMETER) {
         return None;
     }
-    let repo = repo.replace(RUNWAY_AUTH_PARAMETER, &own_parameter);
+    // The Workers parameter's description names the built-in agent's parameter, dropped below.
+    let repo = repo
+        .replace(RUNWAY_AUTH_PARAMETER, &own_parameter)
+        .replace("the one agent of AgentName", "the crate's agent");
     let repo = repo.as_str();
     let mut out = String::with_capacity(repo.len());
     let mut lines = repo.lines().peekable();
@@ -1005,7 +1008,8 @@ mod tests {
         for line in SAM_TEMPLATE.lines() {
             let expected = line
                 .replace("CodeUri: ../..", "CodeUri: .")
-                .replace(RUNWAY_AUTH_PARAMETER, "/flight-desk/auth-headers");
+                .replace(RUNWAY_AUTH_PARAMETER, "/flight-desk/auth-headers")
+                .replace("the one agent of AgentName", "the crate's agent");
             if generated.peek() == Some(&expected.as_str()) {
                 generated.next();
             } else {
