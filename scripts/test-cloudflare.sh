@@ -27,6 +27,22 @@ export RUNWAY_CF_FEATURES=builtin-worker,model
 # The model Worker's own budget: its measured 587 KiB gzip and some room (BENCHMARKS.md).
 model_worker_budget_kib=620
 
+step "tools.sh needs no flock, sha256sum or apt-get (macOS has none of them)"
+shims="$(mktemp -d "${TMPDIR:-/tmp}/runway-cf-shims.XXXXXX")"
+for tool in flock sha256sum apt-get; do
+  printf '#!/bin/sh\necho "%s was called: not on macOS" >&2\nexit 97\n' "$tool" >"$shims/$tool"
+  chmod +x "$shims/$tool"
+done
+PATH="$shims:$PATH" bash -c '
+  set -euo pipefail
+  . infra/cloudflare/tools.sh
+  cf_ensure_all
+  cf_locked true
+  cf_node_ok v22.12.0 && cf_node_ok v24.1.0 && ! cf_node_ok v22.11.9 && ! cf_node_ok v20.19.5
+  echo "tools.sh: no Linux-only tool called, Node $(node --version) accepted"
+'
+rm -rf "$shims"
+
 step "clippy for wasm32-unknown-unknown"
 cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown --features builtin-worker -- -D warnings
 

@@ -86,7 +86,13 @@ fn app<A: Agent>(
     }
     ConsoleLog::install(setting(env, "RUNWAY_LOG").as_deref());
     install_panic_hook();
-    let config = Config::from_lookup(|k| setting(env, k))?;
+    let mut config = Config::from_lookup(|k| setting(env, k))?;
+    // Deployed before `wrangler secret put`: every turn is refused with a 500 naming the
+    // secret, never served to anyone.
+    config.access = config.access.naming_missing(
+        "the RUNWAY_AUTH_HEADERS secret (printf 'Name: value' | npx wrangler secret put RUNWAY_AUTH_HEADERS)",
+    );
+    config.access.log_at_start();
     let rt = WorkersRuntime;
     let agent = make_agent(env).map_err(SetupError::Agent)?;
     let threads = env

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | Both endpoints work | the Test button: `/health` folds to available, and `POST /runs` with `Hello` on `validate-<16 hex>` yields a valid frame |
 //! | Authentication is complete | with agreed headers: each header left out in turn, then each with a wrong value, with characters appended and with its last character removed, on both endpoints: 401 expected |
-//! | First frame within the deadline | the time to the first frame or comment on every turn |
+//! | First frame within the deadline | the time to the first frame or comment on every turn, and whether the path held it (`FIRST_FRAME_HELD`: late, or released only by a later write; proven on a busy turn, `--slow-prompt`) |
 //! | Context stored by threadId | two turns on one fresh thread: turn 1 carries a unique token, the text of turn 2 must contain it |
 //! | Every turn ends properly | final frame, everything closed, no empty bubble, nothing after the final frame, on every full turn |
 //! | Frames follow the contract | every other frame rule and the stream headers, on every turn |
@@ -15,7 +15,7 @@
 //!
 //! Every error found in a turn fails the line the turn serves; every warning
 //! goes to the line of its kind (ending, frames, heartbeat), and
-//! `TTFB_TIMEOUT` to the first-frame line.
+//! `TTFB_TIMEOUT` and `FIRST_FRAME_HELD` to the first-frame line.
 
 use std::time::SystemTime;
 
@@ -142,7 +142,7 @@ impl Checklist {
 
 fn route(owner: usize, f: &Finding) -> usize {
     match f.code {
-        Code::TtfbTimeout => FIRST_FRAME,
+        Code::TtfbTimeout | Code::FirstFrameHeld => FIRST_FRAME,
         Code::NoFinalFrame | Code::FramesLeftOpen | Code::EmptyBubble | Code::FrameAfterFinal => {
             ENDING
         }
@@ -283,7 +283,7 @@ pub async fn run_checklist(config: &CheckConfig) -> CheckReport {
     } else {
         turn_checks(&transport, config, &mut c).await;
     }
-    summarize_turn_lines(&mut c);
+    summarize_turn_lines(&mut c, config.slow_prompt.is_some());
     finish(config, c, notes)
 }
 
@@ -455,8 +455,9 @@ async fn turn_checks(transport: &Transport, config: &CheckConfig, c: &mut Checkl
     }
 }
 
-/// Figures and details of the lines fed by every turn.
-fn summarize_turn_lines(c: &mut Checklist) {
+/// Figures and details of the lines fed by every turn (`slow`: a slow turn was played, which
+/// proves whether a busy turn's first frame is held on the way).
+fn summarize_turn_lines(c: &mut Checklist, slow: bool) {
     let ttfbs: Vec<u64> = c.turns.iter().filter_map(|(_, t)| t.ttfb_ms).collect();
     let item = &mut c.items[FIRST_FRAME];
     if let Some(max) = ttfbs.iter().max() {
@@ -465,8 +466,10 @@ fn summarize_turn_lines(c: &mut Checklist) {
     if item.status == Status::Pass {
         item.detail = if ttfbs.is_empty() {
             "no frame received".into()
+        } else if slow {
+            "every turn opened its stream in time, its first frame never held on the way (the slow turn's included)".into()
         } else {
-            "every turn opened its stream in time".into()
+            "every turn opened its stream in time; a quick answer releases a first frame the path holds, so give --slow-prompt to prove a busy turn's first frame leaves at once".into()
         };
         if ttfbs.is_empty() {
             item.raise(Status::Fail);

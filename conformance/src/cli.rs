@@ -79,6 +79,11 @@ pub struct CheckArgs {
     #[arg(long, value_parser = parse_duration, default_value = "15s", value_name = "DURATION")]
     pub heartbeat_interval: Duration,
 
+    /// A first frame later than this after the request (or after half of it, together with a
+    /// heartbeat) was held on the way: FIRST_FRAME_HELD.
+    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
+    pub first_flush_within: Duration,
+
     /// How long to keep reading after the final frame for stray frames.
     #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub after_final: Duration,
@@ -116,6 +121,7 @@ impl CheckArgs {
                 idle: self.idle_timeout,
                 turn: self.turn_timeout,
                 heartbeat: self.heartbeat_interval,
+                first_flush: self.first_flush_within,
                 after_final: self.after_final,
             },
             limits: Limits {

@@ -32,6 +32,11 @@ pub struct Deadlines {
     /// (contract: a comment at least every 15 s).
     #[serde(with = "millis")]
     pub heartbeat: Duration,
+    /// A first frame (or comment) later than this from the request, or arriving after half
+    /// of it together with a heartbeat, was held on the way: `FIRST_FRAME_HELD` (not a
+    /// Console deadline; default 2 s, well inside the 10-second first-frame deadline).
+    #[serde(with = "millis")]
+    pub first_flush: Duration,
     /// How long the emulator keeps reading after the final frame to catch
     /// frames sent after it (not a Console deadline; default 1 s). Silence or
     /// an open connection after the final frame is not a fault.
@@ -47,6 +52,7 @@ impl Default for Deadlines {
             idle: Duration::from_secs(30),
             turn: Duration::from_secs(5 * 60),
             heartbeat: Duration::from_secs(15),
+            first_flush: Duration::from_secs(2),
             after_final: Duration::from_secs(1),
         }
     }

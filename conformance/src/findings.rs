@@ -79,6 +79,9 @@ pub enum Code {
     MissingStreamHeaders,
     /// Silence between chunks longer than the heartbeat interval (15 s).
     HeartbeatGap,
+    /// The first frame arrived late, or only with a later write: the path holds small
+    /// chunks (see [`crate::first_frame_hold`]).
+    FirstFrameHeld,
     /// The agent sent `RUN_STARTED`, which Console emits itself.
     RunStartedSent,
     /// The agent sent `REASONING_END`, which Console emits itself.
@@ -121,7 +124,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order of the documentation table.
-    pub const ALL: [Code; 33] = [
+    pub const ALL: [Code; 34] = [
         Code::EndpointUnavailable,
         Code::ProtocolMismatch,
         Code::EgressRefused,
@@ -140,6 +143,7 @@ impl Code {
         Code::DuplicateFileChannel,
         Code::MissingStreamHeaders,
         Code::HeartbeatGap,
+        Code::FirstFrameHeld,
         Code::RunStartedSent,
         Code::ReasoningEndSent,
         Code::EnvelopeMismatch,
@@ -178,6 +182,7 @@ impl Code {
             Code::DuplicateFileChannel => "DUPLICATE_FILE_CHANNEL",
             Code::MissingStreamHeaders => "MISSING_STREAM_HEADERS",
             Code::HeartbeatGap => "HEARTBEAT_GAP",
+            Code::FirstFrameHeld => "FIRST_FRAME_HELD",
             Code::RunStartedSent => "RUN_STARTED_SENT",
             Code::ReasoningEndSent => "REASONING_END_SENT",
             Code::EnvelopeMismatch => "ENVELOPE_MISMATCH",

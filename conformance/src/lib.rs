@@ -21,6 +21,7 @@
 //! | [`run_body`] | the `POST /runs` body and 63-bit string ids |
 //! | [`response_head`] | the `POST /runs` status and headers, judged (sans I/O) |
 //! | [`stream_judge`] | the stream body judged chunk by chunk: limits, separators, frame rules (sans I/O) |
+//! | [`first_frame_hold`] | whether the path held the first frame, from each chunk's arrival time (sans I/O) |
 //! | [`turn`] | one turn played under the deadlines, judged by the rules |
 //! | [`recorded_turn`] | a turn someone else recorded (the playground's browser), judged by the same rules |
 //! | [`test_button`] | Console's Test button |
@@ -57,6 +58,7 @@
 //! | `DUPLICATE_FILE_CHANNEL` | warning | one file url in `STATE_SNAPSHOT`/`STATE_DELTA` artifacts and in `CUSTOM` `file` | two cards for one file |
 //! | `MISSING_STREAM_HEADERS` | warning | no `Cache-Control: no-cache` or no `X-Accel-Buffering: no` | a proxy may buffer the stream |
 //! | `HEARTBEAT_GAP` | warning | silence between chunks longer than 15 s (a turn that failed with a timeout does not also get it) | close to the idle deadline; fails the heartbeat line of the checklist |
+//! | `FIRST_FRAME_HELD` | warning | the first frame arrived more than 2 s after the request, or after 1 s in one delivery with a heartbeat written later (see [`first_frame_hold`]); names `RUNWAY_FIRST_FLUSH_BYTES` and `RUNWAY_HEARTBEAT_SECS` | a path that holds small chunks; on a busy turn the first frame then waits for the next write and can miss the 10 s deadline |
 //! | `RUN_STARTED_SENT` | warning | the agent sent `RUN_STARTED` | Console emits it itself; dropped |
 //! | `REASONING_END_SENT` | warning | the agent sent `REASONING_END` | Console emits it itself; dropped |
 //! | `ENVELOPE_MISMATCH` | warning | `run_id`/`threadId` present and different from the request | the frame is discarded |
@@ -101,6 +103,10 @@
 //!   classification.
 //! * `STREAM_TRUNCATED`: the agent's body stream returns an error, so the
 //!   server aborts the chunked response without its last chunk.
+//! * `FIRST_FRAME_HELD`: a real TCP proxy on loopback in front of the
+//!   correct agent that holds what it reads until N bytes or the agent's
+//!   next write, on a slow turn: flagged; the same proxy with the agent's
+//!   first write padded past N, and a proxy that forwards at once: not.
 //! * `UPSTREAM_UNAVAILABLE` / `ENDPOINT_UNAVAILABLE` on a refused
 //!   connection: a port that was bound and released.
 //! * The checklist codes (`AUTH_*`, `CONTEXT_LOST`, `NOT_IDEMPOTENT`,
@@ -117,6 +123,7 @@ pub mod cli;
 pub mod deadlines;
 pub mod egress;
 pub mod findings;
+pub mod first_frame_hold;
 pub mod frame_rules;
 pub mod health;
 pub mod interrupt;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use tokio::time::timeout_at;
 
 use crate::findings::{Code, Finding};
+use crate::first_frame_hold::{ChunkArrival, HoldWatch};
 use crate::frame_rules::{FrameRules, RunIds, StreamEnd};
 use crate::response_head::{ResponseHead, judge_response_head};
 use crate::run_body::RunBody;
@@ -89,6 +90,9 @@ pub struct TurnReport {
     /// The longest silence between chunks before the final frame (from the
     /// response headers on), in ms.
     pub longest_silence_ms: u64,
+    /// When the body's first chunks arrived, from the request (the first
+    /// [`crate::first_frame_hold::KEPT_ARRIVALS`]): what `FIRST_FRAME_HELD` is judged on.
+    pub arrivals: Vec<ChunkArrival>,
 }
 
 impl TurnReport {
@@ -176,6 +180,7 @@ pub async fn run_turn_bytes(
             first_valid_frame_ms: None,
             total_ms: 0,
             longest_silence_ms: 0,
+            arrivals: Vec::new(),
         },
     };
     let start = Instant::now();
@@ -288,6 +293,7 @@ async fn read_stream(
     let to_t = tokio::time::Instant::from_std;
     let whole = to_t(start) + d.turn;
     let mut judge = StreamJudge::new(&mut run.rules, limits, mode);
+    let mut hold = HoldWatch::new(limits.max_frame_bytes);
     let mut last_bytes = response_at;
     let mut first_frame: Option<Instant> = None;
     let mut final_at: Option<Instant> = None;
@@ -335,6 +341,7 @@ async fn read_stream(
             longest = longest.max(now - last_bytes);
         }
         last_bytes = now;
+        hold.on_chunk(now - start, &chunk);
         let seen = judge.on_chunk(&chunk);
         run.findings.extend(seen.findings);
         if seen.saw_frame {
@@ -367,6 +374,9 @@ async fn read_stream(
         run.report.ttfb_ms = Some(ms(f - start));
     }
     run.report.longest_silence_ms = ms(longest);
+    let held = hold.finish(d.first_flush);
+    run.report.arrivals = held.arrivals;
+    run.findings.extend(held.finding);
     if longest > d.heartbeat && run.report.error_code().is_none() {
         run.findings.push(Finding::new(
             Code::HeartbeatGap,

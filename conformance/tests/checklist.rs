@@ -412,3 +412,37 @@ fn cli_main_is_send() {
     let fut = cli_main(vec!["--help".into()]);
     assert_send(&fut);
 }
+
+/// `runway check` against an agent behind a real proxy that holds small chunks until 4 KiB or
+/// the next write: the slow turn's first frame arrives only with its first heartbeat, and the
+/// first-frame line warns naming the setting to change. Padding the first write past the
+/// threshold (what `RUNWAY_FIRST_FLUSH_BYTES` does) makes the same path pass.
+#[tokio::test]
+async fn runway_check_flags_a_path_that_holds_the_first_frame() {
+    let run = |padding: usize| async move {
+        let spec = AgentSpec {
+            heartbeat_ms: 200,
+            first_write_padding: padding,
+            ..AgentSpec::correct()
+        };
+        let agent = Agent::start(spec).await;
+        let proxy = common::holding_proxy::HoldingProxy::start(agent.addr, 4096).await;
+        let mut c = CheckConfig::new(Url::parse(&proxy.base_url()).unwrap());
+        c.settings = fast_settings();
+        c.slow_prompt = Some("/slow 700ms".into());
+        run_checklist(&c).await
+    };
+    let held = run(0).await;
+    let text = held.render_text();
+    only(&held, Code::FirstFrameHeld);
+    assert_eq!(status_of(&held, "first_frame"), Status::Warn, "{text}");
+    assert!(text.contains("RUNWAY_FIRST_FLUSH_BYTES"), "{text}");
+    assert_eq!(held.exit_code(false), 0, "{text}");
+    assert_eq!(held.exit_code(true), 1, "{text}");
+
+    let padded = run(4096).await;
+    let text = padded.render_text();
+    assert!(padded.codes().is_empty(), "{text}");
+    assert_eq!(status_of(&padded, "first_frame"), Status::Pass, "{text}");
+    assert!(text.contains("never held"), "{text}");
+}

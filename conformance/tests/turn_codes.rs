@@ -659,3 +659,76 @@ async fn a_final_frame_without_line_end_is_dropped_and_said_so() {
         report.findings
     );
 }
+
+/// A busy turn as runway writes it: the first frame at once (with `padding` bytes of comment
+/// in the same write), the first heartbeat 400 ms later, more heartbeats, then the answer.
+fn busy_turn(padding: usize) -> AgentSpec {
+    AgentSpec::scripted(move |_| {
+        let mut first = format!(
+            "data: {}\n\n",
+            json!({"type":"STEP_STARTED","stepName":"turn"})
+        );
+        if padding > 0 {
+            first.push_str(&format!(":{}\n\n", " ".repeat(padding)));
+        }
+        let mut steps = vec![
+            Step::Raw(first),
+            Step::Sleep(400),
+            Step::Comment,
+            Step::Sleep(150),
+            Step::Comment,
+            Step::Sleep(150),
+            Step::Frame(json!({"type":"STEP_FINISHED","stepName":"turn"})),
+        ];
+        steps.extend(correct_turn("done"));
+        steps
+    })
+}
+
+/// Through a real proxy that holds small chunks until 4 KiB or the next write, a busy turn's
+/// first frame arrives only with the first heartbeat: FIRST_FRAME_HELD, naming the setting,
+/// and the arrivals that show it.
+#[tokio::test]
+async fn a_path_that_holds_small_chunks_is_caught_holding_the_first_frame() {
+    let agent = Agent::start(busy_turn(0)).await;
+    let proxy = common::holding_proxy::HoldingProxy::start(agent.addr, 4096).await;
+    let r = turn_on(&proxy.base_url(), fast_settings(), "hi").await;
+    only(&r, Code::FirstFrameHeld);
+    let message = &r.findings[0].message;
+    assert!(
+        message.contains("RUNWAY_FIRST_FLUSH_BYTES") && message.contains("RUNWAY_HEARTBEAT_SECS"),
+        "{message}"
+    );
+    assert!(r.finished(), "{:?}", r.outcome);
+    assert!(r.ttfb_ms.is_some_and(|t| t >= 350), "{:?}", r.ttfb_ms);
+    assert!(
+        !r.arrivals.is_empty() && r.arrivals[0].at_ms >= 350,
+        "{:?}",
+        r.arrivals
+    );
+}
+
+/// The same agent straight, through a proxy that forwards at once, or with its first write
+/// padded past the proxy's threshold: the first frame leaves at once and is not reported held
+/// (through the holding proxy, the small heartbeats are still held: HEARTBEAT_GAP's business).
+#[tokio::test]
+async fn a_first_frame_that_leaves_at_once_is_not_reported_held() {
+    let plain = Agent::start(busy_turn(0)).await;
+    let r = turn_on(&plain.base_url(), fast_settings(), "hi").await;
+    assert!(codes(&r).is_empty(), "direct: {:#?}", r.findings);
+    assert!(r.ttfb_ms.is_some_and(|t| t < 250), "{:?}", r.ttfb_ms);
+
+    let forwarding = common::holding_proxy::HoldingProxy::start(plain.addr, 0).await;
+    let r = turn_on(&forwarding.base_url(), fast_settings(), "hi").await;
+    assert!(codes(&r).is_empty(), "forwarding proxy: {:#?}", r.findings);
+
+    let padded = Agent::start(busy_turn(4096)).await;
+    let holding = common::holding_proxy::HoldingProxy::start(padded.addr, 4096).await;
+    let r = turn_on(&holding.base_url(), fast_settings(), "hi").await;
+    assert!(
+        !codes(&r).contains(&Code::FirstFrameHeld),
+        "padded past the threshold: {:#?}",
+        r.findings
+    );
+    assert!(r.ttfb_ms.is_some_and(|t| t < 250), "{:?}", r.ttfb_ms);
+}

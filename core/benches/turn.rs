@@ -59,7 +59,7 @@ fn whole_turn(c: &mut Criterion) {
     ] {
         let config = Config {
             first_flush_bytes,
-            ..Config::default()
+            ..Config::unauthenticated()
         };
         let app = TestRunway::with(EchoAgent, VirtualRuntime::new(), config);
         let rt = app.runtime();

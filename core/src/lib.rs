@@ -63,6 +63,7 @@ pub mod adapter {
     pub use crate::platform::runtime::Runtime;
     #[cfg(feature = "tokio")]
     pub use crate::platform::tokio::TokioRuntime;
+    pub use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
     pub use crate::service::auth::AuthHeaders;
     pub use crate::service::config::{Config, MAX_BODY_BYTES};
     pub use crate::service::os_settings::OsSettings;
@@ -87,5 +88,5 @@ pub mod adapter {
 
 /// The README's example compiles.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -57,7 +57,7 @@ fn app_with(config: Config) -> (App, Sleeper) {
 }
 
 fn app() -> (App, Sleeper) {
-    app_with(Config::default())
+    app_with(Config::unauthenticated())
 }
 
 fn turn(run: &str, input: &str) -> TestTurn {
@@ -126,7 +126,7 @@ async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_repla
 
     let (none, _) = app_with(Config {
         first_flush_bytes: 0,
-        ..Config::default()
+        ..Config::unauthenticated()
     });
     let f = none.send(turn("r", "0")).await;
     assert!(
@@ -342,7 +342,7 @@ async fn overlapping_turns_never_lose_the_later_ones_messages() {
     // commits: A wrote back the context it loaded, erasing B (issue 11, item 1).
     let (app, _) = app_with(Config {
         heartbeat: Duration::from_secs(60),
-        ..Config::default()
+        ..Config::unauthenticated()
     });
     let (a, _b) = overlapping(&app, turn("slow", "5"), turn("fast", "1")).await;
     assert!(a.is_success(), "{a:?}");

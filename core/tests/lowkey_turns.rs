@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use runway_agents::DemoAgent;
-use runway_core::adapter::{AuthHeaders, Config};
+use runway_core::adapter::{Access, AuthHeaders, Config};
 use runway_core::testing::{TestRunway, VirtualRuntime};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 use serde_json::{Value, json};
@@ -75,7 +75,7 @@ async fn turn(rw: &DemoRunway, body: &Value) -> Vec<Value> {
 
 #[tokio::test]
 async fn second_turn_on_a_session_sees_the_first() {
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     let ev = turn(&rw, &request("sess-A", "t1", "A")).await;
     assert_eq!(
         text_of(&ev),
@@ -92,7 +92,7 @@ async fn second_turn_on_a_session_sees_the_first() {
 async fn a_console_caller_cannot_name_a_lowkey_session() {
     // Console ids may contain `:`, so `lowkey:` + a Console-shaped key was reachable from
     // Console's agentId (issue 11, item 6).
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     turn(&rw, &request("sess1", "t1", "lowkey secret")).await;
     let body = json!({"protocolVersion": "1", "runId": "r1", "threadId": "sess1",
                       "agentId": "lowkey:runway-demo", "workspaceId": "w", "input": "hi"});
@@ -104,7 +104,7 @@ async fn a_console_caller_cannot_name_a_lowkey_session() {
 
 #[tokio::test]
 async fn transcript_window_seeds_an_unknown_session_only() {
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     let mut body = request("sess-seeded", "t9", "B");
     body["transcriptWindow"] = json!([
         {"role": "user", "content": "A", "turnId": "t8"},
@@ -122,7 +122,7 @@ async fn transcript_window_seeds_an_unknown_session_only() {
 
 #[tokio::test]
 async fn a_repeated_turn_id_replays_and_a_reused_one_is_refused() {
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     let first = turn(&rw, &request("sess-I", "t1", "A")).await;
     let again = turn(&rw, &request("sess-I", "t1", "A")).await;
     assert_eq!(first, again);
@@ -140,7 +140,7 @@ async fn a_repeated_turn_id_replays_and_a_reused_one_is_refused() {
 
 #[tokio::test]
 async fn richer_outputs_are_mapped() {
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     let ev = turn(&rw, &request("sess-R", "t1", "/tool")).await;
     assert_eq!(
         kinds(&ev),
@@ -189,7 +189,7 @@ async fn richer_outputs_are_mapped() {
 async fn heartbeats_flow_while_the_agent_is_silent() {
     let config = Config {
         heartbeat: Duration::from_millis(100),
-        ..Config::default()
+        ..Config::unauthenticated()
     };
     let rw = runway(config);
     let ev = turn(&rw, &request("sess-H", "t1", "/slow 1")).await;
@@ -203,7 +203,7 @@ async fn heartbeats_flow_while_the_agent_is_silent() {
 
 #[tokio::test]
 async fn bad_input_auth_and_methods_are_4xx_json() {
-    let rw = runway(Config::default());
+    let rw = runway(Config::unauthenticated());
     let a = send(&rw, post("/lowkey/turn", &json!({"protocolVersion": 2}))).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.content_type, "application/json");
@@ -227,7 +227,7 @@ async fn bad_input_auth_and_methods_are_4xx_json() {
     assert_eq!(ev.status, 404);
     let based = runway(Config {
         base_path: "/fpt".into(),
-        ..Config::default()
+        ..Config::unauthenticated()
     });
     let ev = send(&based, post("/fpt/lowkey/turn", &request("s-p", "t", "A"))).await;
     assert_eq!(ev.status, 200);
@@ -237,8 +237,8 @@ async fn bad_input_auth_and_methods_are_4xx_json() {
     let mut auth = AuthHeaders::none();
     auth.insert("x-api-key", "k1").unwrap();
     let rw = runway(Config {
-        auth,
-        ..Config::default()
+        access: Access::Headers(auth),
+        ..Config::unauthenticated()
     });
     let a = send(&rw, post("/lowkey/turn", &request("s", "t", "A"))).await;
     assert_eq!(a.status, 401);

@@ -68,7 +68,7 @@ fn ids(frames: &[Value]) -> Vec<String> {
 
 #[tokio::test]
 async fn run_id_reused_never_repeats_an_event_id_and_a_replay_repeats_them_all() {
-    let app = app(Config::default());
+    let app = app(Config::unauthenticated());
     let (_, first) = send(&app, post("/runs", run_body("r1", "one"))).await;
     assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
     let (_, reused) = send(&app, post("/runs", run_body("r1", "two"))).await;
@@ -88,7 +88,7 @@ async fn run_id_reused_never_repeats_an_event_id_and_a_replay_repeats_them_all()
 
 #[tokio::test]
 async fn routes_only_at_the_base_path() {
-    let root = app(Config::default());
+    let root = app(Config::unauthenticated());
     assert_eq!(send(&root, get("/health")).await.0, 200);
     for path in ["/x/health", "/health/", "/fpt/health"] {
         assert_eq!(send(&root, get(path)).await.0, 404, "{path}");
@@ -101,7 +101,7 @@ async fn routes_only_at_the_base_path() {
     // A base path under /files/ works: it is not taken for a file link.
     let based = app(Config {
         base_path: "/files/agent".into(),
-        ..Config::default()
+        ..Config::unauthenticated()
     });
     assert_eq!(send(&based, get("/files/agent/health")).await.0, 200);
     let (s, frames) = send(&based, post("/files/agent/runs", run_body("r2", "/file"))).await;
@@ -125,7 +125,7 @@ async fn routes_only_at_the_base_path() {
 
 #[tokio::test]
 async fn a_file_link_works_only_with_its_own_name() {
-    let app = app(Config::default());
+    let app = app(Config::unauthenticated());
     let (_, frames) = send(&app, post("/runs", run_body("r3", "/file"))).await;
     let url = file_url(&frames);
     let path = url.strip_prefix("http://localhost").unwrap().to_owned();
@@ -147,7 +147,7 @@ async fn links_never_use_a_callers_host_or_forwarded_proto() {
             .body(run_body(run, "/file"))
             .unwrap()
     };
-    let app1 = app(Config::default());
+    let app1 = app(Config::unauthenticated());
     let (_, frames) = send(&app1, forged("r4")).await;
     let url = file_url(&frames);
     assert!(url.starts_with("http://localhost/files/"), "{url}");
@@ -179,7 +179,7 @@ async fn links_never_use_a_callers_host_or_forwarded_proto() {
     // Configuration wins.
     let app2 = app(Config {
         public_url: Some("https://agent.example.com/fpt".into()),
-        ..Config::default()
+        ..Config::unauthenticated()
     });
     let (_, frames) = send(&app2, forged("r7")).await;
     assert!(

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
-use runway_core::adapter::{AuthHeaders, Config, Reply};
+use runway_core::adapter::{Access, AuthHeaders, Config, Reply};
 use runway_core::testing::{TestRunway, TestTurn, VirtualRuntime, yield_now};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
+use serde_json::Value;
 
 /// Writes `piece` bytes of text every `every_ms` (0: only yields between pieces) until it has
 /// written `total`, counting what it wrote and how often it ran.
@@ -59,7 +61,7 @@ fn turn(run: &str) -> TestTurn {
 }
 
 fn app<A: Agent>(rt: &VirtualRuntime, agent: A) -> TestRunway<A> {
-    TestRunway::with(agent, rt.clone(), Config::default())
+    TestRunway::with(agent, rt.clone(), Config::unauthenticated())
 }
 
 #[tokio::test]
@@ -172,8 +174,8 @@ async fn ready_lets_a_burst_writer_wait_for_the_client() {
 #[test]
 fn authorize_refuses_a_stranger_from_the_head_alone() {
     let config = Config {
-        auth: AuthHeaders::parse("X-API-Key: k").unwrap(),
-        ..Config::default()
+        access: Access::Headers(AuthHeaders::parse("X-API-Key: k").unwrap()),
+        ..Config::unauthenticated()
     };
     let rt = VirtualRuntime::new();
     let app = TestRunway::with(Writer::new(&rt, 1, 0, 1), rt, config);
@@ -193,4 +195,100 @@ fn authorize_refuses_a_stranger_from_the_head_alone() {
     assert!(app.authorize(&head("/runs", Some("k"))).is_ok());
     // Hosted files are opened by a browser, without the header set.
     assert!(app.authorize(&head("/files/abc/name.csv", None)).is_ok());
+}
+
+/// No header set configured (the default, and what `Config::from_lookup` gives without
+/// `RUNWAY_AUTH_HEADERS`): every turn is refused with a 500 naming the setting, before its
+/// body is read and again in `handle`, while `/health` and hosted files still answer.
+#[tokio::test]
+async fn without_a_header_set_turns_are_refused_naming_the_setting() {
+    let logs = CapturedLogs::default();
+    let _subscriber = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .finish(),
+    );
+    let config = Config {
+        access: Access::default().naming_missing("the RUNWAY_AUTH_HEADERS secret"),
+        ..Config::unauthenticated()
+    };
+    let rt = VirtualRuntime::new();
+    let app = TestRunway::with(Writer::new(&rt, 1, 0, 1), rt, config);
+    let app = app.runway();
+    let head = |method: http::Method, path: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("x-api-key", "anything")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    };
+    // The usage report (and an adapter's own /metrics) tell a stranger who the customers are
+    // and what they spend: refused like turns.
+    for (method, path) in [
+        (http::Method::POST, "/runs"),
+        (http::Method::POST, "/lowkey/turn"),
+        (http::Method::GET, "/usage"),
+        (http::Method::GET, "/metrics"),
+    ] {
+        let refused = app.authorize(&head(method, path)).unwrap_err();
+        assert_eq!(refused.status(), 500, "{path}");
+        let error: Value = serde_json::from_slice(refused.body()).unwrap();
+        let message = error["error"].as_str().unwrap();
+        assert!(
+            message.contains("the RUNWAY_AUTH_HEADERS secret")
+                && message.contains("RUNWAY_ALLOW_UNAUTHENTICATED"),
+            "{message}"
+        );
+    }
+    assert!(app.authorize(&head(http::Method::GET, "/health")).is_ok());
+    assert!(
+        app.authorize(&head(http::Method::GET, "/files/abc/a.csv"))
+            .is_ok()
+    );
+    match app.handle(turn("r").request()).await {
+        Reply::Full(r) => assert_eq!(r.status(), 500),
+        Reply::Stream { .. } => panic!("an unconfigured agent ran a turn"),
+    }
+    let health = app
+        .handle(http::Request::get("/health").body(Bytes::new()).unwrap())
+        .await;
+    assert!(matches!(health, Reply::Full(r) if r.status() == 200));
+    let logged = logs.text();
+    assert!(
+        logged.contains("ERROR")
+            && logged.contains("AUTH_NOT_CONFIGURED")
+            && logged.contains("the RUNWAY_AUTH_HEADERS secret"),
+        "{logged}"
+    );
+}
+
+/// Everything a `tracing_subscriber::fmt` subscriber writes, kept for the test to read.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLogs {
+    type Writer = Self;
+    fn make_writer(&'a self) -> Self {
+        self.clone()
+    }
 }

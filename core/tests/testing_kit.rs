@@ -226,7 +226,7 @@ async fn turns_sent_at_once_overlap_and_retries_replay() {
         rt: rt.clone(),
         runs: Arc::default(),
     };
-    let runway = TestRunway::with(agent.clone(), rt.clone(), Config::default());
+    let runway = TestRunway::with(agent.clone(), rt.clone(), Config::unauthenticated());
     let (a, b) = rt
         .run(async {
             futures::join!(runway.send(TestTurn::new("30")), async {

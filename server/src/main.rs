@@ -4,7 +4,7 @@
 //! runway serve [--listen 127.0.0.1:8787] [--data-dir ./.runway] [--agent demo]
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
 //! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
-//! runway new DIR [--name NAME]
+//! runway new DIR [--name NAME] [--runway-git URL [--runway-rev REV] | --runway-version V]
 //! runway usage BASE_URL [--header 'Name: value']... [--from DAY] [--to DAY] [--json|--csv]
 //! ```
 //!
@@ -58,20 +58,43 @@ enum Command {
     /// that adds the agreed headers.
     Playground(runway::PlaygroundArgs),
     /// Write a starter crate for your own agent into DIR (served locally, on AWS Lambda and on
-    /// Cloudflare Workers), depending on this runway checkout.
+    /// Cloudflare Workers), depending on this runway checkout (by a relative path when DIR is
+    /// beside or inside it), a git repository, or a published version.
     New {
         /// Where to create the crate (must not exist or be empty).
         dir: PathBuf,
         /// The crate's name (default: DIR's last component).
         #[arg(long)]
         name: Option<String>,
+        /// Depend on runway from this git repository (a fork) instead of this checkout.
+        #[arg(long, value_name = "URL")]
+        runway_git: Option<String>,
+        /// With --runway-git: the tag, branch or commit.
+        #[arg(long, value_name = "REV", requires = "runway_git")]
+        runway_rev: Option<String>,
+        /// Depend on this published version of runway (pinned exactly) instead of this checkout.
+        #[arg(long, value_name = "VERSION", conflicts_with = "runway_git")]
+        runway_version: Option<String>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::New { dir, name } = &cli.command {
-        return new(dir, name.as_deref());
+    if let Command::New {
+        dir,
+        name,
+        runway_git,
+        runway_rev,
+        runway_version,
+    } = cli.command
+    {
+        return new(
+            &dir,
+            name.as_deref(),
+            runway_git,
+            runway_rev,
+            runway_version,
+        );
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -127,14 +150,22 @@ fn main() -> ExitCode {
             rt.block_on(runway::run(agent, serve))
         }
         Command::Check { args } => rt.block_on(runway::check(args)),
-        Command::New { dir, name } => new(&dir, name.as_deref()),
+        Command::New { .. } => unreachable!("handled before the runtime starts"),
         Command::Playground(args) => rt.block_on(runway::playground(args)),
         Command::Usage(args) => rt.block_on(runway::usage(args)),
     }
 }
 
-fn new(dir: &std::path::Path, name: Option<&str>) -> ExitCode {
-    match new_crate::create(dir, name) {
+fn new(
+    dir: &std::path::Path,
+    name: Option<&str>,
+    git: Option<String>,
+    rev: Option<String>,
+    version: Option<String>,
+) -> ExitCode {
+    let created = new_crate::RunwaySource::from_flags(git, rev, version)
+        .and_then(|source| new_crate::create(dir, name, &source));
+    match created {
         Ok(created) => {
             let dir = created.dir.display();
             println!("Created {} in {dir}. Next:", created.name);
@@ -142,6 +173,9 @@ fn new(dir: &std::path::Path, name: Option<&str>) -> ExitCode {
             println!("  cargo run -- serve");
             println!("  runway check http://127.0.0.1:8787 --strict");
             println!("README.md there shows deploying to AWS Lambda and Cloudflare Workers.");
+            if let Some(note) = created.note {
+                eprintln!("note: {note}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Response};
 use runway_agents::Served;
 use runway_core::Agent;
 use runway_core::adapter::{
-    Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
+    ALLOW_UNAUTHENTICATED, Access, Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply,
+    Runtime, Runway, TokioRuntime,
 };
 use runway_core::http_client::ReqwestClient;
 
@@ -26,7 +27,10 @@ type App<A> = Runway<A, SqliteStore, TokioRuntime>;
 /// ones). Other settings come from the environment: `RUNWAY_AUTH_HEADERS`
 /// (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
 /// `RUNWAY_TURN_DEADLINE_SECS`, `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`,
-/// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`.
+/// `RUNWAY_BASE_PATH`, `RUNWAY_NAME`, `RUNWAY_ALLOW_UNAUTHENTICATED`.
+///
+/// Without `RUNWAY_AUTH_HEADERS` the server serves anyone only on a loopback address (local
+/// use); on any other address it refuses to start unless `RUNWAY_ALLOW_UNAUTHENTICATED=1`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
@@ -67,6 +71,32 @@ enum ServeError {
     Locked(#[from] DataDirError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
+    #[error(
+        "refusing to serve on {0} without auth: set RUNWAY_AUTH_HEADERS to the header set \
+         agreed with Console (newline-separated `Name: value` lines), or listen on a loopback \
+         address such as 127.0.0.1 for local use ({ALLOW_UNAUTHENTICATED}=1 serves anyone, \
+         only for access restricted another way)"
+    )]
+    Unauthenticated(SocketAddr),
+}
+
+/// Who may call a server listening on `listen`: without a header set, anyone on a loopback
+/// address (only this machine can connect), nobody elsewhere (the server does not start).
+fn local_access(access: Access, listen: SocketAddr) -> Result<Access, ServeError> {
+    match access {
+        Access::Unconfigured { .. } if listen.ip().to_canonical().is_loopback() => {
+            tracing::info!(
+                %listen,
+                "no RUNWAY_AUTH_HEADERS: serving without auth on a loopback address (this machine only)"
+            );
+            Ok(Access::Open)
+        }
+        Access::Unconfigured { .. } => Err(ServeError::Unauthenticated(listen)),
+        other => {
+            other.log_at_start();
+            Ok(other)
+        }
+    }
 }
 
 async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
@@ -74,7 +104,8 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
     let config = Config::from_lookup(|k| env.get(k));
     env.check().map_err(|e| ServeError::Config(e.to_string()))?;
-    let config = config.map_err(|e| ServeError::Config(e.to_string()))?;
+    let mut config = config.map_err(|e| ServeError::Config(e.to_string()))?;
+    config.access = local_access(config.access, args.listen)?;
     let rt = TokioRuntime;
     // Held until this function returns, i.e. while the server runs.
     let data_dir = DataDir::lock(&args.data_dir)?;
@@ -92,8 +123,8 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     }
     spawn_purger(store.clone());
 
-    let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
-    let page = PageSettings::serve(&config.auth);
+    let auth_names = config.access.header_names();
+    let page = PageSettings::serve(&config.access.headers().cloned().unwrap_or_default());
     let base_path = config.base_path.clone();
     let name = config.name.clone();
     let prometheus = crate::metrics::Prometheus::default();
@@ -213,4 +244,50 @@ fn print_banner(base: &str, name: &str, auth_names: &[String]) {
             .map(|n| format!(" --header '{n}: <value>'"))
             .collect::<String>()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn without_a_header_set_only_loopback_serves() {
+        for local in [
+            "127.0.0.1:8787",
+            "127.9.9.9:1",
+            "[::1]:8787",
+            "[::ffff:127.0.0.1]:80",
+        ] {
+            let access = local_access(Access::default(), addr(local)).unwrap();
+            assert!(matches!(access, Access::Open), "{local}");
+        }
+        for public in [
+            "0.0.0.0:8787",
+            "[::]:8787",
+            "10.0.0.5:80",
+            "[::ffff:10.0.0.5]:80",
+        ] {
+            let e = local_access(Access::default(), addr(public)).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains("RUNWAY_AUTH_HEADERS") && e.contains("refusing"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_header_set_or_an_explicit_opt_out_serves_anywhere() {
+        let set = runway_core::adapter::AuthHeaders::parse("X-Key: k").unwrap();
+        let access = local_access(Access::Headers(set), addr("0.0.0.0:1")).unwrap();
+        assert_eq!(access.header_names(), ["x-key"]);
+        assert!(matches!(
+            local_access(Access::Open, addr("0.0.0.0:1")).unwrap(),
+            Access::Open
+        ));
+    }
 }

@@ -7,8 +7,10 @@
 
 mod checks;
 pub mod client;
+pub mod fail_closed;
 pub mod generated_crate;
 pub mod http_probe;
+pub mod iam_policy;
 mod lowkey;
 pub mod mcp_scenario;
 pub mod mcp_servers;

@@ -100,7 +100,7 @@ fn config(deadline: Duration) -> Config {
     Config {
         turn_deadline: deadline,
         heartbeat: Duration::from_secs(1),
-        ..Config::default()
+        ..Config::unauthenticated()
     }
 }
 

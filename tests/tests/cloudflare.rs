@@ -184,3 +184,40 @@ async fn worker_refuses_unusable_auth_settings() {
         );
     }
 }
+
+/// The Worker deployed without the `RUNWAY_AUTH_HEADERS` secret (the most common deploy
+/// mistake) answers `/health` but refuses every turn with a 500 naming the secret; with
+/// `RUNWAY_ALLOW_UNAUTHENTICATED=1` it serves anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn worker_without_the_secret_refuses_turns_unless_opted_out() {
+    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
+    let start = |allow: bool| {
+        let mut cmd = Command::new(local_script());
+        cmd.arg("--port")
+            .arg(free_port().to_string())
+            .envs(TARGET_ENV)
+            .env_remove("RUNWAY_AUTH_HEADERS")
+            .env("RUNWAY_LOG", "warn")
+            .env("RUNWAY_CF_WRANGLER_LOG", "warn");
+        if allow {
+            cmd.env("RUNWAY_ALLOW_UNAUTHENTICATED", "1");
+        }
+        if prebuilt {
+            cmd.arg("--no-build");
+        }
+        AgentProcess::start(cmd, Duration::from_secs(if prebuilt { 180 } else { 3600 }))
+    };
+    let worker = start(false).await;
+    let refused = runway_e2e::fail_closed::check_refuses_turns_without_auth(
+        worker.base_url(),
+        "the RUNWAY_AUTH_HEADERS secret",
+    )
+    .await;
+    worker.stop().await;
+    let worker = start(true).await;
+    let served = runway_e2e::fail_closed::check_serves_anyone(worker.base_url()).await;
+    worker.stop().await;
+    refused.expect("without the secret, turns are refused");
+    served.expect("with RUNWAY_ALLOW_UNAUTHENTICATED=1, anyone is served");
+}

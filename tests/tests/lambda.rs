@@ -781,3 +781,43 @@ async fn lambda_init_refuses_unusable_auth_settings() {
         );
     }
 }
+
+/// The real `bootstrap` without the SSM parameter or `RUNWAY_AUTH_HEADERS` starts (so
+/// `/health` answers) but refuses every turn with a 500 naming the parameter; with
+/// `RUNWAY_ALLOW_UNAUTHENTICATED=1` it serves anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_without_a_header_set_refuses_turns_unless_opted_out() {
+    let moto = Moto::start("unconfigured").await;
+    let start = |allow: bool| {
+        let mut cmd = Command::new(local_script());
+        cmd.args([
+            "--dynamodb-endpoint",
+            &moto.endpoint,
+            "--table",
+            "unconfigured",
+            "--concurrency",
+            "1",
+        ])
+        .envs(TARGET_ENV)
+        .env_remove("RUNWAY_AUTH_HEADERS")
+        .env_remove("RUNWAY_AUTH_HEADERS_SSM_PARAMETER")
+        .env("RUNWAY_LOG", "warn");
+        if allow {
+            cmd.env("RUNWAY_ALLOW_UNAUTHENTICATED", "1");
+        }
+        AgentProcess::start(cmd, Duration::from_secs(900))
+    };
+    let function = start(false).await;
+    let refused = runway_e2e::fail_closed::check_refuses_turns_without_auth(
+        function.base_url(),
+        "RUNWAY_AUTH_HEADERS_SSM_PARAMETER",
+    )
+    .await;
+    function.stop().await;
+    let function = start(true).await;
+    let served = runway_e2e::fail_closed::check_serves_anyone(function.base_url()).await;
+    function.stop().await;
+    refused.expect("without a header set, turns are refused");
+    served.expect("with RUNWAY_ALLOW_UNAUTHENTICATED=1, anyone is served");
+}

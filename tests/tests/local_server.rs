@@ -152,12 +152,15 @@ async fn runway_check_catches_a_missing_header() {
     );
 }
 
-/// Runs `runway serve` with `env` and expects it to refuse to start: exit code, stdout and
-/// stderr (bounded by 30 s).
-async fn serve_refuses(env: &[(&str, std::ffi::OsString)]) -> (Option<i32>, String, String) {
+/// Runs `runway serve --listen listen` with `env` and expects it to refuse to start: exit
+/// code, stdout and stderr (bounded by 30 s).
+async fn serve_refuses(
+    listen: &str,
+    env: &[(&str, std::ffi::OsString)],
+) -> (Option<i32>, String, String) {
     let dir = free_data_dir("badauth");
     let mut cmd = Command::new(runway_binary());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+    cmd.args(["serve", "--listen", listen, "--data-dir"])
         .arg(&dir)
         .env_remove("RUNWAY_AUTH_HEADERS")
         .envs(env.iter().map(|(k, v)| (*k, v)))
@@ -191,7 +194,8 @@ async fn serve_refuses_to_start_with_unusable_auth_settings() {
         ("empty value", "X-API-Key:".into()),
     ];
     for (label, value) in cases {
-        let (code, stdout, stderr) = serve_refuses(&[("RUNWAY_AUTH_HEADERS", value)]).await;
+        let (code, stdout, stderr) =
+            serve_refuses("127.0.0.1:0", &[("RUNWAY_AUTH_HEADERS", value)]).await;
         assert_ne!(code, Some(0), "{label}: exit {code:?}");
         assert!(code.is_some(), "{label}: still serving");
         assert!(
@@ -203,6 +207,36 @@ async fn serve_refuses_to_start_with_unusable_auth_settings() {
             "{label}: the error does not name the setting:\n{stderr}"
         );
     }
+}
+
+/// Without a header set, `runway serve` serves anyone only on a loopback address
+/// (`runway_check_passes_without_auth` above); anywhere else it refuses to start, naming the
+/// setting, and never listens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_beyond_loopback_refuses_to_start_without_auth() {
+    for listen in ["0.0.0.0:0", "[::]:0"] {
+        let (code, stdout, stderr) = serve_refuses(listen, &[]).await;
+        assert!(code.is_some() && code != Some(0), "{listen}: exit {code:?}");
+        assert!(
+            !stdout.contains("base_url"),
+            "{listen}: it served:\n{stdout}"
+        );
+        assert!(
+            stderr.contains("RUNWAY_AUTH_HEADERS") && stderr.contains(listen),
+            "{listen}: the error does not name the setting and address:\n{stderr}"
+        );
+    }
+    // Opting out explicitly with a contradicting header set is refused too.
+    let (code, _, stderr) = serve_refuses(
+        "0.0.0.0:0",
+        &[
+            ("RUNWAY_AUTH_HEADERS", "X-API-Key: k".into()),
+            ("RUNWAY_ALLOW_UNAUTHENTICATED", "1".into()),
+        ],
+    )
+    .await;
+    assert!(code.is_some() && code != Some(0), "exit {code:?}");
+    assert!(stderr.contains("RUNWAY_ALLOW_UNAUTHENTICATED"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

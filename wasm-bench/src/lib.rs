@@ -39,7 +39,7 @@ impl TurnBench {
             app: TestRunway::with(
                 DemoAgent::new(rt.clone()),
                 rt,
-                runway_core::adapter::Config::default(),
+                runway_core::adapter::Config::unauthenticated(),
             ),
             turns: 0,
         }

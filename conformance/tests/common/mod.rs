@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod holding_proxy;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,6 +83,9 @@ pub struct AgentSpec {
     pub heartbeat_ms: u64,
     /// A scripted stream replacing the demo behaviour.
     pub script: Option<Script>,
+    /// Bytes of comment written in one write with the first frame (what runway's
+    /// `RUNWAY_FIRST_FLUSH_BYTES` does), 0 for none.
+    pub first_write_padding: usize,
 }
 
 impl AgentSpec {
@@ -102,6 +107,7 @@ impl AgentSpec {
             stream_headers: true,
             heartbeat_ms: 50,
             script: None,
+            first_write_padding: 0,
         }
     }
 
@@ -301,9 +307,15 @@ fn demo(s: &Shared, req: &Value, raw: &[u8]) -> Vec<Step> {
         text.push_str(&format!(" Before that you said \"{p}\"."));
     }
     memory.history.entry(key).or_default().push(input.clone());
-    let mut steps = vec![Step::Frame(
-        json!({"type":"STEP_STARTED","stepName":"think"}),
-    )];
+    let first = json!({"type":"STEP_STARTED","stepName":"think"});
+    let mut steps = vec![if spec.first_write_padding > 0 {
+        Step::Raw(format!(
+            "data: {first}\n\n:{}\n\n",
+            " ".repeat(spec.first_write_padding)
+        ))
+    } else {
+        Step::Frame(first)
+    }];
     if let Some(ms) = input
         .strip_prefix("/slow ")
         .and_then(|t| t.strip_suffix("ms"))
@@ -370,6 +382,7 @@ pub fn fast_settings() -> Settings {
             idle: Duration::from_millis(1200),
             turn: Duration::from_secs(5),
             heartbeat: Duration::from_millis(500),
+            first_flush: Duration::from_millis(300),
             after_final: Duration::from_millis(150),
         },
         limits: Limits::default(),

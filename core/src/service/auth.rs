@@ -98,10 +98,11 @@ impl AuthHeaders {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+    /// A header map of `pairs` (repeated names kept).
+    pub(crate) fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
         let mut h = http::HeaderMap::new();
         for (n, v) in pairs {
             h.append(

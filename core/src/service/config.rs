@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::agent::context::ContextPolicy;
 use crate::protocol::Limits;
+use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
 use crate::service::auth::AuthHeaders;
 
 /// Largest request body accepted (1 MiB). Adapters refuse larger bodies while reading them.
@@ -20,8 +21,10 @@ pub struct Config {
     pub name: String,
     /// Version in `/health`.
     pub version: String,
-    /// The header set Console sends; empty for no authentication.
-    pub auth: AuthHeaders,
+    /// Who may run turns: the header set Console sends ([`Access::Headers`]); by default
+    /// nobody ([`Access::Unconfigured`]: auth fails closed); anyone only when chosen
+    /// ([`Access::Open`]).
+    pub access: Access,
     /// A heartbeat comment is sent after this much silence (default 10 s; Console wants one
     /// at least every 15 s), `RUNWAY_HEARTBEAT_SECS`.
     pub heartbeat: Duration,
@@ -77,7 +80,7 @@ impl Default for Config {
         Self {
             name: "runway agent".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            auth: AuthHeaders::none(),
+            access: Access::default(),
             heartbeat: Duration::from_secs(10),
             first_heartbeat: Duration::from_secs(2),
             first_flush_bytes: FIRST_FLUSH_BYTES,
@@ -99,12 +102,26 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The defaults, serving anyone ([`Access::Open`]): for tests, benchmarks and an agent
+    /// embedded behind access control of its own. A deployment reads
+    /// [`Config::from_lookup`], which never opens access by omission.
+    pub fn unauthenticated() -> Self {
+        Self {
+            access: Access::Open,
+            ..Self::default()
+        }
+    }
+
     /// Reads the `RUNWAY_*` settings from `get` (the process environment, Workers `[vars]`,
     /// Lambda environment…), on top of the defaults:
     /// `RUNWAY_AUTH_HEADERS` (newline-separated `Name: value` lines), `RUNWAY_HEARTBEAT_SECS`,
     /// `RUNWAY_FIRST_HEARTBEAT_SECS`, `RUNWAY_FIRST_FLUSH_BYTES`, `RUNWAY_TURN_DEADLINE_SECS`,
-    /// `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_BASE_PATH`, `RUNWAY_NAME`.
-    /// `RUNWAY_AUTH_HEADERS` set but naming no header is refused (auth fails closed).
+    /// `RUNWAY_CONTEXT_TTL_SECS`, `RUNWAY_PUBLIC_URL`, `RUNWAY_BASE_PATH`, `RUNWAY_NAME`,
+    /// `RUNWAY_ALLOW_UNAUTHENTICATED`.
+    ///
+    /// Auth fails closed: without `RUNWAY_AUTH_HEADERS` turns are refused
+    /// ([`Access::Unconfigured`]) unless `RUNWAY_ALLOW_UNAUTHENTICATED=1`;
+    /// `RUNWAY_AUTH_HEADERS` set but naming no header is refused, and so is setting both.
     ///
     /// # Errors
     /// A setting that does not parse, named.
@@ -112,17 +129,38 @@ impl Config {
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, crate::adapter::BadRequest> {
         let mut c = Self::default();
+        let allow_unauthenticated = match get(ALLOW_UNAUTHENTICATED) {
+            None => false,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" => true,
+                "" | "0" | "false" => false,
+                _ => {
+                    return Err(crate::adapter::BadRequest::new(format!(
+                        "{ALLOW_UNAUTHENTICATED} must be 1 (anyone may run turns) or 0"
+                    )));
+                }
+            },
+        };
         if let Some(v) = get("RUNWAY_AUTH_HEADERS") {
-            c.auth = AuthHeaders::parse(&v).map_err(|e| {
+            let auth = AuthHeaders::parse(&v).map_err(|e| {
                 crate::adapter::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}"))
             })?;
             // Set but naming no header is a mistake, not a request for no auth: fail closed.
-            if c.auth.is_empty() {
-                return Err(crate::adapter::BadRequest::new(
-                    "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines, \
-                     or unset it to serve without auth",
-                ));
+            if auth.is_empty() {
+                return Err(crate::adapter::BadRequest::new(format!(
+                    "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines \
+                     (or unset it and set {ALLOW_UNAUTHENTICATED}=1 to serve without auth)"
+                )));
             }
+            if allow_unauthenticated {
+                return Err(crate::adapter::BadRequest::new(format!(
+                    "RUNWAY_AUTH_HEADERS and {ALLOW_UNAUTHENTICATED}=1 contradict each other: \
+                     unset one"
+                )));
+            }
+            c.access = Access::Headers(auth);
+        } else if allow_unauthenticated {
+            c.access = Access::Open;
         }
         let secs = |name: &str| -> Result<Option<Duration>, crate::adapter::BadRequest> {
             get(name)
@@ -242,9 +280,37 @@ mod tests {
         }
         let e = config(&[("RUNWAY_AUTH_HEADERS", "X-Key")]).unwrap_err();
         assert!(e.to_string().contains("RUNWAY_AUTH_HEADERS"), "{e}");
-        assert!(config(&[]).unwrap().auth.is_empty());
         let c = config(&[("RUNWAY_AUTH_HEADERS", "X-Key: k")]).unwrap();
-        assert_eq!(c.auth.names().collect::<Vec<_>>(), ["x-key"]);
+        assert_eq!(c.access.header_names(), ["x-key"]);
+    }
+
+    #[test]
+    fn no_header_set_refuses_turns_unless_anyone_is_allowed_explicitly() {
+        assert!(matches!(
+            config(&[]).unwrap().access,
+            Access::Unconfigured { .. }
+        ));
+        for off in ["0", "false", ""] {
+            let c = config(&[(ALLOW_UNAUTHENTICATED, off)]).unwrap();
+            assert!(matches!(c.access, Access::Unconfigured { .. }), "{off:?}");
+        }
+        for on in ["1", "true", " TRUE "] {
+            let c = config(&[(ALLOW_UNAUTHENTICATED, on)]).unwrap();
+            assert!(matches!(c.access, Access::Open), "{on:?}");
+        }
+        let e = config(&[(ALLOW_UNAUTHENTICATED, "yes please")]).unwrap_err();
+        assert!(e.to_string().contains(ALLOW_UNAUTHENTICATED), "{e}");
+        let e = config(&[
+            ("RUNWAY_AUTH_HEADERS", "X-Key: k"),
+            (ALLOW_UNAUTHENTICATED, "1"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("contradict"), "{e}");
+        assert!(matches!(
+            Config::default().access,
+            Access::Unconfigured { .. }
+        ));
+        assert!(matches!(Config::unauthenticated().access, Access::Open));
     }
 
     #[test]

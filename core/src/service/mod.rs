@@ -9,6 +9,7 @@
 //! [`crate::service::routing`]), so the agent can sit under any prefix
 //! (`https://agent.example.com/fpt/runs`, or cargo-lambda's `/lambda-url/bootstrap/runs`).
 
+pub(crate) mod access;
 pub(crate) mod auth;
 pub(crate) mod config;
 mod console_route;
@@ -31,6 +32,7 @@ use crate::meter::{Policy, TurnMetrics};
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION};
+use crate::service::access::Admission;
 use crate::service::config::Config;
 use crate::service::refusal_log::RefusalLog;
 use crate::service::routing::{Route, route};
@@ -70,6 +72,8 @@ pub struct Runway<A, S, R> {
     engine: Arc<Engine<A, S, R>>,
     /// Refused requests, logged at a bounded rate.
     refusals: Arc<RefusalLog>,
+    /// Turns refused because no header set is configured (logged at error, rate-limited).
+    unconfigured_refusals: Arc<RefusalLog>,
     /// What [`crate::Turn::http`] sends through (none: agents get `HttpError::Unavailable`).
     http: Option<Arc<dyn HttpClient>>,
 }
@@ -79,6 +83,7 @@ impl<A, S, R> Clone for Runway<A, S, R> {
         Self {
             engine: Arc::clone(&self.engine),
             refusals: Arc::clone(&self.refusals),
+            unconfigured_refusals: Arc::clone(&self.unconfigured_refusals),
             http: self.http.clone(),
         }
     }
@@ -94,6 +99,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         Self {
             engine: Arc::new(Engine::new(agent, store, rt, config, policy)),
             refusals: Arc::default(),
+            unconfigured_refusals: Arc::default(),
             http: None,
         }
     }
@@ -153,24 +159,49 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// Decides from the request head alone whether its body may be read. Every route but
     /// hosted files needs the auth header set, so adapters call this before reading a body:
     /// a stranger's request is refused without runway buffering any of it. `Err` is the
-    /// complete answer (401). [`Runway::handle`] checks the same again.
+    /// complete answer (401; 500 for a turn when no header set is configured, see
+    /// [`crate::adapter::Access`]). [`Runway::handle`] checks the same again.
     pub fn authorize(
         &self,
         parts: &http::request::Parts,
     ) -> Result<(), Box<http::Response<Bytes>>> {
         // Hosted files need no auth (a browser opens the link). Anything else, an unknown path
         // included, needs the header set, so a stranger's body is never read.
-        let open = matches!(
-            route(parts.uri.path(), &self.engine.config.base_path),
-            Some(Route::File { .. })
-        );
-        if open || self.engine.config.auth.check(&parts.headers) {
+        let route = route(parts.uri.path(), &self.engine.config.base_path);
+        if matches!(route, Some(Route::File { .. })) {
             return Ok(());
         }
-        if let Some(unlogged) = self.refusals.admit(self.engine.rt.now_ms()) {
-            tracing::warn!(path = %parts.uri.path(), unlogged, "request refused before its body: missing or wrong auth headers");
+        self.admit(parts.uri.path(), route.as_ref(), &parts.headers)
+    }
+
+    /// The access decision for a request to `route` (`None`: no such endpoint, which needs
+    /// the header set like any other), with its logging; `Err` is the answer.
+    fn admit(
+        &self,
+        path: &str,
+        route: Option<&Route<'_>>,
+        headers: &http::HeaderMap,
+    ) -> Result<(), Box<http::Response<Bytes>>> {
+        // Without a header set only /health answers: turns, the usage report and anything an
+        // adapter serves beside them (`runway serve`'s /metrics) stay closed.
+        let guarded = !matches!(route, Some(Route::Health));
+        let now = self.engine.rt.now_ms();
+        match self.engine.config.access.admits(headers, guarded) {
+            Admission::Admitted => Ok(()),
+            Admission::Unauthorized => {
+                // Anyone can send these: one line per interval, with how many were not logged.
+                if let Some(unlogged) = self.refusals.admit(now) {
+                    tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
+                }
+                Err(Box::new(json_error(401, "unauthorized")))
+            }
+            Admission::Unconfigured(message) => {
+                if let Some(unlogged) = self.unconfigured_refusals.admit(now) {
+                    tracing::error!(code = "AUTH_NOT_CONFIGURED", path = %path, unlogged, "request refused: {message}");
+                }
+                Err(Box::new(json_error(500, &message)))
+            }
         }
-        Err(Box::new(json_error(401, "unauthorized")))
     }
 
     /// Answers one HTTP request.
@@ -192,12 +223,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 ));
             }
         };
-        if !self.engine.config.auth.check(req.headers()) {
-            // Anyone can send these: one line per interval, with how many were not logged.
-            if let Some(unlogged) = self.refusals.admit(self.engine.rt.now_ms()) {
-                tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
-            }
-            return Reply::Full(json_error(401, "unauthorized"));
+        if let Err(refused) = self.admit(&path, Some(&route), req.headers()) {
+            return Reply::Full(*refused);
         }
         match route {
             Route::Health => {

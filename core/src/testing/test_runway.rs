@@ -84,7 +84,7 @@ impl<A> std::fmt::Debug for TestRunway<A> {
 impl<A: Agent> TestRunway<A> {
     /// Serves `agent` with the default [`Config`] on a fresh clock and an empty store.
     pub fn new(agent: A) -> Self {
-        Self::with(agent, VirtualRuntime::new(), Config::default())
+        Self::with(agent, VirtualRuntime::new(), Config::unauthenticated())
     }
 
     /// Serves `agent` with `config`, on `rt` (give the agent a clone of `rt` if it sleeps).

@@ -93,8 +93,9 @@ export async function checkAgent(
       url,
       status,
       message: `The runway agent at ${base} requires auth headers (HTTP ${status}), but Lowkey's ` +
-        `external turn protocol v1 sends none: deploy it without RUNWAY_AUTH_HEADERS, behind a ` +
-        `network restriction that only lets this Lowkey host in.`,
+        `external turn protocol v1 sends none: deploy it with RUNWAY_ALLOW_UNAUTHENTICATED=1 and ` +
+        `without RUNWAY_AUTH_HEADERS, behind a network restriction that only lets this Lowkey ` +
+        `host in.`,
     };
   }
   if (status < 200 || status > 299) {
