@@ -6,7 +6,7 @@
 //! [`CommitOutcome`]); [`answer`] is everything the Durable Object does with them, on
 //! runway-core's shared SQLite store, so it is tested natively over rusqlite.
 
-use runway_core::adapter::{StoreError, TurnClaim, TurnCommit};
+use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,8 @@ pub const START_PATH: &str = "/start";
 pub const FINISH_PATH: &str = "/finish";
 /// Path of the heartbeat's check: [`LatestRequest`] in, the latest arrival (a number) out.
 pub const LATEST_PATH: &str = "/latest";
+/// Path of an action claim: [`ActionClaim`] in, `true` or `false` out.
+pub const CLAIM_ACTION_PATH: &str = "/claim-action";
 
 /// `POST /latest`: which arrival is the thread's live turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +94,11 @@ pub fn answer<S: Sql>(
         LATEST_PATH => {
             let req: LatestRequest = serde_json::from_str(body).map_err(bad)?;
             Ok((db.latest_arrival(&req.thread_key)?.to_string(), None))
+        }
+        CLAIM_ACTION_PATH => {
+            let claim: ActionClaim = serde_json::from_str(body).map_err(bad)?;
+            let won = db.claim_action(&claim)?;
+            Ok((json(&won), won.then(|| db.next_expiry()).transpose()?))
         }
         other => Err(CallError::NotFound(other.to_owned())),
     }

@@ -15,6 +15,7 @@
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
+//! | action claim | `action#{sha-256 of thread key and action}` | `action` | `hold` the claimant (see [`TurnStore::claim_action`]) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
 //! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
@@ -54,6 +55,7 @@
 //! transaction is retried here the same way. What still fails is a [`StoreError`], which the
 //! engine turns into `RUN_ERROR` and a `degraded` `/health`.
 
+mod action_claims;
 mod attachments;
 
 use std::collections::HashMap;
@@ -71,7 +73,7 @@ use aws_sdk_dynamodb::types::{
 };
 use runway_core::ThreadContext;
 use runway_core::adapter::{
-    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
@@ -765,6 +767,10 @@ impl TurnStore for DynamoStore {
             .as_ref()
             .and_then(|i| get_n(i, "arrivals"))
             .unwrap_or(0))
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        self.put_action_claim(claim).await
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

@@ -76,6 +76,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 context: ThreadContext::default(),
                 public_base_url,
                 http: Http::default(),
+                actions: Default::default(),
             },
         };
         // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of

@@ -230,6 +230,14 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             shared.config.turn_deadline,
         );
         plan.turn.http = http;
+        // Action claims are held per delivery: a re-delivery of this run is another holder.
+        let mut holder = [0u8; 16];
+        shared.rt.fill_random(&mut holder);
+        plan.turn.actions = crate::agent::turn_actions::TurnActions::new(
+            Arc::clone(&shared) as _,
+            plan.thread_key.clone(),
+            hex::encode(holder),
+        );
         let turn = async move {
             // Dropped when the turn ends or is dropped: ends every request the agent started.
             let _http_guard = http_guard;

@@ -24,7 +24,7 @@ use crate::store::turn_state::{
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit, TurnStart};
 
 /// The schema, one statement each.
-pub const SCHEMA: [&str; 3] = [
+pub const SCHEMA: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS turn_runs (
         run_key     TEXT PRIMARY KEY,
         fingerprint TEXT NOT NULL,
@@ -49,6 +49,7 @@ pub const SCHEMA: [&str; 3] = [
         data  TEXT NOT NULL,
         PRIMARY KEY (owner, seq)
     )",
+    crate::store::action_claims::ACTIONS_TABLE,
 ];
 
 fn run_owner(run_key: &str) -> String {
@@ -280,7 +281,8 @@ impl<S: Sql> SqlStore<S> {
         let rows = self.sql.exec(
             "SELECT MIN(e) FROM (
                  SELECT MIN(expires_at) AS e FROM turn_runs
-                 UNION ALL SELECT MIN(expires_at) AS e FROM turn_threads)",
+                 UNION ALL SELECT MIN(expires_at) AS e FROM turn_threads
+                 UNION ALL SELECT MIN(expires_at) AS e FROM turn_actions)",
             &[],
         )?;
         match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
@@ -306,8 +308,12 @@ impl<S: Sql> SqlStore<S> {
             "DELETE FROM turn_runs WHERE expires_at <= ?",
             std::slice::from_ref(&now),
         )?;
+        self.sql.exec(
+            "DELETE FROM turn_threads WHERE expires_at <= ?",
+            std::slice::from_ref(&now),
+        )?;
         self.sql
-            .exec("DELETE FROM turn_threads WHERE expires_at <= ?", &[now])?;
+            .exec("DELETE FROM turn_actions WHERE expires_at <= ?", &[now])?;
         self.next_expiry()
     }
 
