@@ -21,8 +21,9 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
             let agent =
                 BuiltinAgent::from_settings(name.trim(), &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
-                // Attachments are downloaded by `fetch` without following redirects (the
-                // agent re-checks each hop).
+                // Attachments are downloaded, and tools called, by `fetch` without following
+                // redirects: the agent re-checks each hop (and keeps a tool's headers on its
+                // own origin).
                 // Kept files go to the hosted files' KV namespace.
                 BuiltinAgent::Model(model) => {
                     let kv = env
@@ -31,6 +32,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
                     BuiltinAgent::Model(
                         model
                             .with_download_client(Arc::new(DownloadClient))
+                            .with_tool_client(Arc::new(DownloadClient))
                             .with_attachment_store(Arc::new(KvAttachmentStore::new(kv))),
                     )
                 }

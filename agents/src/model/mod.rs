@@ -3,7 +3,9 @@
 
 mod attachment_intake;
 mod chat_stream;
+mod log_budget;
 mod model_agent;
+mod redaction;
 mod secret;
 mod settings;
 mod tool_runner;
@@ -15,5 +17,5 @@ pub use chat_stream::{ChatStreamError, ChatStreamEvent, ChatStreamParser};
 pub use model_agent::ModelAgent;
 pub use secret::Secret;
 pub use settings::{ModelSettings, ModelSettingsError, SETTING_NAMES};
-pub use tools_file::{HttpTool, ToolsFileError, parse_tools};
+pub use tools_file::{HttpTool, Redirects, ToolsFileError, parse_tools};
 pub use transcript::{ChatMessage, FunctionCall, ModelToolCall, STATE_KEY, Transcript};

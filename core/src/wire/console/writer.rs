@@ -1172,6 +1172,7 @@ mod tests {
             w.finish(Ending::Interrupt(Interrupt::Review {
                 prompt: "ok?".into(),
                 items: vec![ReviewItem {
+                    id: None,
                     name: String::new(),
                     arguments: json!({}),
                 }],
