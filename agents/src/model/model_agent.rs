@@ -1,13 +1,13 @@
 //! [`ModelAgent`]: the turn loop. Call the model, stream what it says, run the tools it calls,
 //! ask the user first where a tool wants approval, and go round again.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::attachment_intake::{load_images, take_in, user_content};
+use super::attachment_intake::{Images, load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::log_budget::LogBudget;
 use super::redaction::Redactor;
@@ -253,7 +253,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             &self.settings.attachments,
             self.download_client.as_ref(),
             &*self.files,
-            &t,
+            &mut t,
         )
         .await;
         if let Some(note) = note {
@@ -269,7 +269,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             t.messages.push(ChatMessage::User { content, files });
         }
         self.save(turn, &mut t);
-        let images = load_images(turn, &*self.files, &t).await;
+        let images = load_images(turn, &self.settings.attachments, &*self.files, &t).await;
 
         for _ in 0..self.settings.max_rounds.max(1) {
             let round = self
@@ -523,7 +523,7 @@ impl<R: Runtime> ModelAgent<R> {
         turn: &mut Turn,
         out: &Output,
         t: &mut Transcript,
-        images: &HashMap<String, String>,
+        images: &Images,
         log: &LogBudget,
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
@@ -585,7 +585,7 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(&self, t: &Transcript, images: &HashMap<String, String>) -> Value {
+    fn request_body(&self, t: &Transcript, images: &Images) -> Value {
         let s = &self.settings;
         let mut messages = Vec::with_capacity(t.messages.len() + 1);
         let system = match &s.system_prompt {
@@ -625,7 +625,7 @@ impl<R: Runtime> ModelAgent<R> {
         &self,
         http: &Http,
         t: &Transcript,
-        images: &HashMap<String, String>,
+        images: &Images,
     ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
         let mut request = http
@@ -692,7 +692,7 @@ impl<R: Runtime> ModelAgent<R> {
         http: &Http,
         out: &Output,
         t: &Transcript,
-        images: &HashMap<String, String>,
+        images: &Images,
         state: &mut Value,
         log: &LogBudget,
     ) -> Result<Round, (RoundError, String)> {

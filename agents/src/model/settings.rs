@@ -6,7 +6,7 @@ use super::secret::Secret;
 use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
 
 /// The settings a model-backed agent reads (see [`ModelSettings::from_lookup`]).
-pub const SETTING_NAMES: [&str; 9] = [
+pub const SETTING_NAMES: [&str; 10] = [
     "RUNWAY_MODEL_BASE_URL",
     "RUNWAY_MODEL",
     "RUNWAY_MODEL_API_KEY",
@@ -16,6 +16,7 @@ pub const SETTING_NAMES: [&str; 9] = [
     "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK",
     "RUNWAY_ATTACHMENTS_MAX_BYTES",
     "RUNWAY_MAX_PARALLEL_TOOL_CALLS",
+    "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
 ];
 
 /// Largest `RUNWAY_MAX_PARALLEL_TOOL_CALLS` accepted.
@@ -156,6 +157,17 @@ impl ModelSettings {
                 .ok_or_else(|| ModelSettingsError::Invalid {
                     setting: "RUNWAY_ATTACHMENTS_MAX_BYTES",
                     reason: format!("must be a number of bytes from 1 to {MAX_ATTACHMENT_BYTES}"),
+                })?;
+        }
+        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES") {
+            s.attachments.max_thread_bytes = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
+                    reason: "must be a number of bytes".into(),
                 })?;
         }
         if let Some(v) = non_empty("RUNWAY_MAX_PARALLEL_TOOL_CALLS") {

@@ -86,12 +86,20 @@ pub struct Transcript {
     /// ([`runway_core::Turn::claim_action`]), so each pending call is settled once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<String>,
+    /// Bytes of the files downloaded for this thread so far (bounded by
+    /// `AttachmentSettings::max_thread_bytes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kept_bytes: u64,
     /// The text of the model call in progress, as it streams (extended in place). Present
     /// only in a state saved while a model call ran: when the turn was cut there (the user
     /// left, the deadline passed, a newer turn took over) the agent was stopped before it could
     /// record the answer, and the next turn adds what the user saw ([`Transcript::recover`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Adds `delta` to the partial answer of the transcript kept in `state` (saved with
@@ -274,6 +282,7 @@ mod tests {
             ],
             pending: vec![],
             review: None,
+            kept_bytes: 0,
             partial: None,
         };
         let full: usize = t
@@ -301,6 +310,7 @@ mod tests {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
+            kept_bytes: 0,
             partial: None,
         };
         t.trim(1_000_000);
@@ -316,6 +326,7 @@ mod tests {
             messages: vec![user("hi"), calls(&["a", "b"]), result("a", "ok")],
             pending: vec![],
             review: None,
+            kept_bytes: 0,
             partial: None,
         };
         let mut state = serde_json::json!({});
@@ -341,6 +352,7 @@ mod tests {
             messages: vec![user("hi"), calls(&["c"])],
             pending: vec![ModelToolCall::new("c".into(), "t".into(), "{}".into())],
             review: None,
+            kept_bytes: 0,
             partial: Some("  ".into()),
         };
         t.recover(1000);
@@ -354,6 +366,7 @@ mod tests {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
+            kept_bytes: 0,
             partial: None,
         };
         t.save(&mut state);
