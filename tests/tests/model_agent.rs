@@ -1535,3 +1535,76 @@ async fn model_logs_are_bounded_and_never_carry_the_key() {
     assert!(log.contains("Incorrect API key provided"), "{log}");
     assert!(!log.contains(KEY), "the key reached the log");
 }
+
+/// Finding 7: stored images are not all inlined into every later request: 4 images a turn for
+/// 3 turns send the 8 most recent (the default), the oldest named instead; and a thread's
+/// kept files are bounded (here 200 bytes: a file past them is refused, and said so).
+#[tokio::test]
+async fn images_per_request_and_files_per_thread_are_bounded() {
+    let files = file_server().await;
+    let model = ScriptedServer::start(|_| answer("Seen.")).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        false,
+        &[("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")],
+    )
+    .await;
+    let thread = fresh_id();
+    let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);
+    for turn in 0..3 {
+        let mut body = run_body(&fresh_id(), &thread, "And these?");
+        body["attachments"] = (0..4)
+            .map(|i| {
+                attachment(
+                    &format!("img-{turn}-{i}"),
+                    &pixel,
+                    &format!("photo-{turn}-{i}.png"),
+                    "image/png",
+                    70,
+                )
+            })
+            .collect();
+        let t = s.client.turn(&body).await;
+        assert_eq!(outcome(&t), json!({"type": "success"}));
+    }
+    let last = model_calls(&model).pop().unwrap();
+    let parts: Vec<Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let images = parts.iter().filter(|p| p["type"] == "image_url").count();
+    assert_eq!(images, 8, "{parts:?}");
+    let named: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .filter(|t| t.contains("not sent again"))
+        .collect();
+    assert_eq!(named.len(), 4, "{named:?}");
+    assert!(named[0].contains("photo-0-0.png"), "{named:?}");
+    s.stop().await;
+
+    // Per thread: three pixels reach 200 bytes; the fourth is refused.
+    let model = ScriptedServer::start(|_| answer("Seen.")).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        false,
+        &[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES", "200"),
+        ],
+    )
+    .await;
+    let mut body = run_body(&fresh_id(), &fresh_id(), "Keep these");
+    body["attachments"] = (0..4)
+        .map(|i| attachment(&format!("k{i}"), &pixel, "p.png", "image/png", 70))
+        .collect();
+    let t = s.client.turn(&body).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text().matches("already keeps").count(), 1, "{}", t.text());
+    s.stop().await;
+}
