@@ -86,6 +86,8 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     spawn_purger(store.clone());
 
     let auth_names: Vec<String> = config.auth.names().map(str::to_owned).collect();
+    let open = config.auth.is_empty();
+    let public_url = config.public_url.clone();
     let page = PageSettings::serve(&config.auth);
     let base_path = config.base_path.clone();
     let name = config.name.clone();
@@ -97,13 +99,24 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
-    let app = Router::new()
+    let mut app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
         .fallback(handle::<A>)
         // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
+    if open {
+        // No auth set: only this server's own origins (see `own_origin`).
+        let origins = std::sync::Arc::new(crate::own_origin::OwnOrigins::new(
+            addr,
+            public_url.as_deref(),
+        ));
+        app = app.layer(axum::middleware::from_fn_with_state(
+            origins,
+            crate::own_origin::own_origins_only,
+        ));
+    }
     print_banner(&format!("http://{addr}{base_path}"), &name, &auth_names);
     crate::attachment_warning::announce();
     let max_connections = crate::listener::max_connections(fd_limit);

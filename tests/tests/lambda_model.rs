@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
@@ -123,12 +124,17 @@ async fn checks(
         )
         .unwrap()
     );
+
+    // 4. Issue 20: an edit lands on the call it names; ten approvals at once run a call once
+    //    (claimed with DynamoDB's conditional write).
+    approval_checks::an_edit_lands_on_the_call_it_names(&client, tools).await;
+    approval_checks::concurrent_approvals_run_the_call_once(&client, tools).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
 async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachments() {
-    let model = ScriptedServer::script(vec![
+    let script = std::sync::Mutex::new(std::collections::VecDeque::from(vec![
         Reply::stream(vec![
             data(chunk::role()),
             data(chunk::text("It left ")),
@@ -146,7 +152,15 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachmen
         answer("Refunded."),
         answer("A note and a pixel."),
         answer("Still."),
-    ])
+    ]));
+    // The approval checks' requests are answered by their own model; the rest from the script.
+    let model = ScriptedServer::start(move |r| {
+        approval_checks::approvals_model(r).unwrap_or_else(|| {
+            script.lock().unwrap().pop_front().unwrap_or_else(|| {
+                Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
+            })
+        })
+    })
     .await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
     let files = ScriptedServer::start(|r| {
