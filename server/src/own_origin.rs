@@ -58,6 +58,28 @@ impl OwnOrigins {
     }
 }
 
+/// Whether a browser sent the request from a page of another origin than `scheme://{host}`
+/// (`Origin`, `Sec-Fetch-Site`); a request without those headers is no browser's.
+pub fn from_another_page(h: &http::HeaderMap, host: &str) -> bool {
+    let text = |name: HeaderName| h.get(name).and_then(|v| v.to_str().ok());
+    let own_origin = text(header::ORIGIN).is_none_or(|o| {
+        o.eq_ignore_ascii_case(&format!("http://{host}"))
+            || o.eq_ignore_ascii_case(&format!("https://{host}"))
+    });
+    let same_site = text(HeaderName::from_static("sec-fetch-site"))
+        .is_none_or(|s| s == "same-origin" || s == "none");
+    !(own_origin && same_site)
+}
+
+/// Whether the body is declared `application/json` (parameters allowed): a type no page of
+/// another origin can send without a CORS preflight.
+pub fn is_json(h: &http::HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
 fn refuse(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }
@@ -72,7 +94,8 @@ pub async fn own_origins_only(
     let text = |name: HeaderName| h.get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST).unwrap_or_default();
     if !origins.allows_host(host) {
-        tracing::warn!(
+        // Debug only: anyone can send these, and each gets its answer.
+        tracing::debug!(
             "request refused: its Host is not this server's (no auth is set, so only its \
              own origins are served)"
         );
@@ -86,34 +109,19 @@ pub async fn own_origins_only(
         *req.method(),
         http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
     );
-    if !reads_only {
-        let own_origin = text(header::ORIGIN).is_none_or(|o| {
-            o.eq_ignore_ascii_case(&format!("http://{host}"))
-                || o.eq_ignore_ascii_case(&format!("https://{host}"))
-        });
-        let same_site = text(HeaderName::from_static("sec-fetch-site"))
-            .is_none_or(|s| s == "same-origin" || s == "none");
-        if !(own_origin && same_site) {
-            tracing::warn!("request refused: sent by another web page (no auth is set)");
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "another web page may not use this server: set RUNWAY_AUTH_HEADERS to serve \
-                 other clients",
-            );
-        }
+    if !reads_only && from_another_page(h, host) {
+        tracing::debug!("request refused: sent by another web page (no auth is set)");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "another web page may not use this server: set RUNWAY_AUTH_HEADERS to serve \
+             other clients",
+        );
     }
-    if *req.method() == http::Method::POST {
-        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-        });
-        if !json {
-            return refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "a request body must be sent as application/json",
-            );
-        }
+    if *req.method() == http::Method::POST && !is_json(h) {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a request body must be sent as application/json",
+        );
     }
     next.run(req).await
 }

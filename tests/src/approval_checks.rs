@@ -67,7 +67,8 @@ fn resume(thread: &str, decision: Value) -> Value {
 }
 
 /// The user edits the second of two `issue_refund` calls (by its id): exactly it runs, as
-/// edited; the first is asked about again, and runs as shown once approved.
+/// edited; the first is asked about again, and runs as shown once approved. An edit that does
+/// not say which of the two it is for is refused first, and runs nothing.
 pub async fn an_edit_lands_on_the_call_it_names(client: &Client, tools: &ScriptedServer) {
     let thread = fresh_id();
     let t = client
@@ -76,6 +77,20 @@ pub async fn an_edit_lands_on_the_call_it_names(client: &Client, tools: &Scripte
     let items = t.last()["outcome"]["interrupts"][0]["items"].clone();
     assert_eq!(items[0]["id"], "A-1", "{:?}", t.frames);
     assert_eq!(items[1]["id"], "B-2", "{:?}", t.frames);
+    let t = client
+        .turn(&resume(
+            &thread,
+            json!({"decision": "edit", "editedAction":
+                {"name": "issue_refund", "arguments": {"order": "B-2-edited"}}}),
+        ))
+        .await;
+    assert!(t.text().contains("Nothing was run"), "{}", t.text());
+    let again = t.last()["outcome"]["interrupts"][0]["items"].clone();
+    assert_eq!(again.as_array().map(Vec::len), Some(2), "{:?}", t.frames);
+    assert!(
+        refunds_of(tools, "").is_empty(),
+        "an ambiguous edit ran something"
+    );
     let t = client
         .turn(&resume(
             &thread,

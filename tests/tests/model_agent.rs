@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{Piece, Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
@@ -1137,89 +1138,17 @@ async fn model_calling(
     .await
 }
 
-fn refunds(tools: &ScriptedServer) -> Vec<Value> {
-    tools
-        .requests()
-        .iter()
-        .filter(|r| r.target == "/refunds")
-        .map(Recorded::json)
-        .collect()
-}
-
-/// Finding 1: two calls of one tool; the user edits the second. Exactly that call runs, with
-/// the edit; the first is asked about again (never run unedited, never given the edit). An
-/// edit that does not say which of the two it is for is refused, and nothing runs.
+/// Finding 1: two calls of one tool; the user edits the second (by id). Exactly that call runs,
+/// with the edit; the first is asked about again (never run unedited, never given the edit).
+/// An edit that does not say which of the two it is for is refused, and nothing runs. (The
+/// same checks run on Lambda and Workers: `runway_e2e::approval_checks`.)
 #[tokio::test]
 async fn an_edit_lands_on_the_call_it_names_among_two_calls_of_one_tool() {
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
-    let model = model_calling(&[
-        ("A-1", "issue_refund", "{\"order\":\"A-1\",\"amount\":5}"),
-        ("B-2", "issue_refund", "{\"order\":\"B-2\",\"amount\":1000}"),
-    ])
-    .await;
+    let model =
+        ScriptedServer::start(|r| approval_checks::approvals_model(r).expect("scripted")).await;
     let s = serve(&model.base_url, Some(&tools), false).await;
-    let thread = fresh_id();
-    let t = s
-        .client
-        .turn(&run_body(&fresh_id(), &thread, "Refund both"))
-        .await;
-    let o = outcome(&t);
-    let items = &o["interrupts"][0]["items"];
-    assert_eq!(items[0]["id"], "A-1", "{o}");
-    assert_eq!(items[1]["id"], "B-2", "{o}");
-
-    // Without an id, an edit of one of two `issue_refund` calls is ambiguous: refused.
-    let t = s
-        .client
-        .turn(&resume_body(
-            &thread,
-            json!({"decision": "edit", "editedAction":
-                {"name": "issue_refund", "arguments": {"order": "B-2", "amount": 10}}}),
-        ))
-        .await;
-    assert!(t.text().contains("Nothing was run"), "{}", t.text());
-    assert_eq!(
-        outcome(&t)["interrupts"][0]["items"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
-    assert!(
-        refunds(&tools).is_empty(),
-        "an ambiguous edit ran something"
-    );
-
-    // By id: exactly B-2 runs, edited; A-1 is asked about again.
-    let t = s
-        .client
-        .turn(&resume_body(
-            &thread,
-            json!({"decision": "edit", "editedAction": {"id": "B-2", "name": "issue_refund",
-                "arguments": {"order": "B-2", "amount": 10}}}),
-        ))
-        .await;
-    assert_eq!(refunds(&tools), [json!({"order": "B-2", "amount": 10})]);
-    let o = outcome(&t);
-    assert_eq!(o["type"], "interrupt", "{o}");
-    let items = o["interrupts"][0]["items"].as_array().unwrap().clone();
-    assert_eq!(items.len(), 1, "{o}");
-    assert_eq!(items[0]["id"], "A-1");
-    assert_eq!(items[0]["arguments"], json!({"order": "A-1", "amount": 5}));
-
-    // Approving the rest runs A-1 as shown, and the model goes on with both results.
-    let t = s
-        .client
-        .turn(&resume_body(&thread, json!({"decision": "approve"})))
-        .await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
-    assert_eq!(
-        refunds(&tools),
-        [
-            json!({"order": "B-2", "amount": 10}),
-            json!({"order": "A-1", "amount": 5})
-        ]
-    );
+    approval_checks::an_edit_lands_on_the_call_it_names(&s.client, &tools).await;
     let last = model_calls(&model).pop().unwrap();
     assert_eq!(
         roles(&last),
@@ -1243,30 +1172,22 @@ async fn ten_concurrent_approvals_of_one_pending_call_run_it_once() {
     })
     .await;
     let model =
-        model_calling(&[("R-1", "issue_refund", "{\"order\":\"DH-1\",\"amount\":20}")]).await;
+        ScriptedServer::start(|r| approval_checks::approvals_model(r).expect("scripted")).await;
     let s = serve(&model.base_url, Some(&tools), false).await;
-    let thread = fresh_id();
+    approval_checks::concurrent_approvals_run_the_call_once(&s.client, &tools).await;
+    s.stop().await;
+}
+
+/// `runway serve` with `tools` (a tools file's TOML), and one turn saying `input` that ends in
+/// success.
+async fn one_turn_with_tools(model: &ScriptedServer, tools: &str, input: &str) -> Served {
+    let s = serve_with(&model.base_url, None, false, &[("RUNWAY_TOOLS", tools)]).await;
     let t = s
         .client
-        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .turn(&run_body(&fresh_id(), &fresh_id(), input))
         .await;
-    assert_eq!(outcome(&t)["type"], "interrupt");
-    let approvals = (0..10).map(|_| {
-        let body = resume_body(&thread, json!({"decision": "approve"}));
-        let client = &s.client;
-        async move { client.turn(&body).await }
-    });
-    let turns = futures::future::join_all(approvals).await;
-    for t in &turns {
-        let last = t.last();
-        assert!(
-            last["type"] == "RUN_FINISHED" || last["type"] == "RUN_ERROR",
-            "{:?}",
-            t.frames
-        );
-    }
-    assert_eq!(refunds(&tools).len(), 1, "one approval, one refund");
-    s.stop().await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    s
 }
 
 fn tool_results_of(request: &Value) -> Vec<String> {
@@ -1299,12 +1220,7 @@ url = "{}/api/v1/orders/{{id}}/status"
         ("s2", "order_status", "{\"id\":\"7/../../admin?x=#\"}"),
     ])
     .await;
-    let s = serve_with(&model.base_url, None, false, &[("RUNWAY_TOOLS", &tools)]).await;
-    let t = s
-        .client
-        .turn(&run_body(&fresh_id(), &fresh_id(), "Status?"))
-        .await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let s = one_turn_with_tools(&model, &tools, "Status?").await;
     let targets: Vec<String> = api.requests().iter().map(|r| r.target.clone()).collect();
     assert_eq!(
         targets,
@@ -1357,12 +1273,7 @@ async fn tool_headers_never_follow_a_redirect_to_another_origin() {
         ("y", "away_any", "{}"),
     ])
     .await;
-    let s = serve_with(&model.base_url, None, false, &[("RUNWAY_TOOLS", &tools)]).await;
-    let t = s
-        .client
-        .turn(&run_body(&fresh_id(), &fresh_id(), "Look it up"))
-        .await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let s = one_turn_with_tools(&model, &tools, "Look it up").await;
     let results = tool_results_of(&model_calls(&model)[1]);
     assert!(results[0].contains("another origin"), "{results:?}");
     assert!(results[1].contains("/landed"), "{results:?}");

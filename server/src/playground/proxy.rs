@@ -217,30 +217,22 @@ async fn own_page_only(
     next: axum::middleware::Next,
 ) -> Response {
     let h = req.headers();
-    let text = |name: HeaderName| h.get(name).and_then(|v| v.to_str().ok());
-    let host = text(header::HOST).unwrap_or("");
+    let host = h
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let own_host = host == addr.to_string() || host == format!("localhost:{}", addr.port());
-    let own_origin = text(header::ORIGIN).is_none_or(|o| o == format!("http://{host}"));
-    let same_site = text(HeaderName::from_static("sec-fetch-site"))
-        .is_none_or(|s| s == "same-origin" || s == "none");
-    if !(own_host && own_origin && same_site) {
+    if !own_host || crate::own_origin::from_another_page(h, host) {
         return proxy_error(
             StatusCode::FORBIDDEN,
             "only the playground page served here may use its proxy",
         );
     }
-    if req.method() == axum::http::Method::POST {
-        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-        });
-        if !json {
-            return proxy_error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "a turn is sent as application/json",
-            );
-        }
+    if req.method() == axum::http::Method::POST && !crate::own_origin::is_json(h) {
+        return proxy_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a turn is sent as application/json",
+        );
     }
     next.run(req).await
 }
