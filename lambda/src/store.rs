@@ -15,7 +15,7 @@
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
-//! | action claim | `action#{sha-256 of thread key and action}` | `action` | `hold` the claimant (see [`TurnStore::claim_action`]) |
+//! | action claim | `action#{sha-256 of thread key and action}` | `action` | `claimant` the holder (see [`TurnStore::claim_action`]) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
 //! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
