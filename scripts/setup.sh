@@ -6,3 +6,6 @@ cd "$(dirname "$0")/.."
 # target, so add that explicitly.
 rustup component add rustfmt clippy >/dev/null
 rustup target add wasm32-unknown-unknown >/dev/null
+# The MCP servers the model agent's end-to-end tests call (tests/tests/model_agent.rs runs in
+# `cargo test --workspace`).
+scripts/setup-mcp.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The AWS Lambda checks: template lints (offline), the adapter's unit and template tests, the
 # DynamoDB store against moto, and the end-to-end suite against the real `bootstrap` under
-# cargo-lambda's emulator (tests/tests/lambda.rs, and the model agent: lambda_model.rs).
+# cargo-lambda's emulator (tests/tests/lambda.rs, and the model agent with HTTP and MCP tools:
+# lambda_model.rs).
 #
 #   scripts/test-aws.sh [--build]
 #
@@ -23,6 +24,7 @@ step() { echo; echo "== test-aws: $*"; }
 
 step "setup"
 scripts/setup-aws.sh
+scripts/setup-mcp.sh
 # shellcheck source=infra/aws/venv.sh
 source infra/aws/venv.sh
 lint="$(runway_aws_lint_venv)"
@@ -70,7 +72,7 @@ step "end-to-end suite against bootstrap under cargo lambda watch"
 timeout 1800 cargo build -p runway-lambda --bin bootstrap
 timeout 1800 cargo test -p runway-e2e --test lambda -- --ignored --nocapture
 
-step "the model agent in bootstrap under cargo lambda watch (scripted model, tools, attachments)"
+step "the model agent in bootstrap under cargo lambda watch (scripted model, tools, attachments, MCP servers)"
 timeout 1800 cargo test -p runway-e2e --test lambda_model -- --ignored --nocapture
 
 step "runway new: the generated crate's bootstrap passes runway check under cargo lambda watch"

@@ -15,6 +15,7 @@ started=$SECONDS
 step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 
 cf_ensure_all
+scripts/setup-mcp.sh
 
 step "clippy for wasm32-unknown-unknown"
 cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown --features builtin-worker -- -D warnings
@@ -62,7 +63,8 @@ cargo test -p runway-e2e --test cloudflare_http -- --ignored --nocapture
 step "runway new: the generated crate's Worker passes runway check under wrangler dev"
 cargo test -p runway-e2e --test new_crate_cloudflare -- --ignored --nocapture
 
-step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429"
-cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture
+step "the model agent under wrangler dev: streamed text, tools, approval, a retried 429, MCP servers"
+# One wrangler dev at a time: each test starts its own.
+cargo test -p runway-e2e --test cloudflare_model -- --ignored --nocapture --test-threads=1
 
 step "done"

@@ -9,6 +9,8 @@
 //! - [`ModelAgent`]: any OpenAI-compatible chat-completions endpoint, with HTTP tools, human
 //!   approval and attachments ([`attachments`]).
 //! - [`BuiltinAgent`]: one of them, chosen by name (`RUNWAY_AGENT`).
+//! - [`load_workers`]: the workers file (`RUNWAY_WORKERS_FILE`): many Digital Workers on one
+//!   deployment, with their limits.
 //!
 //! Adapters depend on this crate only to serve the built-in agents; a team's own agent needs
 //! runway-core alone.
@@ -20,9 +22,16 @@ mod demo;
 mod echo;
 mod http_probe;
 mod model;
+#[cfg(test)]
+mod paused_clock;
+mod workers_file;
 
 pub use builtin::BuiltinAgent;
 pub use demo::DemoAgent;
 pub use echo::EchoAgent;
 pub use http_probe::HttpProbeAgent;
 pub use model::*;
+pub use workers_file::{
+    MAIN_AGENT, Served, WORKERS_FILE_SETTING, WORKERS_SETTING, WorkersFileError, load_workers,
+    served_from_env, workers_from_settings,
+};

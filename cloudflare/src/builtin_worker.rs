@@ -15,6 +15,10 @@ use crate::runtime::WorkersRuntime;
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+    if setting(&env, runway_agents::WORKERS_SETTING).is_some_and(|v| !v.trim().is_empty()) {
+        // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
+        return crate::fetch_with(|_| Ok(runway_core::Workers::new()), req, env, ctx).await;
+    }
     crate::fetch_with(
         |env| {
             let name = setting(env, "RUNWAY_AGENT").unwrap_or_else(|| "demo".into());
@@ -23,7 +27,8 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
             Ok(match agent {
                 // Attachments are downloaded, and tools called, by `fetch` without following
                 // redirects: the agent re-checks each hop (and keeps a tool's headers on its
-                // own origin).
+                // own origin); MCP requests go the same way (a redirect is refused, so
+                // configured headers reach the configured origin only).
                 // Kept files go to the hosted files' KV namespace.
                 BuiltinAgent::Model(model) => {
                     let kv = env
@@ -33,6 +38,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
                         model
                             .with_download_client(Arc::new(DownloadClient))
                             .with_tool_client(Arc::new(DownloadClient))
+                            .with_mcp_client(Arc::new(DownloadClient))
                             .with_attachment_store(Arc::new(KvAttachmentStore::new(kv))),
                     )
                 }

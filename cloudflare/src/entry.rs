@@ -16,8 +16,16 @@ use runway_core::adapter::{
 };
 use worker::{Context, Env, Request};
 
+use std::sync::Arc;
+
+use runway_agents::{ModelAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
+use runway_core::Workers;
+
+use crate::analytics::AnalyticsMetrics;
 use crate::console_log::ConsoleLog;
+use crate::download_client::DownloadClient;
 use crate::fetch_client::FetchClient;
+use crate::kv_attachments::KvAttachmentStore;
 use crate::live::{Pump, install_panic_hook};
 use crate::runtime::WorkersRuntime;
 use crate::store::CloudflareStore;
@@ -26,6 +34,9 @@ use crate::store::CloudflareStore;
 pub const THREADS_BINDING: &str = "RUNWAY_THREADS";
 /// Name of the KV binding for hosted files (`[[kv_namespaces]]` in `wrangler.toml`).
 pub const FILES_BINDING: &str = "RUNWAY_FILES";
+/// Name of the optional Workers Analytics Engine binding (`[[analytics_engine_datasets]]`):
+/// one data point per turn when it is configured.
+pub const ANALYTICS_BINDING: &str = "RUNWAY_ANALYTICS";
 
 type App<A> = Runway<A, CloudflareStore, WorkersRuntime>;
 
@@ -81,6 +92,12 @@ fn app<A: Agent>(
         .map_err(|_| SetupError::Binding(FILES_BINDING))?;
     let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config)
         .with_http_client(FetchClient);
+    // A Workers Analytics Engine data point per turn when the binding is configured; else the
+    // structured log line (Workers Logs).
+    let app = match env.analytics_engine(ANALYTICS_BINDING) {
+        Ok(dataset) => app.with_metrics(AnalyticsMetrics::new(dataset)),
+        Err(_) => app,
+    };
     APP.with(|a| *a.borrow_mut() = Some(Box::new(app.clone())));
     Ok(app)
 }
@@ -123,6 +140,53 @@ pub async fn fetch<A: Agent>(
 /// # Errors
 /// Only when a response cannot be built at all; every other failure is an HTTP answer.
 pub async fn fetch_with<A: Agent>(
+    make_agent: impl FnOnce(&Env) -> Result<A, String>,
+    req: Request,
+    env: Env,
+    ctx: Context,
+) -> worker::Result<web_sys::Response> {
+    let workers_file = [WORKERS_SETTING, WORKERS_FILE_SETTING]
+        .iter()
+        .any(|k| setting(&env, k).is_some_and(|v| !v.trim().is_empty()));
+    if workers_file {
+        return serve(|env| workers_of(make_agent(env)?, env), req, env, ctx).await;
+    }
+    serve(make_agent, req, env, ctx).await
+}
+
+/// The workers of `RUNWAY_WORKERS` (a Worker has no files: `RUNWAY_WORKERS_FILE` is refused,
+/// and tools go inline, `tools = '''…'''`), with `agent` as `agent = "main"` (or its names,
+/// if it is a [`Workers`]). Model workers download attachments with `fetch` and keep them in
+/// the hosted files' KV namespace, like the built-in model agent.
+fn workers_of<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
+    if setting(env, WORKERS_FILE_SETTING).is_some_and(|v| !v.trim().is_empty()) {
+        return Err(format!(
+            "{WORKERS_FILE_SETTING}: a Worker has no files: put the workers file itself in {WORKERS_SETTING}"
+        ));
+    }
+    let code = Workers::from_agent(agent);
+    let kv = env
+        .kv(FILES_BINDING)
+        .map_err(|_| format!("the {FILES_BINDING} KV binding is missing"))?;
+    let prepare = |m: ModelAgent<WorkersRuntime>| {
+        m.with_download_client(Arc::new(DownloadClient))
+            .with_attachment_store(Arc::new(KvAttachmentStore::new(kv.clone())))
+    };
+    let no_files = |_: &str| -> Result<String, String> {
+        Err("a Worker has no files: give the tools inline (tools = '''…''')".into())
+    };
+    runway_agents::workers_from_settings(
+        &code,
+        &WorkersRuntime,
+        &|k| setting(env, k),
+        &no_files,
+        &prepare,
+    )?
+    .ok_or_else(|| "no workers file".into())
+}
+
+/// [`fetch_with`] for one agent type.
+async fn serve<A: Agent>(
     make_agent: impl FnOnce(&Env) -> Result<A, String>,
     req: Request,
     env: Env,

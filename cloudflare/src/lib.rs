@@ -16,6 +16,8 @@
 
 pub mod wire;
 
+#[cfg(target_arch = "wasm32")]
+mod analytics;
 #[cfg(all(target_arch = "wasm32", feature = "builtin-worker"))]
 mod builtin_worker;
 #[cfg(target_arch = "wasm32")]
@@ -38,4 +40,4 @@ pub mod store;
 mod thread_object;
 
 #[cfg(target_arch = "wasm32")]
-pub use entry::{FILES_BINDING, THREADS_BINDING, fetch, fetch_with};
+pub use entry::{ANALYTICS_BINDING, FILES_BINDING, THREADS_BINDING, fetch, fetch_with};

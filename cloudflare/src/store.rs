@@ -9,6 +9,10 @@
 //! - Hosted files go to KV with `expirationTtl`: written once, read by an unguessable token,
 //!   so KV's eventual consistency (a new key can take up to ~60 s to be visible in other
 //!   locations) only means a link opened on another continent within that minute may 404.
+//! - Tally rows (limits, usage) live in the object named by their part, `meter/{scope}` or
+//!   `usage/{day}`: a workspace's (or worker's) counters are in one object whichever isolate
+//!   or location runs the turn, so a limit holds across all of them; a day's usage rows are
+//!   one object's, read by `GET /usage` one call per day.
 
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
@@ -19,8 +23,11 @@ use worker::kv::KvStore;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
-    CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH, LatestRequest, START_PATH,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH,
+    LatestRequest, ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH,
+    TakeTurn,
 };
+use runway_core::store::tally::{Tally, TallyKey};
 
 /// KV's shortest accepted `expirationTtl`, in seconds.
 const KV_MIN_TTL_SECS: u64 = 60;
@@ -121,6 +128,54 @@ impl TurnStore for CloudflareStore {
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("claim reply: {e}")))
     }
 
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let body = to_json(&TakeTurn {
+            key: key.clone(),
+            limit,
+            expires_at_ms,
+        })?;
+        let text = self
+            .call(&object_name(&key.part), TAKE_TURN_PATH, body)
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("take reply: {e}")))
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        self.call(&object_name(&key.part), RETURN_TURN_PATH, to_json(key)?)
+            .await
+            .map(drop)
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let body = to_json(&AddTally {
+            key: key.clone(),
+            tally: *tally,
+            expires_at_ms,
+        })?;
+        self.call(&object_name(&key.part), ADD_TALLY_PATH, body)
+            .await
+            .map(drop)
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        let body = to_json(&ListTallies {
+            part: part.to_owned(),
+            now_ms,
+        })?;
+        let text = self.call(&object_name(part), TALLIES_PATH, body).await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("tallies reply: {e}")))
+    }
+
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
         let now = js_sys::Date::now() as u64;
         let ttl = file.expires_at_ms.saturating_sub(now).div_ceil(1000);
@@ -161,4 +216,14 @@ impl TurnStore for CloudflareStore {
             _ => None,
         })
     }
+}
+
+/// The Durable Object holding a tally part. Thread objects are named by their thread key
+/// (`agent/thread`, or `lowkey/…`: ids never contain `#`), so no thread can be named so.
+fn object_name(part: &str) -> String {
+    format!("#tally/{part}")
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }

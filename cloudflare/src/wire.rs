@@ -9,6 +9,7 @@
 use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
+use runway_core::store::tally::{Tally, TallyKey};
 use serde::{Deserialize, Serialize};
 
 /// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.
@@ -19,6 +20,50 @@ pub const FINISH_PATH: &str = "/finish";
 pub const LATEST_PATH: &str = "/latest";
 /// Path of an action claim: [`ActionClaim`] in, `true` or `false` out.
 pub const CLAIM_ACTION_PATH: &str = "/claim-action";
+
+/// Path of a turns-per-minute count: [`TakeTurn`] in, `true`/`false` out.
+pub const TAKE_TURN_PATH: &str = "/tally/take";
+/// Path of a turn given back: [`TallyKey`] in, `null` out.
+pub const RETURN_TURN_PATH: &str = "/tally/return";
+/// Path of an addition to a tally row: [`AddTally`] in, `null` out.
+pub const ADD_TALLY_PATH: &str = "/tally/add";
+/// Path of a part's rows: [`ListTallies`] in, `[[item, tally]…]` out.
+pub const TALLIES_PATH: &str = "/tally/list";
+
+/// `POST /tally/take`. Tally rows live in the Durable Object named by their part (a scope's
+/// limit counters, or a day's usage rows), so each call is atomic inside that object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeTurn {
+    /// The row.
+    pub key: TallyKey,
+    /// The limit.
+    pub limit: u64,
+    /// The row's expiry.
+    pub expires_at_ms: u64,
+}
+
+/// `POST /tally/add`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddTally {
+    /// The row.
+    pub key: TallyKey,
+    /// What to add.
+    pub tally: Tally,
+    /// The row's expiry.
+    pub expires_at_ms: u64,
+}
+
+/// `POST /tally/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTallies {
+    /// The part.
+    pub part: String,
+    /// Rows expired by then are left out.
+    pub now_ms: u64,
+}
 
 /// `POST /latest`: which arrival is the thread's live turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +144,25 @@ pub fn answer<S: Sql>(
             let claim: ActionClaim = serde_json::from_str(body).map_err(bad)?;
             let won = db.claim_action(&claim)?;
             Ok((json(&won), won.then(|| db.next_expiry()).transpose()?))
+        }
+        TAKE_TURN_PATH => {
+            let req: TakeTurn = serde_json::from_str(body).map_err(bad)?;
+            let taken = db.take_turn(&req.key, req.limit, req.expires_at_ms)?;
+            Ok((json(&taken), Some(db.next_expiry()?)))
+        }
+        RETURN_TURN_PATH => {
+            let key: TallyKey = serde_json::from_str(body).map_err(bad)?;
+            db.return_turn(&key)?;
+            Ok(("null".into(), None))
+        }
+        ADD_TALLY_PATH => {
+            let req: AddTally = serde_json::from_str(body).map_err(bad)?;
+            db.add_tally(&req.key, &req.tally, req.expires_at_ms)?;
+            Ok(("null".into(), Some(db.next_expiry()?)))
+        }
+        TALLIES_PATH => {
+            let req: ListTallies = serde_json::from_str(body).map_err(bad)?;
+            Ok((json(&db.tallies(&req.part, req.now_ms)?), None))
         }
         other => Err(CallError::NotFound(other.to_owned())),
     }

@@ -8,13 +8,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
-    CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest, START_PATH, answer,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest,
+    ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn, answer,
 };
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
     TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
+use runway_core::store::tally::{Tally, TallyKey};
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]
@@ -74,6 +76,55 @@ impl TurnStore for NativeThreadObjects {
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
         self.files.put_file(file).await
+    }
+
+    // Tally rows: one object per part, as the Worker routes them.
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let body = serde_json::to_string(&TakeTurn {
+            key: key.clone(),
+            limit,
+            expires_at_ms,
+        })
+        .unwrap();
+        let text = self.call(&format!("#tally/{}", key.part), TAKE_TURN_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        let body = serde_json::to_string(key).unwrap();
+        self.call(&format!("#tally/{}", key.part), RETURN_TURN_PATH, body)
+            .map(drop)
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(&AddTally {
+            key: key.clone(),
+            tally: *tally,
+            expires_at_ms,
+        })
+        .unwrap();
+        self.call(&format!("#tally/{}", key.part), ADD_TALLY_PATH, body)
+            .map(drop)
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        let body = serde_json::to_string(&ListTallies {
+            part: part.to_owned(),
+            now_ms,
+        })
+        .unwrap();
+        let text = self.call(&format!("#tally/{part}"), TALLIES_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
     }
 
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {

@@ -50,6 +50,15 @@ pub struct CheckArgs {
     #[arg(long, value_name = "PROMPT")]
     pub slow_prompt: Option<String>,
 
+    /// The agentId the turns carry (default: a fresh one). Give one the deployment serves
+    /// when it serves several Digital Workers (a runway workers file).
+    #[arg(long, value_name = "ID")]
+    pub agent_id: Option<String>,
+
+    /// The workspaceId the turns carry (default: a fresh one).
+    #[arg(long, value_name = "ID")]
+    pub workspace_id: Option<String>,
+
     /// TCP and TLS connect deadline.
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
     pub connect_timeout: Duration,
@@ -121,6 +130,12 @@ impl CheckArgs {
             _ => (DEFAULT_CONTEXT_FIRST.into(), DEFAULT_CONTEXT_SECOND.into()),
         };
         config.slow_prompt = self.slow_prompt.clone();
+        if let Some(id) = &self.agent_id {
+            config.caller.agent_id.clone_from(id);
+        }
+        if let Some(id) = &self.workspace_id {
+            config.caller.workspace_id.clone_from(id);
+        }
         Ok(config)
     }
 }

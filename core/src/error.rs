@@ -70,6 +70,10 @@ pub enum TurnErrorCode {
     /// A repeated delivery of a run that finished, whose recording was not kept (recordings
     /// were at their memory bound while it ran): the agent is not run again.
     ReplayUnavailable,
+    /// A turns-per-minute limit of the workspace or worker refused the turn.
+    RateLimited,
+    /// A token or spend limit refused the turn, or stopped it mid-way.
+    QuotaExceeded,
 }
 
 impl TurnErrorCode {
@@ -88,6 +92,8 @@ impl TurnErrorCode {
             Self::StateTooLarge => "STATE_TOO_LARGE",
             Self::Superseded => "SUPERSEDED",
             Self::ReplayUnavailable => "REPLAY_UNAVAILABLE",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::QuotaExceeded => "QUOTA_EXCEEDED",
         }
     }
 }

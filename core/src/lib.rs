@@ -25,6 +25,7 @@
 //! | `service/` | [`adapter::Runway`]: routes, auth, validation, hosted files, settings |
 //! | `turn/` | the engine: claim → run → commit, heartbeats, deadline, back-pressure |
 //! | `wire/` | the sans-I/O writers: Console's SSE frames and Lowkey's NDJSON lines |
+//! | `meter/` | limits, usage and cost: admission, [`TurnUsage`], `/usage` |
 //! | `store/` | [`adapter::TurnStore`], its state machine ([`store::turn_state`]), memory and SQL stores |
 //! | `platform/` | [`adapter::Runtime`] (clock, timer, entropy) and [`MaybeSend`] |
 //!
@@ -35,6 +36,7 @@
 mod agent;
 mod error;
 pub mod http_client;
+pub mod meter;
 mod platform;
 pub mod protocol;
 mod service;
@@ -45,10 +47,11 @@ mod turn;
 mod wire;
 
 pub use agent::{
-    Agent, AgentError, AgentResult, Artifact, Message, Outcome, Output, OutputFile, Protocol, Role,
-    ThreadContext, ToolCall, Turn,
+    Agent, AgentError, AgentResult, Artifact, DynAgent, Message, Outcome, Output, OutputFile,
+    Protocol, Role, SharedAgent, ThreadContext, ToolCall, Turn, Workers,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
+pub use meter::{Limits, ModelTokens, Price, TurnUsage};
 pub use platform::maybe_send::{MaybeSend, MaybeSync};
 pub use protocol::Interrupt;
 

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod body;
+pub mod emf;
 mod run;
 mod settings;
 pub mod store;

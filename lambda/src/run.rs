@@ -4,8 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lambda_http::service_fn;
+use runway_agents::Served;
 use runway_core::Agent;
-use runway_core::adapter::OsSettings;
+use runway_core::adapter::{OsSettings, TokioRuntime};
 
 use crate::settings::{InitError, init_agent};
 
@@ -24,6 +25,15 @@ use crate::settings::{InitError, init_agent};
 pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
+    // The workers of RUNWAY_WORKERS_FILE (a file in the package) or RUNWAY_WORKERS (a SAM
+    // parameter) if one is set, else `agent`.
+    match runway_agents::served_from_env(agent, &TokioRuntime).map_err(InitError::Config)? {
+        Served::One(agent) => serve(agent, started).await,
+        Served::Workers(workers) => serve(*workers, started).await,
+    }
+}
+
+async fn serve<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
     // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
     let app = init_agent(agent, |k| env.get(k)).await;

@@ -194,7 +194,10 @@ pub async fn init_agent<A: Agent>(
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"
     );
-    Ok(Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new()))
+    let namespace = get("RUNWAY_METRICS_NAMESPACE").unwrap_or_default();
+    Ok(Runway::new(agent, store, rt, config)
+        .with_http_client(ReqwestClient::new())
+        .with_metrics(crate::emf::EmfLine::new(&namespace)))
 }
 
 /// The model agent (`RUNWAY_AGENT=model`): its API key from the SSM SecureString named by

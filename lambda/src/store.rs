@@ -16,6 +16,7 @@
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
 //! | action claim | `action#{sha-256 of thread key and action}` | `action` | `claimant` the holder (see [`TurnStore::claim_action`]) |
+//! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
 //! [`ITEM_PAYLOAD_BYTES`] of payload (DynamoDB's item limit is 400 KB), and anything larger is
@@ -57,6 +58,7 @@
 
 mod action_claims;
 mod attachments;
+mod tallies;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -75,6 +77,7 @@ use runway_core::ThreadContext;
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use runway_core::store::tally::{Tally, TallyKey};
 use runway_core::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, thread_after,
 };
@@ -818,6 +821,32 @@ impl TurnStore for DynamoStore {
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
         Ok(())
+    }
+
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.take_turn_item(key, limit, expires_at_ms).await
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        self.return_turn_item(key).await
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.add_tally_item(key, tally, expires_at_ms).await
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        self.tally_rows(part, now_ms).await
     }
 
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {

@@ -5,6 +5,7 @@
 //! runway check BASE_URL [--header 'Name: value']... [--json] [--strict]
 //! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
 //! runway new DIR [--name NAME]
+//! runway usage BASE_URL [--header 'Name: value']... [--from DAY] [--to DAY] [--json|--csv]
 //! ```
 //!
 //! `runway serve` serves a built-in agent through the library's public [`runway::run`], the
@@ -50,6 +51,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Print a deployment's usage (turns, tokens, cost per workspace, worker and day) from its
+    /// `GET /usage`.
+    Usage(runway::UsageArgs),
     /// Chat with any External Agent in the browser, as Console shows it, through a local proxy
     /// that adds the agreed headers.
     Playground(runway::PlaygroundArgs),
@@ -81,6 +85,16 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve { serve, agent } => {
+            let workers_file = [
+                runway_agents::WORKERS_FILE_SETTING,
+                runway_agents::WORKERS_SETTING,
+            ]
+            .iter()
+            .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+            if workers_file {
+                // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
+                return rt.block_on(runway::run(runway_core::Workers::new(), serve));
+            }
             let built = if agent == "model" {
                 let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
                 BuiltinAgent::model(&TokioRuntime, |k| std::env::var(k).ok(), read)
@@ -115,6 +129,7 @@ fn main() -> ExitCode {
         Command::Check { args } => rt.block_on(runway::check(args)),
         Command::New { dir, name } => new(&dir, name.as_deref()),
         Command::Playground(args) => rt.block_on(runway::playground(args)),
+        Command::Usage(args) => rt.block_on(runway::usage(args)),
     }
 }
 

@@ -15,7 +15,7 @@ const TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
 const SAM_TEMPLATE: &str = include_str!("../../infra/aws/template.yaml");
 
 /// (path in the new crate, template).
-const FILES: [(&str, &str); 10] = [
+const FILES: [(&str, &str); 11] = [
     ("Cargo.toml", include_str!("../templates/new/Cargo.toml")),
     ("README.md", include_str!("../templates/new/README.md")),
     ("src/lib.rs", include_str!("../templates/new/src/lib.rs")),
@@ -37,6 +37,10 @@ const FILES: [(&str, &str); 10] = [
         include_str!("../templates/new/wrangler.toml"),
     ),
     (".gitignore", include_str!("../templates/new/gitignore")),
+    (
+        "workers.toml",
+        include_str!("../templates/new/workers.toml"),
+    ),
     ("rust-toolchain.toml", TOOLCHAIN),
 ];
 
@@ -360,6 +364,26 @@ pub fn create(dir: &Path, name: Option<&str>) -> Result<Created, NewError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generated_workers_file_serves_its_two_workers() {
+        let text = FILES.iter().find(|(p, _)| *p == "workers.toml").unwrap().1;
+        let own = runway_core::Workers::any(runway_agents::EchoAgent);
+        let workers = runway_agents::load_workers(
+            text,
+            "workers.toml",
+            &own,
+            &runway_core::adapter::TokioRuntime,
+            &|_| None,
+            &|_| Err("no files".into()),
+            &|m| m,
+        )
+        .unwrap();
+        let p = workers.policy();
+        assert!(p.serves("918273688800000200") && p.serves("918273688800000300"));
+        assert!(!p.serves("918273688800000400"));
+        assert_eq!(p.name("918273688800000200"), Some("Order desk"));
+    }
 
     #[test]
     fn names() {

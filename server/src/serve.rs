@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use runway_agents::Served;
 use runway_core::Agent;
 use runway_core::adapter::{
     Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply, Runtime, Runway, TokioRuntime,
@@ -41,7 +42,13 @@ pub struct ServeArgs {
 /// a start-up error (bad setting, unusable data directory or address) as a failure.
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     crate::logging::init();
-    match serve(agent, args).await {
+    // The workers of RUNWAY_WORKERS_FILE / RUNWAY_WORKERS if one is set, else `agent`.
+    let served = match runway_agents::served_from_env(agent, &TokioRuntime) {
+        Ok(Served::One(agent)) => serve(agent, args).await,
+        Ok(Served::Workers(workers)) => serve(*workers, args).await,
+        Err(e) => Err(ServeError::Config(e)),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runway: {e}");
@@ -91,7 +98,10 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let page = PageSettings::serve(&config.auth);
     let base_path = config.base_path.clone();
     let name = config.name.clone();
-    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
+    let prometheus = crate::metrics::Prometheus::default();
+    let runway = Runway::new(agent, store, rt, config)
+        .with_http_client(ReqwestClient::new())
+        .with_metrics(prometheus.clone());
 
     let fd_limit = crate::listener::raise_fd_limit();
     let listener =
@@ -101,7 +111,12 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
         .map_err(|e| ServeError::Listen(args.listen, e))?;
     let mut app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
+        .route(
+            &format!("{base_path}/metrics"),
+            axum::routing::any(metrics::<A>),
+        )
         .fallback(handle::<A>)
+        .layer(axum::Extension(prometheus))
         // Hosted-file links (without RUNWAY_PUBLIC_URL) use the address listened on, never
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
@@ -154,6 +169,28 @@ async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Respons
             response.map(Body::from_stream).into_response()
         }
     }
+}
+
+/// `GET {base}/metrics`: the Prometheus counters, behind the header set.
+async fn metrics<A: Agent>(
+    State(runway): State<App<A>>,
+    axum::Extension(prometheus): axum::Extension<crate::metrics::Prometheus>,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(refused) = runway.authorize(&parts) {
+        return (*refused).map(Body::from).into_response();
+    }
+    if parts.method != http::Method::GET {
+        return runway_core::adapter::json_error(405, "method not allowed: use GET")
+            .map(Body::from)
+            .into_response();
+    }
+    (
+        [(http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        prometheus.render(),
+    )
+        .into_response()
 }
 
 fn spawn_purger(store: SqliteStore) {

@@ -15,6 +15,7 @@ use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
+use runway_core::store::tally::{Tally, TallyKey};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::sqlite_thread::ConnectionThread;
@@ -146,6 +147,40 @@ impl TurnStore for SqliteStore {
             .await
     }
 
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let key = key.clone();
+        self.in_transaction(move |db| Ok(db.take_turn(&key, limit, expires_at_ms)?))
+            .await
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        let key = key.clone();
+        self.in_transaction(move |db| Ok(db.return_turn(&key)?))
+            .await
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let (key, tally) = (key.clone(), *tally);
+        self.in_transaction(move |db| Ok(db.add_tally(&key, &tally, expires_at_ms)?))
+            .await
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        let part = part.to_owned();
+        self.with(move |c| Ok(SqlStore::over(c).tallies(&part, now_ms)?))
+            .await
+    }
+
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
         let file = file.clone();
         self.with(move |c| {
@@ -210,6 +245,30 @@ mod tests {
         let dir = tempdir("conformance");
         let s = SqliteStore::open(&dir.join("db")).unwrap();
         runway_core::store::conformance::run_all(&s, "sqlite").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_limit_holds_across_two_stores_on_one_database() {
+        // Two stores (two connections, as two processes would have) on one database: the
+        // turns-per-minute counter is taken atomically across them.
+        let dir = tempdir("two");
+        let path = dir.join("db");
+        let (a, b) = (
+            SqliteStore::open(&path).unwrap(),
+            SqliteStore::open(&path).unwrap(),
+        );
+        let key = TallyKey::new("meter/workspace/w", "m/1");
+        let takes = (0..40).map(|i| {
+            let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let key = key.clone();
+            async move { s.take_turn(&key, 10, u64::MAX / 2).await.unwrap() }
+        });
+        let taken = futures::future::join_all(takes).await;
+        assert_eq!(taken.iter().filter(|t| **t).count(), 10);
+        assert_eq!(
+            a.tallies("meter/workspace/w", 0).await.unwrap()[0].1.turns,
+            10
+        );
     }
 
     #[tokio::test]

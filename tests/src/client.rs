@@ -170,23 +170,14 @@ impl Client {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// `GET {base}{path}` with the auth headers: status, content type and text.
+    pub async fn get_with_auth(&self, path: &str) -> (u16, String, String) {
+        text_of(self.request(reqwest::Method::GET, path)).await
+    }
+
     /// `GET` an absolute URL with no headers at all (as a browser opening a link).
     pub async fn get_plain(&self, url: &str) -> (u16, String, String) {
-        let r = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .expect("GET");
-        let status = r.status().as_u16();
-        let ct = r
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        (status, ct, r.text().await.unwrap_or_default())
+        text_of(self.http.get(url)).await
     }
 
     /// Posts a turn over a raw TCP connection, waits for the first frame, then closes the
@@ -287,4 +278,21 @@ impl Client {
         }
         t
     }
+}
+
+/// Sends `request` (10 s at most): status, content type and text.
+async fn text_of(request: reqwest::RequestBuilder) -> (u16, String, String) {
+    let r = request
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("GET");
+    let status = r.status().as_u16();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    (status, ct, r.text().await.unwrap_or_default())
 }

@@ -11,14 +11,18 @@ pub mod client;
 pub mod generated_crate;
 pub mod http_probe;
 mod lowkey;
+pub mod mcp_scenario;
+pub mod mcp_servers;
 mod overlap;
 pub mod paced_server;
+pub mod pilot;
 mod process;
 pub mod raw_http;
 pub mod scripted_server;
 mod stalled_reader;
 
 pub use client::{Client, TurnStream};
+pub use pilot::PILOT_WORKERS;
 pub use process::{AgentProcess, free_data_dir, runway_binary, runway_check};
 
 use std::future::Future;
@@ -55,6 +59,7 @@ pub trait Target {
 pub async fn run_suite<T: Target>(target: &mut T) {
     let mut failures = checks::run_all(target).await;
     failures.extend(lowkey::run_all(target).await);
+    failures.extend(pilot::run_all(target).await);
     assert!(
         failures.is_empty(),
         "{} end-to-end check(s) failed against {}:\n{}",

@@ -58,6 +58,7 @@ impl Wrangler {
             .arg("--persist-to")
             .arg(&self.persist)
             .envs(TARGET_ENV)
+            .env("RUNWAY_WORKERS", runway_e2e::PILOT_WORKERS)
             .env("RUNWAY_LOG", "warn")
             .env("RUNWAY_CF_WRANGLER_LOG", "warn");
         // The first start may have to install the tools and build the Worker.
@@ -121,6 +122,8 @@ async fn cloudflare_worker_passes_the_suite() {
             "--slow-prompt",
             "/slow 3",
             "--strict",
+            "--agent-id",
+            runway_e2e::client::AGENT_ID,
         ],
     )
     .await;

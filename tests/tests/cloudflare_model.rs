@@ -1,7 +1,8 @@
 //! The model agent (`RUNWAY_AGENT=model`) on Workers, under `wrangler dev`: the Worker calls an
 //! OpenAI-compatible endpoint in this test (loopback, replaying chunk sequences) with `fetch`,
 //! streams the text as it arrives, runs parallel HTTP tools, pauses for approval and goes on
-//! after `resume`, and retries a 429 that came before the first token.
+//! after `resume`, and retries a 429 that came before the first token; and it uses the tools
+//! of real MCP servers.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
@@ -296,6 +297,39 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
     )))
     .await;
     worker.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
+
+/// MCP tools in the Worker under `wrangler dev`, through `fetch`: every tool of the reference
+/// everything server and the Python SDK server's approval, restart, timeout and cancellation
+/// cases, with a server down and one redirecting (`redirect: "manual"`: the header stays home).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler, the Workers toolchain and scripts/setup-mcp.sh: run scripts/test-cloudflare.sh"]
+async fn the_model_agent_on_workers_uses_mcp_servers() {
+    let mut bench = runway_e2e::mcp_scenario::McpBench::start().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
+    let mut cmd = Command::new(script);
+    cmd.envs(TARGET_ENV)
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_LOG", "warn")
+        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
+    for (k, v) in bench.settings() {
+        cmd.env(k, v);
+    }
+    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
+    if prebuilt {
+        cmd.arg("--no-build");
+    }
+    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
+    let worker = AgentProcess::start(cmd, within).await;
+    let client = Client::new(worker.base_url(), target_auth());
+    let result =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
+    worker.stop().await;
+    bench.stop().await;
     if let Err(failure) = result {
         std::panic::resume_unwind(failure);
     }

@@ -330,6 +330,7 @@ impl LambdaStack {
             .arg("--concurrency")
             .arg(self.concurrency.to_string())
             .envs(TARGET_ENV)
+            .env("RUNWAY_WORKERS", runway_e2e::PILOT_WORKERS)
             .env("RUNWAY_LOG", "warn");
         // The first start may install the tools and compile the function.
         let p = AgentProcess::start(cmd, Duration::from_secs(900)).await;
@@ -388,6 +389,8 @@ async fn lambda_passes_the_suite() {
         "--slow-prompt",
         "/slow 3",
         "--strict",
+        "--agent-id",
+        runway_e2e::client::AGENT_ID,
     ]
     .iter()
     .map(Into::into)
@@ -427,7 +430,8 @@ async fn lambda_store_budget_and_faults() {
 
     // Budget: every ordinary turn of a growing thread costs at most 4 requests: the claim,
     // then (only once it is won) the arrival count and the thread read in one round trip,
-    // and the commit (each request delayed so overlap is unambiguous).
+    // and the commit (each request delayed so overlap is unambiguous); plus, after the final
+    // frame, one UpdateItem adding the turn to its usage row (workspace × worker × day).
     let thread = fresh_id();
     let mut r = Ok(());
     proxy.set_delay(Duration::from_millis(150));
@@ -445,7 +449,15 @@ async fn lambda_store_budget_and_faults() {
             r = Err(format!("turn {i} ended with {}", t.last()));
             break;
         }
-        if seen.len() > 4 || ops(&seen) != ["PutItem", "Query", "TransactWriteItems", "UpdateItem"]
+        if seen.len() > 5
+            || ops(&seen)
+                != [
+                    "PutItem",
+                    "Query",
+                    "TransactWriteItems",
+                    "UpdateItem",
+                    "UpdateItem",
+                ]
         {
             r = Err(format!(
                 "turn {i}: {} requests {:?}",
@@ -454,9 +466,14 @@ async fn lambda_store_budget_and_faults() {
             ));
             break;
         }
+        // Before the agent: what starts before the commit (the usage write follows it).
+        let commit_start = seen
+            .iter()
+            .find(|s| s.op == "TransactWriteItems")
+            .map(|s| s.start);
         let before: Vec<&Seen> = seen
             .iter()
-            .filter(|s| s.op != "TransactWriteItems")
+            .filter(|s| s.op != "TransactWriteItems" && commit_start.is_none_or(|c| s.start < c))
             .collect();
         let depth = sequential_depth(&before);
         if depth > 2 {
@@ -470,7 +487,10 @@ async fn lambda_store_budget_and_faults() {
             ops(&seen)
         );
     }
-    check("≤ 4 requests per turn, ≤ 2 round trips before the agent", r);
+    check(
+        "≤ 4 requests per turn and 1 usage write, ≤ 2 round trips before the agent",
+        r,
+    );
 
     // The first frame leaves before any DynamoDB answer.
     proxy.set_delay(Duration::from_millis(1500));

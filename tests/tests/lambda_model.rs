@@ -1,7 +1,8 @@
 //! The model agent (`RUNWAY_AGENT=model`) in the real `bootstrap` under cargo-lambda's emulator
 //! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
-//! round trip, and attachments downloaded once and kept in the table.
+//! round trip, and attachments downloaded once and kept in the table; and MCP tools of real
+//! MCP servers.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-aws.sh`.
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::mcp_scenario::McpBench;
 use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
 use serde_json::{Value, json};
@@ -133,8 +135,10 @@ async fn checks(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
-async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachments() {
-    let script = std::sync::Mutex::new(std::collections::VecDeque::from(vec![
+async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_and_uses_mcp() {
+    // One function start for every check (each start of the emulator costs a build): the MCP
+    // scenario's model answers follow these.
+    let mut bench = McpBench::start_after(vec![
         Reply::stream(vec![
             data(chunk::role()),
             data(chunk::text("It left ")),
@@ -152,15 +156,7 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachmen
         answer("Refunded."),
         answer("A note and a pixel."),
         answer("Still."),
-    ]));
-    // The approval checks' requests are answered by their own model; the rest from the script.
-    let model = ScriptedServer::start(move |r| {
-        approval_checks::approvals_model(r).unwrap_or_else(|| {
-            script.lock().unwrap().pop_front().unwrap_or_else(|| {
-                Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
-            })
-        })
-    })
+    ])
     .await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
     let files = ScriptedServer::start(|r| {
@@ -182,20 +178,27 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_and_keeps_attachmen
         .envs(TARGET_ENV)
         .env("RUNWAY_TURN_DEADLINE_SECS", "30")
         .env("RUNWAY_AGENT", "model")
-        .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url))
-        .env("RUNWAY_MODEL", "test-model")
         .env("RUNWAY_MODEL_API_KEY", KEY)
         .env("RUNWAY_SYSTEM_PROMPT", "Be brief.")
-        .env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url))
         .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
         .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
         .env("RUNWAY_LOG", "warn");
+    for (k, v) in bench.settings() {
+        // The HTTP tools file and the MCP servers, in one tools file.
+        match k {
+            "RUNWAY_TOOLS" => cmd.env(k, TOOLS.replace("TOOLS_BASE", &tools.base_url) + &v),
+            _ => cmd.env(k, v),
+        };
+    }
     let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
-    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks(
-        &function, &model, &tools, &files,
-    )))
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
+        checks(&function, &bench.model, &tools, &files).await;
+        let client = Client::new(function.base_url(), target_auth());
+        bench.check(&client).await;
+    }))
     .await;
     function.stop().await;
+    bench.stop().await;
     if let Err(failure) = result {
         std::panic::resume_unwind(failure);
     }

@@ -37,6 +37,7 @@ impl LocalServer {
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&self.data_dir)
             .envs(TARGET_ENV)
+            .env("RUNWAY_WORKERS", runway_e2e::PILOT_WORKERS)
             .envs(self.extra_env.iter().copied())
             .env("RUNWAY_LOG", "warn");
         let p = AgentProcess::start(cmd, Duration::from_secs(30)).await;
@@ -71,6 +72,21 @@ async fn local_server_passes_the_suite() {
     let dir = free_data_dir("local");
     let mut server = LocalServer::start(dir.clone()).await;
     run_suite(&mut server).await;
+    // runway serve's /metrics: Prometheus text behind the header set, counting the pilot burst.
+    let c = runway_e2e::Client::new(&server.base_url, target_auth());
+    let (status, _) = c
+        .with_auth(Vec::new())
+        .raw(reqwest::Method::GET, "/metrics", Vec::new())
+        .await;
+    assert_eq!(status, 401, "/metrics without the header set");
+    let (status, _, text) = c.get_with_auth("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(
+            "runway_turns_total{worker=\"918273688800000300\",outcome=\"RATE_LIMITED\"} 90\n"
+        ),
+        "{text}"
+    );
     if let Some(p) = server.process.take() {
         p.stop().await;
     }

@@ -135,25 +135,10 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use runway_core::adapter::{BoxFuture, Runtime};
+    use crate::paused_clock::PausedClock;
+    use runway_core::adapter::BoxFuture;
     use runway_core::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
     use runway_core::testing::{TurnHttpGuard, turn_http};
-
-    /// tokio's (paused) clock.
-    struct TestClock(tokio::time::Instant);
-
-    impl Runtime for TestClock {
-        type Sleep = tokio::time::Sleep;
-        fn sleep(&self, duration: Duration) -> Self::Sleep {
-            tokio::time::sleep(duration)
-        }
-        fn now_ms(&self) -> u64 {
-            self.0.elapsed().as_millis() as u64
-        }
-        fn fill_random(&self, buf: &mut [u8]) {
-            buf.fill(7);
-        }
-    }
 
     /// Answers by path: `/redirect-to?<location>` a 302, `/big` 10 pieces of 1,000 bytes with
     /// a small declared length, `/stall` a body that never ends, `/ok` "hello". Records paths.
@@ -203,7 +188,7 @@ mod tests {
     fn turn(files: &Arc<Files>) -> (Http, TurnHttpGuard) {
         turn_http(
             Arc::new(FilesClient(files.clone())),
-            TestClock(tokio::time::Instant::now()),
+            PausedClock::now(),
             Duration::from_secs(60),
         )
     }

@@ -146,6 +146,7 @@ pub(crate) async fn take_in(
             match fetch(turn, settings, http.as_ref(), store, &thread_key, a).await {
                 Ok(bytes) => {
                     t.kept_bytes = t.kept_bytes.saturating_add(bytes.len() as u64);
+                    turn.usage().attachment_bytes(bytes.len() as u64);
                     classify(&bytes, settings, &mut text_left)
                 }
                 Err(e) => {

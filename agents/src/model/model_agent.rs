@@ -10,18 +10,20 @@ use serde_json::{Value, json};
 use super::attachment_intake::{Images, load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::log_budget::LogBudget;
+use super::mcp::McpServers;
 use super::redaction::Redactor;
 use super::settings::ModelSettings;
 #[cfg(feature = "reqwest")]
 use super::tool_runner::no_redirect_client;
-use super::tool_runner::{ToolLimits, run_bounded, run_tool};
+use super::tool_runner::{is_failure, run_bounded};
+use super::toolbox::Toolbox;
 use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, EditedAction, Interrupt, ReviewItem};
-use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn};
+use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -56,7 +58,7 @@ const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line fro
 /// Each turn it sends the system prompt, the thread's transcript and the declared tools with
 /// `stream: true`, and streams the answer to the user as it arrives: text as text, reasoning
 /// (`reasoning_content` / `reasoning`) as reasoning, tool calls as tool calls. It runs the
-/// HTTP tools the model calls, sends their results back and loops (at most
+/// HTTP and MCP tools the model calls, sends their results back and loops (at most
 /// [`ModelSettings::max_rounds`] model calls per turn). A tool declared with
 /// `approval = true` ends the turn with a `review` question; the next turn's `resume` runs it
 /// (`approve`, or `edit` with the edited arguments), or tells the model the user rejected it
@@ -85,6 +87,10 @@ pub struct ModelAgent<R> {
     tool_client: Option<Arc<dyn HttpClient>>,
     files: Arc<dyn AttachmentStore>,
     redactor: Arc<Redactor>,
+    /// The MCP servers' sessions and tool lists, kept by this instance between turns.
+    mcp: Arc<McpServers>,
+    /// What MCP requests go through: a client that follows no redirect.
+    mcp_client: Option<Arc<dyn HttpClient>>,
 }
 
 impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
@@ -94,6 +100,7 @@ impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
             .field("rt", &self.rt)
             .field("downloads_files", &self.download_client.is_some())
             .field("calls_tools", &self.tool_client.is_some())
+            .field("mcp_client", &self.mcp_client.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -132,8 +139,12 @@ impl<R: Runtime> ModelAgent<R> {
         let tool_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(no_redirect_client()));
         #[cfg(not(feature = "reqwest"))]
         let tool_client: Option<Arc<dyn HttpClient>> = None;
+        // MCP requests go through a client that follows no redirect too.
+        let mcp_client = tool_client.clone();
         Self {
             redactor: Arc::new(Redactor::of(&settings)),
+            mcp_client,
+            mcp: Arc::new(McpServers::new(&settings.mcp)),
             settings: Arc::new(settings),
             rt,
             download_client,
@@ -146,6 +157,16 @@ impl<R: Runtime> ModelAgent<R> {
     /// with `redirect: "manual"`): the agent follows them hop by hop.
     pub fn with_tool_client(mut self, client: Arc<dyn HttpClient>) -> Self {
         self.tool_client = Some(client);
+        self
+    }
+
+    /// Sends MCP requests with `client`, which must not follow redirects (a server's redirect
+    /// is then refused, so the `[[mcp]]` headers reach the configured origin only). Native
+    /// builds (feature `reqwest`) have one; elsewhere, until one is given, MCP servers are
+    /// unavailable (with a note to the model) rather than called through a client that follows
+    /// redirects.
+    pub fn with_mcp_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.mcp_client = Some(client);
         self
     }
 
@@ -166,6 +187,30 @@ impl<R: Runtime> ModelAgent<R> {
     /// The agent's settings.
     pub fn settings(&self) -> &ModelSettings {
         &self.settings
+    }
+}
+
+impl<R: Runtime + Clone> ModelAgent<R> {
+    /// The same agent (its attachment store and clients shared) with other settings: a
+    /// variant for one workspace (another model, prompt or tool set).
+    pub fn with_settings(&self, settings: ModelSettings) -> Self {
+        // The MCP servers' sessions and tool lists are per settings: a variant with the same
+        // servers shares them.
+        let mcp = if settings.mcp == self.settings.mcp {
+            Arc::clone(&self.mcp)
+        } else {
+            Arc::new(McpServers::new(&settings.mcp))
+        };
+        Self {
+            redactor: Arc::new(Redactor::of(&settings)),
+            settings: Arc::new(settings),
+            rt: self.rt.clone(),
+            download_client: self.download_client.clone(),
+            tool_client: self.tool_client.clone(),
+            files: Arc::clone(&self.files),
+            mcp,
+            mcp_client: self.mcp_client.clone(),
+        }
     }
 }
 
@@ -194,6 +239,13 @@ struct Building {
     shown: Option<ToolCall>,
     /// Why it is not run, decided as it arrived (over the reply's call cap, arguments too long).
     refused: Option<String>,
+}
+
+/// What one model call is asked: the conversation so far, its images and the tools offered.
+struct RoundPrompt<'a, 't> {
+    transcript: &'a Transcript,
+    images: &'a Images,
+    tools: &'a Toolbox<'t>,
 }
 
 /// What one model call produced.
@@ -231,9 +283,14 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             t.messages = seed_from_context(turn);
         }
         let log = LogBudget::new();
+        let mcp_http = self
+            .mcp_client
+            .as_ref()
+            .and_then(|c| turn.http().with_client(c.clone()));
+        let tools = Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
         let mut input_used = false;
         if !t.pending.is_empty() {
-            match self.settle_pending(turn, out, &mut t, &log).await {
+            match self.settle_pending(turn, out, &mut t, &tools, &log).await {
                 Settled::Continue { input_used: used } => input_used = used,
                 Settled::AskAgain => {
                     let interrupt = review_of(&t.pending);
@@ -271,9 +328,18 @@ impl<R: Runtime> Agent for ModelAgent<R> {
         self.save(turn, &mut t);
         let images = load_images(turn, &self.settings.attachments, &*self.files, &t).await;
 
-        for _ in 0..self.settings.max_rounds.max(1) {
+        for round_index in 0..self.settings.max_rounds.max(1) {
+            // A token or spend limit reached by an earlier round: no more model calls.
+            if round_index > 0 && turn.usage().budget_spent() {
+                tracing::warn!(
+                    code = "QUOTA_EXCEEDED",
+                    "the turn's token or spend limit is reached: the model is not called again"
+                );
+                self.save(turn, &mut t);
+                return Err(turn.usage().quota_error());
+            }
             let round = self
-                .round_with_retries(turn, out, &mut t, &images, &log)
+                .round_with_retries(turn, out, &mut t, &images, &tools, &log)
                 .await?;
             let text =
                 (!round.text.is_empty()).then(|| truncate(&round.text, MAX_STORED_MESSAGE_BYTES));
@@ -305,12 +371,13 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                     });
                     continue;
                 }
-                match self.tool_of(&call) {
-                    Some(tool) if tool.approval => to_ask.push(call),
+                match tools.find(&call.function.name) {
+                    Some(tool) if tool.needs_approval() => to_ask.push(call),
                     _ => to_run.push((call, shown)),
                 }
             }
-            self.run_calls(turn.http(), out, &mut t, to_run, &log).await;
+            self.run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .await;
             if !to_ask.is_empty() {
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
@@ -331,13 +398,6 @@ impl<R: Runtime> Agent for ModelAgent<R> {
 }
 
 impl<R: Runtime> ModelAgent<R> {
-    fn tool_of(&self, call: &ModelToolCall) -> Option<&super::tools_file::HttpTool> {
-        self.settings
-            .tools
-            .iter()
-            .find(|t| t.name == call.function.name)
-    }
-
     fn save(&self, turn: &mut Turn, t: &mut Transcript) {
         t.trim(self.settings.window_bytes);
         t.save(&mut turn.context.state);
@@ -361,6 +421,7 @@ impl<R: Runtime> ModelAgent<R> {
         turn: &Turn,
         out: &Output,
         t: &mut Transcript,
+        tools: &Toolbox<'_>,
         log: &LogBudget,
     ) -> Settled {
         let said = turn
@@ -453,7 +514,7 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        self.run_calls(turn.http(), out, t, to_run, log).await;
+        self.run_calls(turn, out, t, to_run, tools, log).await;
         if waiting.is_empty() {
             t.review = None;
             Settled::Continue { input_used }
@@ -468,46 +529,31 @@ impl<R: Runtime> ModelAgent<R> {
     /// result and adds it to the transcript.
     async fn run_calls(
         &self,
-        http: &Http,
+        turn: &Turn,
         out: &Output,
         t: &mut Transcript,
         calls: Vec<(ModelToolCall, ToolCall)>,
+        tools: &Toolbox<'_>,
         log: &LogBudget,
     ) {
         if calls.is_empty() {
             return;
         }
-        let s = &self.settings;
-        let limits = ToolLimits {
-            timeout: http
-                .time_left()
-                .map_or(s.tool_timeout, |left| left.min(s.tool_timeout)),
-            max_result_bytes: s.max_tool_result_bytes,
-        };
         let tool_http = self
             .tool_client
             .as_ref()
-            .and_then(|c| http.with_client(c.clone()));
+            .and_then(|c| turn.http().with_client(c.clone()));
         let tool_http = tool_http.as_ref();
         let mut runs = Vec::with_capacity(calls.len());
         for (call, _) in &calls {
             runs.push(async move {
-                let result = match (self.tool_of(call), tool_http) {
-                    (None, _) => {
-                        format!("Error: there is no tool named {:?}.", call.function.name)
-                    }
-                    (Some(_), None) => "Error: this runtime gave the agent no HTTP client for \
-                        tools, so the tool was not called."
-                        .to_owned(),
-                    (Some(tool), Some(h)) => {
-                        run_tool(h, tool, &call.function.arguments, limits, log).await
-                    }
-                };
+                let result = tools.run(tool_http, call, log).await;
                 self.redactor.redact(&result)
             });
         }
-        let results = run_bounded(runs, s.max_tool_calls_per_reply).await;
+        let results = run_bounded(runs, self.settings.max_tool_calls_per_reply).await;
         for ((call, shown), content) in calls.into_iter().zip(results) {
+            turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
             t.messages.push(ChatMessage::Tool {
                 tool_call_id: call.id,
@@ -524,6 +570,7 @@ impl<R: Runtime> ModelAgent<R> {
         out: &Output,
         t: &mut Transcript,
         images: &Images,
+        tools: &Toolbox<'_>,
         log: &LogBudget,
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
@@ -535,8 +582,14 @@ impl<R: Runtime> ModelAgent<R> {
             self.save(turn, t);
             t.partial = None;
             let http = turn.http().clone();
+            let usage = turn.usage().clone();
+            let prompt = RoundPrompt {
+                transcript: t,
+                images,
+                tools,
+            };
             match self
-                .round(&http, out, t, images, &mut turn.context.state, log)
+                .round(&http, &usage, out, prompt, &mut turn.context.state, log)
                 .await
             {
                 Ok(round) => return Ok(round),
@@ -585,13 +638,17 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(&self, t: &Transcript, images: &Images) -> Value {
+    fn request_body(&self, t: &Transcript, images: &Images, tools: &Toolbox<'_>) -> Value {
         let s = &self.settings;
         let mut messages = Vec::with_capacity(t.messages.len() + 1);
-        let system = match &s.system_prompt {
+        let mut system = match &s.system_prompt {
             Some(p) => format!("{p}\n\n{PLATFORM_NOTICE_RULE}"),
             None => PLATFORM_NOTICE_RULE.to_owned(),
         };
+        for note in tools.notes() {
+            system.push_str("\n\n");
+            system.push_str(note);
+        }
         messages.push(json!({"role": "system", "content": system}));
         messages.extend(t.messages.iter().map(|m| match m {
             ChatMessage::User { content, files } if !files.is_empty() => {
@@ -605,18 +662,9 @@ impl<R: Runtime> ModelAgent<R> {
             "stream_options": {"include_usage": true},
             "messages": messages,
         });
-        if !s.tools.is_empty() {
-            body["tools"] = s
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({"type": "function", "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }})
-                })
-                .collect();
+        let declarations = tools.declarations();
+        if !declarations.is_empty() {
+            body["tools"] = Value::Array(declarations);
         }
         body
     }
@@ -626,12 +674,13 @@ impl<R: Runtime> ModelAgent<R> {
         http: &Http,
         t: &Transcript,
         images: &Images,
+        tools: &Toolbox<'_>,
     ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
         let mut request = http
             .post(&s.completions_url())
             .header("accept", "text/event-stream")
-            .json(&self.request_body(t, images));
+            .json(&self.request_body(t, images, tools));
         if let Some(key) = &s.api_key {
             request = request.bearer_auth(key.expose());
         }
@@ -690,15 +739,20 @@ impl<R: Runtime> ModelAgent<R> {
     async fn round(
         &self,
         http: &Http,
+        usage: &TurnUsage,
         out: &Output,
-        t: &Transcript,
-        images: &Images,
+        prompt: RoundPrompt<'_, '_>,
         state: &mut Value,
         log: &LogBudget,
     ) -> Result<Round, (RoundError, String)> {
         let s = &self.settings;
+        let RoundPrompt {
+            transcript: t,
+            images,
+            tools,
+        } = prompt;
         let mut response = self
-            .send(http, t, images)
+            .send(http, t, images, tools)
             .await
             .map_err(|e| (e, String::new()))?;
         let mut parser = ChatStreamParser::new();
@@ -709,7 +763,7 @@ impl<R: Runtime> ModelAgent<R> {
         // Calls past the reply's cap and the kept refusals: only counted.
         let mut uncounted_calls: BTreeSet<u32> = BTreeSet::new();
         let mut received = 0usize;
-        let mut usage: Option<Value> = None;
+        let mut reported: Option<Value> = None;
         let mut finished = false;
         let broken = |detail: String, shown: bool, text: &str| {
             let e = if shown {
@@ -864,7 +918,7 @@ impl<R: Runtime> ModelAgent<R> {
                         tracing::debug!(finish_reason = %reason, "model answer finished");
                     }
                     // Logged once, after the answer: an endpoint may send it with every chunk.
-                    ChatStreamEvent::Usage(u) => usage = Some(u),
+                    ChatStreamEvent::Usage(u) => reported = Some(u),
                     ChatStreamEvent::Done => {}
                 }
             }
@@ -888,17 +942,18 @@ impl<R: Runtime> ModelAgent<R> {
         if !text.is_empty() {
             out.end_message();
         }
-        if let Some(u) = usage
-            && log.admit()
-        {
+        // Counted once per model call; an endpoint that ignores `stream_options.include_usage`
+        // still made a call.
+        let tokens = reported.as_ref().map(model_tokens).unwrap_or_default();
+        if reported.is_some() && log.admit() {
             tracing::info!(
-                prompt_tokens = u.get("prompt_tokens").and_then(serde_json::Value::as_u64),
-                completion_tokens = u
-                    .get("completion_tokens")
-                    .and_then(serde_json::Value::as_u64),
+                prompt_tokens = tokens.input,
+                completion_tokens = tokens.output,
+                reasoning_tokens = tokens.reasoning,
                 "model usage"
             );
         }
+        usage.model_call(&self.settings.model, tokens);
         let mut calls = Vec::new();
         let mut ids: BTreeSet<String> = BTreeSet::new();
         let last = building.keys().next_back().copied();
@@ -1044,4 +1099,17 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
             Role::System => None,
         })
         .collect()
+}
+
+/// The tokens of a chat-completions `usage` object: `prompt_tokens`, `completion_tokens`, and
+/// `completion_tokens_details.reasoning_tokens` (absent fields count 0).
+fn model_tokens(usage: &Value) -> ModelTokens {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    ModelTokens {
+        input: n(usage.get("prompt_tokens")),
+        output: n(usage.get("completion_tokens")),
+        reasoning: n(usage
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens"))),
+    }
 }

@@ -1,7 +1,7 @@
-//! [`Redactor`]: the model agent's secrets (the API key, the tools' header values) taken out of
-//! every error text it logs, returns or hands to the model. An upstream may echo a credential
-//! in an error (a 401 body, an in-stream error object, a tool's error page); it must reach
-//! neither a log line nor the user.
+//! [`Redactor`]: the model agent's secrets (the API key, the HTTP tools' and MCP servers'
+//! header values) taken out of every error text it logs, returns or hands to the model. An
+//! upstream may echo a credential in an error (a 401 body, an in-stream error object, a tool's
+//! error page); it must reach neither a log line nor the user.
 
 use super::settings::ModelSettings;
 
@@ -17,16 +17,16 @@ pub(crate) struct Redactor {
 }
 
 impl Redactor {
-    /// The secrets of `settings`: the API key, and each tool header value, whole and each of
-    /// its words (`Bearer tok-123` is also echoed as `tok-123`).
+    /// The secrets of `settings`: the API key, and each header value of a tool or an MCP
+    /// server, whole and each of its words (`Bearer tok-123` is also echoed as `tok-123`).
     pub(crate) fn of(settings: &ModelSettings) -> Self {
         let mut secrets: Vec<String> = Vec::new();
-        let values = settings.api_key.iter().chain(
-            settings
-                .tools
-                .iter()
-                .flat_map(|t| t.headers.iter().map(|(_, v)| v)),
-        );
+        let tool_headers = settings.tools.iter().flat_map(|t| &t.headers);
+        let mcp_headers = settings.mcp.iter().flat_map(|m| &m.headers);
+        let values = settings
+            .api_key
+            .iter()
+            .chain(tool_headers.chain(mcp_headers).map(|(_, v)| v));
         for v in values {
             let v = v.expose();
             secrets.push(v.to_owned());
@@ -65,7 +65,8 @@ mod tests {
             "t",
             &|_| None,
         )
-        .unwrap();
+        .unwrap()
+        .tools;
         let r = Redactor::of(&s);
         assert_eq!(
             r.redact("Incorrect API key provided: sk-abcdefgh1234. Bearer tok-secret-99; tok-secret-99 v2"),

@@ -2,6 +2,7 @@
 //! `RUNWAY_MODEL_*` settings.
 
 use super::attachment_intake::AttachmentSettings;
+use super::mcp::McpServer;
 use super::secret::Secret;
 use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
 
@@ -42,6 +43,8 @@ pub struct ModelSettings {
     pub system_prompt: Option<String>,
     /// HTTP tools the model may call.
     pub tools: Vec<HttpTool>,
+    /// MCP servers whose tools the model may call (listed when a turn needs them).
+    pub mcp: Vec<McpServer>,
     /// Model calls per turn at most (each tool round is one more call). Default 8.
     pub max_rounds: usize,
     /// Budget of the stored transcript sent back to the model, in bytes of JSON (default
@@ -96,6 +99,7 @@ impl ModelSettings {
             api_key: None,
             system_prompt: None,
             tools: Vec::new(),
+            mcp: Vec::new(),
             max_rounds: 8,
             window_bytes: 40 * 1024,
             max_tool_result_bytes: 8 * 1024,
@@ -182,24 +186,26 @@ impl ModelSettings {
                 })?;
         }
         let setting = |name: &str| get(name);
-        match (non_empty("RUNWAY_TOOLS"), non_empty("RUNWAY_TOOLS_FILE")) {
+        let file = match (non_empty("RUNWAY_TOOLS"), non_empty("RUNWAY_TOOLS_FILE")) {
             (Some(_), Some(_)) => {
                 return Err(ModelSettingsError::Invalid {
                     setting: "RUNWAY_TOOLS",
                     reason: "set RUNWAY_TOOLS or RUNWAY_TOOLS_FILE, not both".into(),
                 });
             }
-            (Some(inline), None) => s.tools = parse_tools(&inline, "RUNWAY_TOOLS", &setting)?,
+            (Some(inline), None) => parse_tools(&inline, "RUNWAY_TOOLS", &setting)?,
             (None, Some(path)) => {
                 let path = path.trim();
                 let text = read_file(path).map_err(|e| ModelSettingsError::Invalid {
                     setting: "RUNWAY_TOOLS_FILE",
                     reason: format!("cannot read {path}: {e}"),
                 })?;
-                s.tools = parse_tools(&text, path, &setting)?;
+                parse_tools(&text, path, &setting)?
             }
-            (None, None) => {}
-        }
+            (None, None) => Default::default(),
+        };
+        s.tools = file.tools;
+        s.mcp = file.mcp;
         Ok(s)
     }
 

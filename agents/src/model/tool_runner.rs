@@ -190,7 +190,8 @@ pub(crate) async fn read_result(
 
 /// Calls `tool` with the model's `arguments` (JSON text) and returns the result for the model.
 /// Never fails: a bad argument, an unreachable endpoint or an error status is reported to the
-/// model as the result, so it can tell the user or try again.
+/// model as the result (starting with `Error:`, see [`is_failure`]), so it can tell the user
+/// or try again.
 pub(crate) async fn run_tool(
     http: &Http,
     tool: &HttpTool,
@@ -264,4 +265,9 @@ pub(crate) fn no_redirect_client() -> runway_core::http_client::ReqwestClient {
         .build()
         .unwrap_or_default();
     runway_core::http_client::ReqwestClient::from_client(client)
+}
+
+/// Whether a result of [`run_tool`] reports a failure.
+pub(crate) fn is_failure(result: &str) -> bool {
+    result.starts_with("Error:")
 }

@@ -1,11 +1,27 @@
-//! The tools file (`RUNWAY_TOOLS_FILE` / `RUNWAY_TOOLS`): HTTP tools the model may call,
-//! checked at start-up so a mistake is refused with its line and the reason.
+//! The tools file (`RUNWAY_TOOLS_FILE` / `RUNWAY_TOOLS`): HTTP tools (`[[tools]]`) and MCP
+//! servers (`[[mcp]]`) the model may call, checked at start-up so a mistake is refused with its
+//! line and the reason.
+
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
+use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
+
+/// Longest `timeout` of an `[[mcp]]` entry, in seconds.
+const MAX_MCP_TIMEOUT_SECS: f64 = 900.0;
+
+/// What a tools file declares.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsFile {
+    /// `[[tools]]`: HTTP endpoints.
+    pub tools: Vec<HttpTool>,
+    /// `[[mcp]]`: MCP servers, whose tools are listed when a turn needs them.
+    pub mcp: Vec<McpServer>,
+}
 
 /// An HTTP endpoint the model may call as a tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,11 +75,13 @@ pub struct ToolsFileError {
     pub reason: String,
 }
 
-/// Each tool's `headers` table with its span (a `${NAME}` problem points at it).
+/// Each entry's `headers` table with its span (a `${NAME}` problem points at it).
 #[derive(Deserialize)]
 struct RawHeaders {
     #[serde(default)]
     tools: Vec<HeadersOnly>,
+    #[serde(default)]
+    mcp: Vec<HeadersOnly>,
 }
 
 #[derive(Deserialize)]
@@ -76,13 +94,17 @@ struct HeadersOnly {
 /// references in header values (a reference to a setting that is not set is an error: a tool
 /// must not silently run without its credentials).
 ///
+/// An MCP server's `name` is the prefix of its tools' names (`{name}_{tool}`), so an HTTP
+/// tool named `{name}_…` or two servers with one name are refused here, before any server is
+/// asked for its tools.
+///
 /// # Errors
 /// The first problem, with its line and column.
 pub fn parse_tools(
     source: &str,
     origin: &str,
     setting: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<HttpTool>, ToolsFileError> {
+) -> Result<ToolsFile, ToolsFileError> {
     let err_at = |offset: usize, reason: String| {
         let (line, column) = line_column(source, offset);
         ToolsFileError {
@@ -170,26 +192,12 @@ pub fn parse_tools(
                 ));
             }
         }
-        let mut tool_headers = Vec::new();
-        if let Some(table) = headers.tools.get(i).and_then(|h| h.headers.as_ref()) {
-            let at = table.span().start;
-            for (k, v) in table.get_ref() {
-                let Ok(name) = http::HeaderName::try_from(k.as_str()) else {
-                    return Err(err_at(at, format!("{k:?} is not a valid header name")));
-                };
-                let Some(v) = v.as_str() else {
-                    return Err(err_at(at, format!("header {k} must be a string")));
-                };
-                let value = fill_settings(v, setting).map_err(|r| err_at(at, r))?;
-                if http::HeaderValue::try_from(value.as_str()).is_err() {
-                    return Err(err_at(
-                        at,
-                        format!("header {k}'s value is not a valid header value"),
-                    ));
-                }
-                tool_headers.push((name, Secret::new(value)));
+        let tool_headers = match headers.tools.get(i).and_then(|h| h.headers.as_ref()) {
+            Some(table) => {
+                read_headers(table.get_ref(), setting).map_err(|r| err_at(table.span().start, r))?
             }
-        }
+            None => Vec::new(),
+        };
         let redirects = match t.redirects.as_ref().map(|r| r.get_ref().trim()) {
             None | Some("same-origin") => Redirects::SameOrigin,
             Some("none") => Redirects::None,
@@ -213,7 +221,142 @@ pub fn parse_tools(
             redirects,
         });
     }
-    Ok(tools)
+    let mut mcp = Vec::new();
+    for (i, m) in raw.mcp.into_iter().enumerate() {
+        let table = headers.mcp.get(i).and_then(|h| h.headers.as_ref());
+        let server = parse_mcp(m, table, setting).map_err(|(at, r)| err_at(at, r))?;
+        if let Some(e) = mcp_name_conflict(&server.0, &tools, &mcp) {
+            return Err(err_at(server.1, e));
+        }
+        mcp.push(server.0);
+    }
+    Ok(ToolsFile { tools, mcp })
+}
+
+/// Why `server`'s name cannot be used next to these tools and servers, if it cannot.
+fn mcp_name_conflict(server: &McpServer, tools: &[HttpTool], mcp: &[McpServer]) -> Option<String> {
+    let name = &server.name;
+    if mcp.iter().any(|m| &m.name == name) {
+        return Some(format!("a second MCP server named {name:?}"));
+    }
+    let prefix = format!("{name}_");
+    tools.iter().find(|t| t.name.starts_with(&prefix)).map(|t| {
+        format!(
+            "the HTTP tool {:?} would collide with the tools of MCP server {name:?} \
+             (named {prefix}…)",
+            t.name
+        )
+    })
+}
+
+/// One `[[mcp]]` entry, and where its name is; or where and why it is refused.
+fn parse_mcp(
+    m: RawMcp,
+    headers: Option<&Spanned<toml::Table>>,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<(McpServer, usize), (usize, String)> {
+    let name_at = m.name.span().start;
+    let name = m.name.get_ref().trim().to_owned();
+    if name.is_empty()
+        || name.len() > 32
+        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err((
+            name_at,
+            "an MCP server name must be 1-32 characters of A-Z a-z 0-9 - (it prefixes its \
+             tools' names, followed by _)"
+                .into(),
+        ));
+    }
+    let url_at = m.url.span().start;
+    let url = match url::Url::parse(m.url.get_ref().trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        _ => return Err((url_at, "url must be an absolute http or https URL".into())),
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err((
+            url_at,
+            "url must not embed credentials (use headers with a ${NAME} setting)".into(),
+        ));
+    }
+    let allow = match m.tools {
+        None => None,
+        Some(list) => {
+            let at = list.span().start;
+            let list = list.into_inner();
+            if list.iter().any(|n| n.trim().is_empty()) {
+                return Err((at, "tools must list tool names".into()));
+            }
+            Some(list)
+        }
+    };
+    let approval = match m.approval {
+        None => McpApproval::Never,
+        Some(a) => match a.into_inner() {
+            RawApproval::All(true) => McpApproval::Always,
+            RawApproval::All(false) => McpApproval::Never,
+            RawApproval::Only(names) => McpApproval::Only(names),
+        },
+    };
+    let timeout = match m.timeout {
+        None => None,
+        Some(t) => {
+            let at = t.span().start;
+            let secs = match t.get_ref() {
+                toml::Value::Integer(i) => *i as f64,
+                toml::Value::Float(f) => *f,
+                _ => f64::NAN,
+            };
+            if !(secs > 0.0 && secs <= MAX_MCP_TIMEOUT_SECS) {
+                return Err((
+                    at,
+                    format!(
+                        "timeout must be a number of seconds, more than 0 and at most {MAX_MCP_TIMEOUT_SECS}"
+                    ),
+                ));
+            }
+            Some(Duration::from_secs_f64(secs))
+        }
+    };
+    let headers = match headers {
+        Some(table) => {
+            read_headers(table.get_ref(), setting).map_err(|r| (table.span().start, r))?
+        }
+        None => Vec::new(),
+    };
+    Ok((
+        McpServer {
+            name,
+            url,
+            headers,
+            allow,
+            approval,
+            timeout,
+        },
+        name_at,
+    ))
+}
+
+/// A `headers` table: valid names, and string values whose `${NAME}` references are filled.
+fn read_headers(
+    table: &toml::Table,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(http::HeaderName, Secret)>, String> {
+    let mut out = Vec::new();
+    for (k, v) in table {
+        let Ok(name) = http::HeaderName::try_from(k.as_str()) else {
+            return Err(format!("{k:?} is not a valid header name"));
+        };
+        let Some(v) = v.as_str() else {
+            return Err(format!("header {k} must be a string"));
+        };
+        let value = fill_settings(v, setting)?;
+        if http::HeaderValue::try_from(value.as_str()).is_err() {
+            return Err(format!("header {k}'s value is not a valid header value"));
+        }
+        out.push((name, Secret::new(value)));
+    }
+    Ok(out)
 }
 
 /// The file's format: unknown keys are refused (a typo like `aproval` must not silently
@@ -223,6 +366,35 @@ pub fn parse_tools(
 struct RawFile {
     #[serde(default)]
     tools: Vec<RawTool>,
+    #[serde(default)]
+    mcp: Vec<RawMcp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    name: Spanned<String>,
+    url: Spanned<String>,
+    /// Read again through [`RawHeaders`], with its span.
+    #[serde(default, rename = "headers")]
+    _headers: Option<toml::Table>,
+    #[serde(default)]
+    tools: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    approval: Option<Spanned<RawApproval>>,
+    #[serde(default)]
+    timeout: Option<Spanned<toml::Value>>,
+}
+
+/// `approval = true | false | ["tool", …]`.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "approval must be true, false or a list of tool names"
+)]
+enum RawApproval {
+    All(bool),
+    Only(Vec<String>),
 }
 
 #[derive(Deserialize)]
@@ -245,7 +417,7 @@ struct RawTool {
 }
 
 /// 1-based line and column of a byte offset.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(source.len());
     let before = &source[..offset];
     let line = before.matches('\n').count() + 1;
@@ -326,7 +498,10 @@ fn fill_encoded(template: &str, value: &dyn Fn(&str) -> Option<String>) -> Resul
 }
 
 /// Fills `${NAME}` references from the settings; a reference to an unset setting is an error.
-fn fill_settings(value: &str, setting: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn fill_settings(
+    value: &str,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(open) = rest.find("${") {
@@ -374,7 +549,7 @@ approval = true
 
     #[test]
     fn the_issue_example_parses() {
-        let tools = parse_tools(GOOD, "RUNWAY_TOOLS", &settings).unwrap();
+        let tools = parse_tools(GOOD, "RUNWAY_TOOLS", &settings).unwrap().tools;
         assert_eq!(tools.len(), 2);
         assert_eq!(tools[0].method, http::Method::GET);
         assert!(!tools[0].approval);
@@ -418,6 +593,109 @@ approval = true
 
         let e = error_of(&GOOD.replace("https://shop.example.com/refunds", "file:///etc/passwd"));
         assert_eq!(e.line, 14, "{e}");
+    }
+
+    const WITH_MCP: &str = r#"
+[[tools]]
+name = "get_weather"
+method = "GET"
+url = "https://weather.example.com/now"
+
+[[mcp]]
+name = "crm"
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${SHOP_TOKEN}" }
+tools = ["search", "delete_contact"]
+approval = ["delete_contact"]
+timeout = 12.5
+
+[[mcp]]
+name = "docs"
+url = "http://127.0.0.1:9000/mcp"
+approval = true
+"#;
+
+    #[test]
+    fn mcp_servers_parse_with_their_headers_allow_list_approval_and_timeout() {
+        let file = parse_tools(WITH_MCP, "tools.toml", &settings).unwrap();
+        assert_eq!(file.tools.len(), 1);
+        let [crm, docs] = &file.mcp[..] else {
+            panic!("{:?}", file.mcp)
+        };
+        assert_eq!(crm.name, "crm");
+        assert_eq!(crm.url.as_str(), "https://mcp.example.com/mcp");
+        assert_eq!(crm.headers[0].0, "authorization");
+        assert_eq!(crm.headers[0].1.expose(), "Bearer tok-123");
+        assert_eq!(
+            crm.allow,
+            Some(vec!["search".to_owned(), "delete_contact".to_owned()])
+        );
+        assert_eq!(
+            crm.approval,
+            McpApproval::Only(vec!["delete_contact".into()])
+        );
+        assert_eq!(crm.timeout, Some(Duration::from_millis(12_500)));
+        assert_eq!(docs.approval, McpApproval::Always);
+        assert_eq!(docs.allow, None);
+        assert_eq!(docs.timeout, None);
+        assert!(!format!("{file:?}").contains("tok-123"));
+    }
+
+    #[test]
+    fn bad_mcp_entries_are_refused_with_their_line() {
+        let cases = [
+            ("timeout = 12.5", "timout = 12.5", 13, "timout"),
+            ("name = \"crm\"", "name = \"c_rm\"", 8, "MCP server name"),
+            (
+                "https://mcp.example.com/mcp",
+                "ftp://mcp.example.com/",
+                9,
+                "absolute http",
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://u:p@mcp.example.com/",
+                9,
+                "credentials",
+            ),
+            ("${SHOP_TOKEN}", "${NOPE}", 10, "NOPE"),
+            ("timeout = 12.5", "timeout = 0", 13, "timeout must be"),
+            (
+                "timeout = 12.5",
+                "timeout = \"fast\"",
+                13,
+                "timeout must be",
+            ),
+            (
+                "approval = true",
+                "approval = \"yes\"",
+                18,
+                "approval must be",
+            ),
+            (
+                "name = \"docs\"",
+                "name = \"crm\"",
+                16,
+                "a second MCP server",
+            ),
+            (
+                "name = \"get_weather\"",
+                "name = \"crm_lookup\"",
+                3,
+                "collide",
+            ),
+        ];
+        for (from, to, line, reason) in cases {
+            let src = WITH_MCP.replacen(from, to, 1);
+            let e = parse_tools(&src, "tools.toml", &settings).unwrap_err();
+            assert!(e.reason.contains(reason), "{to}: {e}");
+            if to.contains("crm_lookup") {
+                // The HTTP tool is fine on its own; the server that claims its prefix is not.
+                assert_eq!(e.line, 8, "{to}: {e}");
+            } else {
+                assert_eq!(e.line, line, "{to}: {e}");
+            }
+        }
     }
 
     #[test]
@@ -498,7 +776,7 @@ approval = true
 
     #[test]
     fn redirects_setting() {
-        let tools = parse_tools(GOOD, "t", &settings).unwrap();
+        let tools = parse_tools(GOOD, "t", &settings).unwrap().tools;
         assert_eq!(tools[0].redirects, Redirects::SameOrigin);
         for (v, want) in [("none", Redirects::None), ("any", Redirects::Any)] {
             let src = GOOD.replace(
@@ -506,7 +784,7 @@ approval = true
                 &format!("approval = true\nredirects = \"{v}\""),
             );
             assert_eq!(
-                parse_tools(&src, "t", &settings).unwrap()[1].redirects,
+                parse_tools(&src, "t", &settings).unwrap().tools[1].redirects,
                 want
             );
         }

@@ -15,11 +15,13 @@ pub(crate) mod outcome;
 pub(crate) mod output;
 pub(crate) mod turn;
 pub(crate) mod turn_actions;
+pub(crate) mod workers;
 
 pub use context::{Message, Role, ThreadContext};
 pub use outcome::{AgentError, AgentResult, Outcome};
 pub use output::{Artifact, Output, OutputFile, ToolCall};
 pub use turn::{Protocol, Turn};
+pub use workers::{DynAgent, SharedAgent, Workers};
 
 /// A Digital Worker.
 ///

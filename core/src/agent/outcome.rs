@@ -31,6 +31,8 @@ pub type AgentResult = Result<Outcome, AgentError>;
 pub struct AgentError {
     user_message: Option<String>,
     detail: String,
+    /// The `RUN_ERROR` code, when not `AGENT_ERROR` (a turn stopped by its budget).
+    code: Option<crate::error::TurnErrorCode>,
 }
 
 impl AgentError {
@@ -39,6 +41,7 @@ impl AgentError {
         Self {
             user_message: None,
             detail: detail.to_string(),
+            code: None,
         }
     }
 
@@ -47,7 +50,19 @@ impl AgentError {
         Self {
             user_message: Some(user_message.into()),
             detail: detail.to_string(),
+            code: None,
         }
+    }
+
+    /// The same error, ending the turn with `code` instead of `AGENT_ERROR`.
+    pub(crate) fn with_code(mut self, code: crate::error::TurnErrorCode) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// The `RUN_ERROR` code this error ends the turn with, when it is not `AGENT_ERROR`.
+    pub fn code(&self) -> Option<crate::error::TurnErrorCode> {
+        self.code
     }
 
     /// What the user is shown.

@@ -4,6 +4,7 @@ use crate::agent::context::ThreadContext;
 use crate::agent::turn_actions::TurnActions;
 use crate::error::StoreError;
 use crate::http_client::Http;
+use crate::meter::TurnUsage;
 use crate::protocol::{Attachment, Resume};
 
 /// Which wire protocol the turn arrived on. The agent rarely needs to know: runway renders its
@@ -47,6 +48,8 @@ pub struct Turn {
     pub(crate) http: Http,
     /// Where [`Turn::claim_action`] claims.
     pub(crate) actions: TurnActions,
+    /// What this turn used (see [`Turn::usage`]).
+    pub(crate) usage: TurnUsage,
 }
 
 impl Turn {
@@ -94,6 +97,12 @@ impl Turn {
     /// ```
     pub async fn claim_action(&self, action: &str) -> Result<bool, StoreError> {
         self.actions.claim(action).await
+    }
+
+    /// What this turn used so far, and whether its token and spend limits let it call its
+    /// model again: report model calls, tool calls and attachments here (see [`TurnUsage`]).
+    pub fn usage(&self) -> &TurnUsage {
+        &self.usage
     }
 
     /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.

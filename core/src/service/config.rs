@@ -53,6 +53,9 @@ pub struct Config {
     pub duplicate_poll: Duration,
     /// `/health` says `degraded` for this long after a store error (default 60 s).
     pub degraded_after_store_error: Duration,
+    /// How long a day's usage rows (`GET /usage`) are kept after the day (default 90 days,
+    /// `RUNWAY_USAGE_TTL_DAYS`).
+    pub usage_ttl: Duration,
 }
 
 impl Default for Config {
@@ -74,6 +77,7 @@ impl Default for Config {
             base_path: String::new(),
             duplicate_poll: Duration::from_millis(250),
             degraded_after_store_error: Duration::from_secs(60),
+            usage_ttl: Duration::from_secs(90 * 24 * 3600),
         }
     }
 }
@@ -137,6 +141,19 @@ impl Config {
         }
         if let Some(p) = get("RUNWAY_BASE_PATH") {
             c.base_path = parse_base_path(&p)?;
+        }
+        if let Some(v) = get("RUNWAY_USAGE_TTL_DAYS") {
+            let days = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|d| (1..=3660).contains(d))
+                .ok_or_else(|| {
+                    crate::adapter::BadRequest::new(
+                        "RUNWAY_USAGE_TTL_DAYS must be a number of days from 1 to 3660",
+                    )
+                })?;
+            c.usage_ttl = Duration::from_secs(days * 24 * 3600);
         }
         if let Some(n) = get("RUNWAY_NAME").filter(|n| !n.trim().is_empty()) {
             c.name = n;

@@ -38,6 +38,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 
     /// Starts a Console turn: the reply streams at once, its first frame already written.
     pub fn console_turn(&self, run: RunRequest, public_base_url: String) -> Reply {
+        if let Some(refused) = self.unknown_agent(&run.agent_id) {
+            return refused;
+        }
         let fingerprint = fingerprint(&run);
         // At the error level so the span is enabled whatever `RUNWAY_LOG` says: a filter of
         // `warn` would otherwise drop an info span, and its warnings would lose the ids.
@@ -77,6 +80,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 public_base_url,
                 http: Http::default(),
                 actions: Default::default(),
+                usage: Default::default(),
             },
         };
         // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of
@@ -85,6 +89,21 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         let writer = FrameWriter::new(plan.turn.run_id.clone(), self.config().limits)
             .with_event_id_prefix(event_prefix);
         self.stream(writer, plan, span)
+    }
+}
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// The refusal of a turn for an `agentId` no worker here serves (404, naming it), if so.
+    pub(crate) fn unknown_agent(&self, agent_id: &str) -> Option<Reply> {
+        if self.shared.policy.serves(agent_id) {
+            return None;
+        }
+        let shown: String = agent_id.chars().take(64).collect();
+        tracing::warn!(code = "UNKNOWN_AGENT", agentId = %shown, "turn refused: no worker serves this agentId");
+        Some(Reply::Full(json_error(
+            404,
+            &format!("no Digital Worker with agentId {shown:?} is served here"),
+        )))
     }
 }
 

@@ -40,6 +40,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 
     /// Starts a Lowkey turn: the reply streams at once, `status: started` already written.
     pub fn lowkey_turn(&self, req: ExternalAgentTurnRequest, public_base_url: String) -> Reply {
+        if let Some(refused) = self.unknown_agent(&req.session_handle.agent_id) {
+            return refused;
+        }
         let fingerprint = req.fingerprint();
         let seed = req.seed_messages();
         let session_key = storage_id(&req.session_handle.id);
@@ -82,6 +85,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 public_base_url,
                 http: Http::default(),
                 actions: Default::default(),
+                usage: Default::default(),
             },
         };
         let writer = NdjsonWriter::new(self.config().limits);

@@ -17,6 +17,7 @@ mod lowkey_route;
 pub(crate) mod os_settings;
 pub(crate) mod refusal_log;
 pub(crate) mod routing;
+mod usage_route;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,8 +27,10 @@ use serde_json::json;
 use tracing::Instrument;
 
 use crate::agent::Agent;
+use crate::agent::Workers;
 use crate::error::{StoreError, TurnErrorCode};
 use crate::http_client::{Http, HttpClient};
+use crate::meter::{LogLine, Policy, TurnMetrics};
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::protocol::{HealthBody, HealthStatus, PROTOCOL_VERSION};
@@ -69,6 +72,11 @@ pub(crate) struct Shared<A, S, R> {
     pub(crate) store: S,
     pub(crate) rt: R,
     pub(crate) config: Config,
+    /// The workers served, their limits and model prices ([`Workers`]'s, or one agent for
+    /// every `agentId`).
+    pub(crate) policy: Arc<Policy>,
+    /// Where each turn's report goes.
+    pub(crate) metrics: Arc<dyn TurnMetrics>,
     last_store_error_ms: AtomicU64,
     refusals: RefusalLog,
 }
@@ -97,19 +105,42 @@ impl<A, S, R> Clone for Runway<A, S, R> {
 }
 
 impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
-    /// Serves `agent`, keeping threads in `store`.
+    /// Serves `agent`, keeping threads in `store`. When `agent` is a [`Workers`], only its
+    /// `agentId`s are served, under its limits; any other agent serves every `agentId`.
     pub fn new(agent: A, store: S, rt: R, config: Config) -> Self {
+        let policy = (&agent as &dyn std::any::Any)
+            .downcast_ref::<Workers>()
+            .map_or_else(Policy::serve_any, |w| w.policy().clone());
         Self {
             shared: Arc::new(Shared {
                 agent,
                 store,
                 rt,
                 config,
+                policy: Arc::new(policy),
+                metrics: Arc::new(LogLine),
                 last_store_error_ms: AtomicU64::new(0),
                 refusals: RefusalLog::default(),
             }),
             http: None,
         }
+    }
+
+    /// Sends each finished turn's [`TurnReport`](crate::meter::TurnReport) to `metrics`
+    /// instead of the default log line ([`LogLine`]). Call before serving.
+    ///
+    /// # Panics
+    /// If this `Runway` was already cloned (it is being served).
+    pub fn with_metrics(mut self, metrics: impl TurnMetrics) -> Self {
+        Arc::get_mut(&mut self.shared)
+            .expect("with_metrics is called before serving")
+            .metrics = Arc::new(metrics);
+        self
+    }
+
+    /// The workers served, their limits and model prices.
+    pub fn policy(&self) -> &Policy {
+        &self.shared.policy
     }
 
     /// Gives the agent an HTTP client ([`crate::Turn::http`]): `ReqwestClient` on native
@@ -186,7 +217,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             None => {
                 return Reply::Full(json_error(
                     404,
-                    "no such endpoint: use POST /runs, POST /lowkey/turn or GET /health",
+                    "no such endpoint: use POST /runs, POST /lowkey/turn, GET /health or GET /usage",
                 ));
             }
         };
@@ -206,6 +237,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             }
             Route::Runs => self.console_route(&req),
             Route::LowkeyTurn => self.lowkey_route(&req),
+            Route::Usage => Reply::Full(self.usage_route(&req).await),
             Route::File { .. } => unreachable!("answered above"),
         }
     }
@@ -238,10 +270,19 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             plan.thread_key.clone(),
             hex::encode(holder),
         );
+        plan.turn
+            .usage
+            .start(shared.rt.now_ms(), Arc::clone(&shared.policy));
+        let report_turn = plan.turn.clone();
+        // The body stays open until the turn's usage is recorded: on Lambda the invocation
+        // ends with the body, and nothing after it is sure to run.
+        let body_open = sender.tx.clone();
         let turn = async move {
             // Dropped when the turn ends or is dropped: ends every request the agent started.
             let _http_guard = http_guard;
             Driver::new(&shared, wire, sender).drive(plan).await;
+            crate::meter::record::after_turn(&shared, &report_turn).await;
+            drop(body_open);
         }
         .instrument(span);
         let mut response = http::Response::new(body);
@@ -313,7 +354,7 @@ pub fn json_error(status: u16, message: &str) -> http::Response<Bytes> {
     json_response(status, &json!({ "error": message }))
 }
 
-fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<Bytes> {
+pub(crate) fn json_response<T: serde::Serialize>(status: u16, body: &T) -> http::Response<Bytes> {
     http::Response::builder()
         .status(status)
         .header(http::header::CONTENT_TYPE, "application/json")

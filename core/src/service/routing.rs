@@ -16,6 +16,8 @@ pub(crate) enum Route<'a> {
     Health,
     /// `POST {base}/lowkey/turn`.
     LowkeyTurn,
+    /// `GET {base}/usage`.
+    Usage,
     /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
     File {
         /// The link's token.
@@ -34,6 +36,7 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
     match rest {
         "/runs" => return Some(Route::Runs),
         "/health" => return Some(Route::Health),
+        "/usage" => return Some(Route::Usage),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
         _ => {}
     }

@@ -10,9 +10,14 @@ use futures::future::join_all;
 use serde_json::json;
 
 use crate::agent::context::{ContextPolicy, Message, Role, ThreadContext};
+use crate::error::TurnErrorCode;
+use crate::meter::turn_usage::TurnUsage;
+use crate::meter::{Limits, Policy};
+use crate::store::tally::{Tally, TallyKey};
 use crate::store::{
     ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
+use crate::wire::Ending;
 
 /// Runs every check, each on keys under `prefix`.
 pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
@@ -27,6 +32,9 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     large_values_round_trip(store, &format!("{prefix}-large")).await;
     hosted_files(store, &format!("{prefix}-files")).await;
     action_claims_have_one_winner_until_they_expire(store, &format!("{prefix}-actions")).await;
+    tallies_add_up_and_expire(store, &format!("{prefix}-tally")).await;
+    a_turn_limit_holds_under_concurrency(store, &format!("{prefix}-limit")).await;
+    limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
 }
 
 /// A claim of `run` on `thread` at `now` with a one-second lease and token `token`.
@@ -443,4 +451,201 @@ pub async fn action_claims_have_one_winner_until_they_expire<S: TurnStore>(s: &S
     assert!(!claim_of(action_claim(&t, "review-1/call_a", loser, 1998)).await);
     assert!(claim_of(action_claim(&t, "review-1/call_a", loser, 1999)).await);
     assert!(!claim_of(action_claim(&t, "review-1/call_a", &winner, 2000)).await);
+}
+
+/// Tally rows add up field by field, per key, and read as absent once expired.
+pub async fn tallies_add_up_and_expire<S: TurnStore>(s: &S, p: &str) {
+    let part = format!("{p}/part");
+    let a = TallyKey::new(&part, "a");
+    let one = Tally {
+        turns: 1,
+        input_tokens: 7,
+        cost_micro_usd: 3,
+        ..Tally::default()
+    };
+    s.add_tally(&a, &one, 1000).await.expect("add_tally");
+    s.add_tally(&a, &one, 2000).await.expect("add_tally");
+    s.add_tally(&TallyKey::new(&part, "b"), &one, 500)
+        .await
+        .expect("add_tally");
+    s.add_tally(&TallyKey::new(format!("{p}/other"), "a"), &one, 5000)
+        .await
+        .expect("add_tally");
+    let rows = s.tallies(&part, 0).await.expect("tallies");
+    let mut two = one;
+    two.add(&one);
+    assert_eq!(rows, vec![("a".to_owned(), two), ("b".to_owned(), one)]);
+    // `b` expired at 500; `a`'s expiry moved to the later 2000.
+    let rows = s.tallies(&part, 1500).await.expect("tallies");
+    assert_eq!(rows, vec![("a".to_owned(), two)]);
+    assert!(s.tallies(&part, 2000).await.expect("tallies").is_empty());
+    assert!(
+        s.tallies(&format!("{p}/none"), 0)
+            .await
+            .expect("tallies")
+            .is_empty()
+    );
+    // A turn given back never goes below zero.
+    s.return_turn(&TallyKey::new(&part, "a"))
+        .await
+        .expect("return_turn");
+    s.return_turn(&TallyKey::new(&part, "zzz"))
+        .await
+        .expect("return_turn");
+    assert_eq!(s.tallies(&part, 0).await.expect("tallies")[0].1.turns, 1);
+}
+
+fn policy_with(workspace: &str, worker: &str, ws: Limits, wk: Limits) -> Policy {
+    let mut p = Policy::serve_any();
+    p.workspace_limits.insert(workspace.to_owned(), ws);
+    p.worker_limits.insert(worker.to_owned(), wk);
+    p
+}
+
+/// 100 turns admitted concurrently against a limit of 10 turns per minute: exactly 10 run,
+/// the others are refused with `RATE_LIMITED`; a second limit (the worker's, 4 per minute)
+/// that refuses a turn gives its workspace turn back.
+pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) {
+    let ten = Limits {
+        turns_per_minute: Some(10),
+        ..Limits::default()
+    };
+    let (ws, worker) = (format!("{p}-ws"), format!("{p}-worker"));
+    let policy = policy_with(&ws, &worker, ten, Limits::default());
+    // 30 s into a minute, so every call falls in the same window.
+    let now = 1_800_000_030_000;
+    let usages: Vec<TurnUsage> = (0..100).map(|_| TurnUsage::default()).collect();
+    let results = join_all(
+        usages
+            .iter()
+            .map(|u| crate::meter::admission::admit(s, &policy, u, &worker, &ws, now)),
+    )
+    .await;
+    let admitted = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(
+        admitted, 10,
+        "admitted {admitted} of 100 against a limit of 10"
+    );
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            matches!(r, Ending::Error { code: TurnErrorCode::RateLimited, message } if message.contains("in 30 seconds")),
+            "{r:?}"
+        );
+    }
+    // The next minute is a new window.
+    let u = TurnUsage::default();
+    assert!(
+        crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now + 60_000)
+            .await
+            .is_ok()
+    );
+
+    // Workspace 10 per minute, worker 4: of 20 concurrent turns 4 run, and the workspace
+    // counted only those 4 (the 16 refused by the worker gave theirs back).
+    let (ws, worker) = (format!("{p}-ws2"), format!("{p}-worker2"));
+    let four = Limits {
+        turns_per_minute: Some(4),
+        ..Limits::default()
+    };
+    let policy = policy_with(&ws, &worker, ten, four);
+    let usages: Vec<TurnUsage> = (0..20).map(|_| TurnUsage::default()).collect();
+    let results = join_all(
+        usages
+            .iter()
+            .map(|u| crate::meter::admission::admit(s, &policy, u, &worker, &ws, now)),
+    )
+    .await;
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 4);
+    let counted = s
+        .tallies(&format!("meter/workspace/{ws}"), now)
+        .await
+        .expect("tallies");
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(counted[0].1.turns, 4, "{counted:?}");
+}
+
+/// Token and spend limits: a turn is admitted while the day's counters are under them, with
+/// the budget left; refused with `QUOTA_EXCEEDED` once they are reached.
+pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
+    let (ws, worker) = (format!("{p}-ws"), format!("{p}-worker"));
+    let policy = policy_with(
+        &ws,
+        &worker,
+        Limits {
+            spend_per_day: Some(0.01),
+            ..Limits::default()
+        },
+        Limits {
+            tokens_per_day: Some(100),
+            ..Limits::default()
+        },
+    );
+    let now = 1_800_000_030_000;
+    let windows = crate::meter::window::Windows::at(now);
+    let u = TurnUsage::default();
+    crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now)
+        .await
+        .expect("admitted under its limits");
+    assert!(!u.budget_spent());
+    let used = Tally {
+        input_tokens: 60,
+        output_tokens: 30,
+        ..Tally::default()
+    };
+    let day = TallyKey::new(format!("meter/worker/{worker}"), windows.day_item());
+    s.add_tally(&day, &used, now + 86_400_000)
+        .await
+        .expect("add_tally");
+    let u = TurnUsage::default();
+    crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now)
+        .await
+        .expect("still under");
+    // 10 tokens left: a model call of 12 spends the turn's budget.
+    u.model_call(
+        "m",
+        crate::meter::ModelTokens {
+            input: 6,
+            output: 6,
+            reasoning: 0,
+        },
+    );
+    assert!(u.budget_spent());
+    s.add_tally(&day, &used, now + 86_400_000)
+        .await
+        .expect("add_tally");
+    let refused =
+        crate::meter::admission::admit(s, &policy, &TurnUsage::default(), &worker, &ws, now)
+            .await
+            .expect_err("over the token limit");
+    assert!(
+        matches!(&refused, Ending::Error { code: TurnErrorCode::QuotaExceeded, message } if message.contains("today")),
+        "{refused:?}"
+    );
+    // Spend: 10 000 micro-USD is the workspace's day.
+    let spent = Tally {
+        cost_micro_usd: 10_000,
+        ..Tally::default()
+    };
+    let other_worker = format!("{p}-other");
+    s.add_tally(
+        &TallyKey::new(format!("meter/workspace/{ws}"), windows.day_item()),
+        &spent,
+        now + 86_400_000,
+    )
+    .await
+    .expect("add_tally");
+    let refused =
+        crate::meter::admission::admit(s, &policy, &TurnUsage::default(), &other_worker, &ws, now)
+            .await
+            .expect_err("over the spend limit");
+    assert!(
+        matches!(
+            &refused,
+            Ending::Error {
+                code: TurnErrorCode::QuotaExceeded,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
 }

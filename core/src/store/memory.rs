@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
 use crate::store::action_claims::{ActionClaim, claim_wins};
+use crate::store::tally::{Tally, TallyKey};
 use crate::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
     thread_after,
@@ -49,6 +50,8 @@ struct Tables {
     files: HashMap<String, HostedFile>,
     /// Action claims by (thread, action): holder and expiry.
     actions: HashMap<(String, String), (String, u64)>,
+    /// Tally rows and when they expire.
+    tallies: std::collections::BTreeMap<TallyKey, (Tally, u64)>,
 }
 
 /// A [`TurnStore`] in memory.
@@ -171,6 +174,52 @@ impl TurnStore for MemoryStore {
             .get(token)
             .filter(|f| f.expires_at_ms > now_ms)
             .cloned())
+    }
+
+    async fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut t = self.lock();
+        let row = t.tallies.entry(key.clone()).or_default();
+        if row.0.turns >= limit {
+            return Ok(false);
+        }
+        row.0.turns += 1;
+        row.1 = row.1.max(expires_at_ms);
+        Ok(true)
+    }
+
+    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+        if let Some(row) = self.lock().tallies.get_mut(key) {
+            row.0.turns = row.0.turns.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    async fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let mut t = self.lock();
+        let row = t.tallies.entry(key.clone()).or_default();
+        row.0.add(tally);
+        row.1 = row.1.max(expires_at_ms);
+        Ok(())
+    }
+
+    async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
+        Ok(self
+            .lock()
+            .tallies
+            .iter()
+            .filter(|(k, (_, exp))| k.part == part && *exp > now_ms)
+            .map(|(k, (t, _))| (k.item.clone(), *t))
+            .collect())
     }
 }
 

@@ -21,6 +21,8 @@ pub mod conformance;
 pub(crate) mod memory;
 pub mod sql;
 pub mod sql_store;
+mod sql_tally;
+pub mod tally;
 pub mod text_parts;
 pub mod turn_state;
 
@@ -33,6 +35,7 @@ pub use crate::store::action_claims::ActionClaim;
 use crate::agent::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
+use crate::store::tally::{Tally, TallyKey};
 use crate::wire::recording::Recording;
 
 /// A request to run a turn, made before the agent starts.
@@ -208,4 +211,59 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         token: &str,
         now_ms: u64,
     ) -> impl Future<Output = Result<Option<HostedFile>, StoreError>> + MaybeSend;
+
+    /// Counts one turn in the row `key` (created if absent, to expire at `expires_at_ms`)
+    /// unless its `turns` already reached `limit`; `true` if counted. Atomic with every other
+    /// call on the key, across processes: of 100 concurrent calls with a limit of 10, exactly
+    /// 10 return `true`. A turns-per-minute limit ([`crate::meter`]).
+    ///
+    /// The default refuses with [`StoreError::Unavailable`]: a store that keeps no counters
+    /// cannot serve limits, and a turn under a limit fails closed.
+    fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
+        let _ = (key, limit, expires_at_ms);
+        std::future::ready(Err(no_counters()))
+    }
+
+    /// Takes back one turn counted by [`TurnStore::take_turn`] (never below zero): the turn
+    /// was refused by another limit.
+    fn return_turn(
+        &self,
+        key: &TallyKey,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
+        let _ = key;
+        std::future::ready(Err(no_counters()))
+    }
+
+    /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent).
+    /// Its expiry becomes `expires_at_ms`: the callers give every write of a row the same
+    /// expiry or a later one.
+    fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
+        let _ = (key, tally, expires_at_ms);
+        std::future::ready(Err(no_counters()))
+    }
+
+    /// The rows of `part` that have not expired at `now_ms`, with their item names, in item
+    /// order.
+    fn tallies(
+        &self,
+        part: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Vec<(String, Tally)>, StoreError>> + MaybeSend {
+        let _ = (part, now_ms);
+        std::future::ready(Err(no_counters()))
+    }
+}
+
+fn no_counters() -> StoreError {
+    StoreError::Unavailable("this store keeps no usage counters".into())
 }

@@ -25,6 +25,8 @@ use crate::agent::context::{Message, Role, ThreadContext};
 use crate::agent::output::{AgentEvent, Artifact, Output};
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::{StoreError, TurnErrorCode};
+use crate::meter::TurnUsage;
+use crate::meter::turn_usage::TurnOutcome;
 use crate::platform::runtime::Runtime;
 use crate::service::Shared;
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
@@ -65,6 +67,8 @@ enum Cut {
 
 enum Stop {
     Agent(Result<AgentResult, String>),
+    /// A limit refused the turn before the agent ran.
+    Refused(Ending),
     WireEnded,
     Cut(Cut),
 }
@@ -195,6 +199,8 @@ pub(crate) struct Driver<'s, A, S, R: Runtime, W> {
     base_url: String,
     /// The thread and this turn's arrival on it, once claimed: checked at every heartbeat.
     live: Option<(String, u64)>,
+    /// What the turn used and how it ended (pilot: usage and limits, `crate::meter`).
+    usage: TurnUsage,
 }
 
 impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
@@ -216,6 +222,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             deadline,
             base_url: String::new(),
             live: None,
+            usage: TurnUsage::default(),
             shared,
         }
     }
@@ -322,6 +329,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
 
     /// Ends the turn with `ending` and sends the final bytes (nothing is committed).
     async fn end_uncommitted(mut self, ending: Ending) {
+        self.usage.ended(TurnOutcome::of(&ending));
         self.link.wire.finish(ending);
         let now = self.now();
         self.link.flush(now).await;
@@ -331,6 +339,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
     }
 
     pub(crate) async fn drive(mut self, plan: TurnPlan) {
+        self.usage = plan.turn.usage.clone();
         let cfg = &self.shared.config;
         let lease = cfg.turn_deadline + Duration::from_secs(30);
         let mut claim = TurnClaim {
@@ -419,7 +428,19 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         self.base_url.clone_from(&turn.public_base_url);
         turn.context = stored.unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
         let previous_state = turn.context.state.clone();
-        let stop = self.run_agent(&mut turn).await;
+        // Pilot limits: a turn over its workspace's or worker's limit does not run.
+        let admitted = crate::meter::admission::admit(
+            &self.shared.store,
+            &self.shared.policy,
+            &turn.usage,
+            &turn.agent_id,
+            &turn.workspace_id,
+            self.now(),
+        );
+        let stop = match admitted.await {
+            Ok(()) => self.run_agent(&mut turn).await,
+            Err(refused) => Stop::Refused(refused),
+        };
         let ending = self.ending_of(stop, &turn, &previous_state);
         let cancelled = matches!(
             ending,
@@ -430,6 +451,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
         );
         self.link.wire.finish(ending);
         let ending = self.link.wire.ending().cloned().unwrap_or(Ending::Success);
+        self.usage.ended(TurnOutcome::of(&ending));
         if !cancelled {
             let now = self.now();
             self.link.flush(now).await;
@@ -458,6 +480,8 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                     code = "CLAIM_LOST",
                     "another delivery took this run over: nothing recorded"
                 );
+                self.usage
+                    .ended(TurnOutcome::Error(TurnErrorCode::Superseded));
                 let fin = self.link.wire.replacement_error(
                     TurnErrorCode::Superseded,
                     "Another delivery of this turn took over; its answer is the one kept.",
@@ -479,6 +503,8 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
             Err(e) => {
                 shared.note_store_error(&e);
                 tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not save the turn");
+                self.usage
+                    .ended(TurnOutcome::Error(TurnErrorCode::StoreUnavailable));
                 let fin = self.link.wire.replacement_error(
                     TurnErrorCode::StoreUnavailable,
                     "The agent could not save this conversation. Please try again.",
@@ -538,6 +564,7 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
 
     /// Renders one event and sends it; `Some` if the turn must stop.
     async fn apply(&mut self, ev: AgentEvent) -> Option<Stop> {
+        self.usage.output_at(self.now());
         let ev = match ev {
             AgentEvent::File(file) => match self.host_file(file).await {
                 Ok(Some(artifact)) => AgentEvent::Artifact(artifact),
@@ -623,9 +650,11 @@ impl<'s, A: Agent, S: TurnStore, R: Runtime, W: Wire> Driver<'s, A, S, R, W> {
                 }
             }
             Stop::Agent(Ok(Err(e))) => {
-                tracing::error!(code = "AGENT_ERROR", error = %e.detail(), "agent failed");
-                Ending::error(TurnErrorCode::AgentError, e.user_message())
+                let code = e.code().unwrap_or(TurnErrorCode::AgentError);
+                tracing::error!(code = %code, error = %e.detail(), "agent failed");
+                Ending::error(code, e.user_message())
             }
+            Stop::Refused(ending) => ending,
             Stop::Agent(Err(panic)) => {
                 tracing::error!(code = "AGENT_PANIC", panic = %panic, "agent panicked");
                 Ending::error(

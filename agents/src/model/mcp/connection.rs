@@ -1,0 +1,682 @@
+//! [`McpConnection`]: what an agent instance keeps about one MCP server between turns (the
+//! session, the tool list and its age, cancellations still owed), and the protocol's steps on
+//! top of [`transport::send`]: `initialize` + `notifications/initialized`, `tools/list` page
+//! by page, `tools/call`, `notifications/cancelled`, and a new session when the server forgot
+//! the old one.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
+    ErrorCode, ErrorData, Implementation, InitializeRequestParams, JsonObject, NumberOrString,
+    PaginatedRequestParams, ProtocolVersion, RequestId,
+};
+use runway_core::http_client::{Http, HttpError};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::server_config::McpServer;
+use super::transport::{self, Answer, SessionHeaders, TransportError};
+
+/// How long a tool list is used before it is asked for again.
+pub(crate) const TOOLS_TTL: Duration = Duration::from_secs(300);
+/// Pages of `tools/list` read at most.
+const MAX_PAGES: usize = 20;
+/// Tools of one server kept at most.
+pub(crate) const MAX_TOOLS: usize = 256;
+/// Longest wait for a notification the server merely acknowledges.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Something that stopped an MCP request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum McpError {
+    /// The exchange failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The server answered with a JSON-RPC error.
+    #[error("the server refused the request: {}", .0.message)]
+    Refused(ErrorData),
+    /// The server does not speak a protocol revision this client knows.
+    #[error("the server speaks MCP {0}, which this client does not support")]
+    Version(String),
+}
+
+impl McpError {
+    /// The turn ended, or its deadline passed: nothing more can be sent in this turn.
+    pub(crate) fn turn_over(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport(TransportError::Http(
+                HttpError::Cancelled | HttpError::TurnDeadline
+            ))
+        )
+    }
+
+    /// The call's own time ran out.
+    pub(crate) fn timed_out(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport(TransportError::Http(
+                HttpError::Timeout(_) | HttpError::TurnDeadline
+            ))
+        )
+    }
+}
+
+/// The tools a server listed, with the raw entries (fields this client's types drop, such as
+/// `execution`, stay readable).
+#[derive(Debug, Clone)]
+pub(crate) struct ListedTools {
+    /// Each tool's entry, as sent.
+    pub tools: Vec<JsonObject>,
+    /// When they were listed (the runtime's clock, ms).
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    session: Option<SessionHeaders>,
+    tools: Option<Arc<ListedTools>>,
+    /// The tool list must be asked for again (`notifications/tools/list_changed`, or a call
+    /// to a tool the server no longer has).
+    stale: bool,
+    /// Calls abandoned without a cancellation reaching the server (the turn ended under
+    /// them): sent first the next time this server is used, if the session is the same.
+    owed_cancels: Vec<(SessionHeaders, RequestId)>,
+    next_id: i64,
+}
+
+/// One MCP server, as seen by one agent instance across turns.
+#[derive(Debug)]
+pub(crate) struct McpConnection {
+    server: McpServer,
+    /// Held while a session is being set up, so parallel calls share one `initialize`.
+    setup: futures::lock::Mutex<()>,
+    cache: Mutex<Cache>,
+}
+
+impl McpConnection {
+    pub(crate) fn new(server: McpServer) -> Self {
+        Self {
+            server,
+            setup: futures::lock::Mutex::new(()),
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    /// The server's configuration.
+    pub(crate) fn server(&self) -> &McpServer {
+        &self.server
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn next_id(&self) -> RequestId {
+        let mut c = self.cache();
+        c.next_id += 1;
+        NumberOrString::Number(c.next_id)
+    }
+
+    /// The tool list: the one kept, while younger than [`TOOLS_TTL`] and not stale, else
+    /// asked for again (every page).
+    pub(crate) async fn tools(
+        &self,
+        http: &Http,
+        now_ms: u64,
+        timeout: Duration,
+    ) -> Result<Arc<ListedTools>, McpError> {
+        {
+            let c = self.cache();
+            if let Some(t) = &c.tools
+                && !c.stale
+                && now_ms.saturating_sub(t.at_ms) < TOOLS_TTL.as_millis() as u64
+            {
+                return Ok(t.clone());
+            }
+        }
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let result = self
+                .request(http, timeout, "tools/list", &params, None)
+                .await?;
+            if let Some(Value::Array(page)) = result.get("tools") {
+                tools.extend(
+                    page.iter()
+                        .filter_map(|t| t.as_object().cloned())
+                        .take(MAX_TOOLS.saturating_sub(tools.len())),
+                );
+            }
+            cursor = result
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+            if cursor.is_none() || tools.len() >= MAX_TOOLS {
+                break;
+            }
+        }
+        let listed = Arc::new(ListedTools {
+            tools,
+            at_ms: now_ms,
+        });
+        let mut c = self.cache();
+        c.tools = Some(listed.clone());
+        c.stale = false;
+        Ok(listed)
+    }
+
+    /// Calls the server's tool `name` with `arguments`. A call abandoned by its own timeout
+    /// is cancelled at once (`notifications/cancelled`); one abandoned because the turn ended
+    /// is cancelled the next time this server is used.
+    pub(crate) async fn call(
+        &self,
+        http: &Http,
+        name: &str,
+        arguments: JsonObject,
+        timeout: Duration,
+    ) -> Result<CallToolResult, McpError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        let mut abandoned = AbandonedCall {
+            connection: self,
+            call: None,
+        };
+        let result = self
+            .request(http, timeout, "tools/call", &params, Some(&mut abandoned))
+            .await;
+        match result {
+            Ok(object) => {
+                abandoned.call = None;
+                serde_json::from_value(Value::Object(object)).map_err(|e| {
+                    McpError::Transport(TransportError::Protocol(format!(
+                        "not a tool result ({e})"
+                    )))
+                })
+            }
+            Err(e) => {
+                if let McpError::Refused(data) = &e
+                    && data.code == ErrorCode::INVALID_PARAMS
+                    && data.message.to_ascii_lowercase().contains("tool")
+                {
+                    // Most likely a tool the server no longer has: list again next time.
+                    self.cache().stale = true;
+                }
+                // Cut by the end of the turn: the drop of `abandoned` leaves the cancellation
+                // owed. Cut by its own timeout: cancelled now. Otherwise the server answered,
+                // or never got the request.
+                if !e.turn_over()
+                    && let Some((session, id)) = abandoned.call.take()
+                    && e.timed_out()
+                    && !self.cancel(http, &session, id.clone(), "timed out").await
+                {
+                    self.cache().owed_cancels.push((session, id));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends one request in the current session (set up first if there is none), once more
+    /// in a new session if the server forgot the old one. `abandoned`, if given, learns the
+    /// request's id and session before it is sent.
+    async fn request(
+        &self,
+        http: &Http,
+        timeout: Duration,
+        method: &str,
+        params: &impl Serialize,
+        mut abandoned: Option<&mut AbandonedCall<'_>>,
+    ) -> Result<JsonObject, McpError> {
+        for attempt in 0..2 {
+            let session = self.session(http, timeout).await?;
+            self.pay_owed_cancels(http, &session).await;
+            let id = self.next_id();
+            let message = request_message(&id, method, params);
+            if let Some(a) = abandoned.as_deref_mut() {
+                a.call = Some((session.clone(), id.clone()));
+            }
+            let sent = transport::send(
+                http,
+                &self.server,
+                Some(&session),
+                &message,
+                Some(&id),
+                timeout,
+            )
+            .await;
+            match sent {
+                Ok(Some(answer)) => return self.settle(http, &session, answer).await,
+                Ok(None) => unreachable!("an awaited request is answered or fails"),
+                Err(TransportError::SessionGone) if attempt == 0 => {
+                    if let Some(a) = abandoned.as_deref_mut() {
+                        a.call = None;
+                    }
+                    tracing::info!(
+                        server = %self.server.name,
+                        "MCP server forgot the session: starting a new one"
+                    );
+                    let mut c = self.cache();
+                    if c.session.as_ref() == Some(&session) {
+                        c.session = None;
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(TransportError::SessionGone.into())
+    }
+
+    /// What an answer means: notes a changed tool list, answers the server's own requests.
+    async fn settle(
+        &self,
+        http: &Http,
+        session: &SessionHeaders,
+        answer: Answer,
+    ) -> Result<JsonObject, McpError> {
+        if answer.tools_changed {
+            self.cache().stale = true;
+        }
+        for (id, method) in answer.server_requests {
+            // Only `ping` is answered with a result: no other capability was declared.
+            let reply = if method == "ping" {
+                json!({"jsonrpc": "2.0", "id": id, "result": {}})
+            } else {
+                let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None);
+                json!({"jsonrpc": "2.0", "id": id, "error": error})
+            };
+            let _ = transport::send(
+                http,
+                &self.server,
+                Some(session),
+                &reply,
+                None,
+                NOTIFY_TIMEOUT,
+            )
+            .await;
+        }
+        answer.result.map_err(McpError::Refused)
+    }
+
+    /// The current session, set up (`initialize`, then `notifications/initialized`) if there
+    /// is none.
+    async fn session(&self, http: &Http, timeout: Duration) -> Result<SessionHeaders, McpError> {
+        if let Some(s) = self.cache().session.clone() {
+            return Ok(s);
+        }
+        let _setting_up = self.setup.lock().await;
+        if let Some(s) = self.cache().session.clone() {
+            return Ok(s);
+        }
+        let params = InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("runway", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        let id = self.next_id();
+        let message = request_message(&id, "initialize", &params);
+        let answer = transport::send(http, &self.server, None, &message, Some(&id), timeout)
+            .await?
+            .ok_or_else(|| TransportError::Protocol("initialize got no answer".into()))?;
+        let session_id = answer.session_id.clone();
+        let result = answer.result.map_err(McpError::Refused)?;
+        // Only the agreed revision is needed (the server's capabilities and instructions are
+        // not used): read as a string, not as rmcp's whole `InitializeResult`.
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                TransportError::Protocol("initialize named no protocolVersion".into())
+            })?;
+        if !ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .iter()
+            .any(|known| known.as_str() == version)
+        {
+            return Err(McpError::Version(version.to_owned()));
+        }
+        let session = SessionHeaders {
+            id: session_id,
+            protocol_version: version.to_string(),
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        transport::send(
+            http,
+            &self.server,
+            Some(&session),
+            &initialized,
+            None,
+            timeout,
+        )
+        .await?;
+        tracing::info!(
+            server = %self.server.name,
+            protocol = %session.protocol_version,
+            "MCP session started"
+        );
+        let mut c = self.cache();
+        c.session = Some(session.clone());
+        // A new session may have other tools.
+        c.stale = true;
+        Ok(session)
+    }
+
+    /// Sends `notifications/cancelled` for request `id`; true if the server took it.
+    async fn cancel(
+        &self,
+        http: &Http,
+        session: &SessionHeaders,
+        id: RequestId,
+        why: &str,
+    ) -> bool {
+        let params = CancelledNotificationParam::new(Some(id), Some(why.to_owned()));
+        let message =
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+        let left = http.time_left().unwrap_or_default();
+        let sent = transport::send(
+            http,
+            &self.server,
+            Some(session),
+            &message,
+            None,
+            NOTIFY_TIMEOUT.min(left),
+        )
+        .await;
+        sent.is_ok()
+    }
+
+    /// Sends the cancellations owed in `session`; those of older sessions are dropped (the
+    /// server forgot their requests with them).
+    async fn pay_owed_cancels(&self, http: &Http, session: &SessionHeaders) {
+        let owed: Vec<RequestId> = {
+            let mut c = self.cache();
+            std::mem::take(&mut c.owed_cancels)
+                .into_iter()
+                .filter(|(s, _)| s == session)
+                .map(|(_, id)| id)
+                .collect()
+        };
+        for id in owed {
+            self.cancel(http, session, id, "the turn ended").await;
+        }
+    }
+}
+
+/// A JSON-RPC request. (Built from rmcp's parameter types rather than its `ClientRequest`
+/// union, whose every variant's serializer would be compiled into the Worker.)
+fn request_message(id: &RequestId, method: &str, params: &impl Serialize) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A `tools/call` in flight: dropped before it was answered (the turn ended under it), it
+/// leaves its cancellation owed.
+struct AbandonedCall<'a> {
+    connection: &'a McpConnection,
+    call: Option<(SessionHeaders, RequestId)>,
+}
+
+impl Drop for AbandonedCall<'_> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.connection.cache().owed_cancels.push(call);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use crate::paused_clock::PausedClock;
+    use bytes::Bytes;
+    use futures::StreamExt;
+    use runway_core::adapter::BoxFuture;
+    use runway_core::http_client::{HttpBody, HttpClient, HttpRequest, HttpResponse};
+    use runway_core::testing::{TurnHttpGuard, turn_http};
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::mcp::server_config::McpApproval;
+    use crate::model::secret::Secret;
+
+    /// A Streamable HTTP server in miniature: sessions `s1`, `s2`… (`forget` makes it answer
+    /// 404 to the current one), `tools/list` in two pages (JSON), `tools/call` answered as an
+    /// event stream carrying a ping request and `tools/list_changed` first; the tool `stall`
+    /// never answers. Records every message with its session header.
+    #[derive(Default)]
+    struct Server {
+        session: AtomicU32,
+        forgotten: std::sync::atomic::AtomicBool,
+        seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
+    }
+
+    #[derive(Clone)]
+    struct Client(Arc<Server>);
+
+    fn reply(status: u16, head: &[(&str, &str)], body: HttpBody) -> HttpResponse {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in head {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        HttpResponse::new(http::StatusCode::from_u16(status).unwrap(), h, body)
+    }
+
+    fn body(text: String) -> HttpBody {
+        HttpBody::from_stream(futures::stream::once(async move { Ok(Bytes::from(text)) }))
+    }
+
+    impl HttpClient for Client {
+        fn send(&self, r: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
+            let s = &self.0;
+            let message: Value = serde_json::from_slice(&r.body).unwrap();
+            let session = r
+                .headers
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            assert_eq!(
+                r.headers["x-key"], "k-1",
+                "configured headers on every request"
+            );
+            s.seen
+                .lock()
+                .unwrap()
+                .push((session.clone(), message.clone()));
+            let current = format!("s{}", s.session.load(Ordering::SeqCst));
+            let method = message["method"].as_str().unwrap_or_default();
+            let id = message["id"].clone();
+            let response = if method == "initialize" {
+                let n = s.session.fetch_add(1, Ordering::SeqCst) + 1;
+                s.forgotten.store(false, Ordering::SeqCst);
+                let sid = format!("s{n}");
+                let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "mini", "version": "1"}}});
+                reply(
+                    200,
+                    &[
+                        ("content-type", "application/json"),
+                        ("mcp-session-id", &sid),
+                    ],
+                    body(result.to_string()),
+                )
+            } else if session.as_deref() != Some(current.as_str())
+                || s.forgotten.load(Ordering::SeqCst)
+            {
+                reply(404, &[], HttpBody::empty())
+            } else if id.is_null() || message.get("result").is_some() {
+                assert_eq!(r.headers["mcp-protocol-version"], "2025-06-18");
+                reply(202, &[], HttpBody::empty())
+            } else if method == "tools/list" {
+                let page = match message["params"]["cursor"].as_str() {
+                    None => json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+                                   "nextCursor": "page-2"}),
+                    Some("page-2") => {
+                        json!({"tools": [{"name": "b", "inputSchema": {"type": "object"}}]})
+                    }
+                    Some(other) => panic!("cursor {other}"),
+                };
+                let m = json!({"jsonrpc": "2.0", "id": id, "result": page});
+                reply(
+                    200,
+                    &[("content-type", "application/json")],
+                    body(m.to_string()),
+                )
+            } else if message["params"]["name"] == "stall" {
+                let events = futures::stream::once(async { Ok(Bytes::from_static(b": hi\n\n")) })
+                    .chain(futures::stream::pending());
+                reply(
+                    200,
+                    &[("content-type", "text/event-stream")],
+                    HttpBody::from_stream(events),
+                )
+            } else {
+                let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
+                let changed =
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                let done = json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "content": [{"type": "text", "text": "did a"}]}});
+                let stream = format!(
+                    "id: 1\ndata: \n\ndata: {ping}\n\nevent: message\ndata: {changed}\n\ndata: {done}\n\n"
+                );
+                // Split mid-event: the parser keeps partial lines.
+                let (x, y) = stream.split_at(stream.len() / 2);
+                let (x, y) = (Bytes::from(x.to_owned()), Bytes::from(y.to_owned()));
+                let pieces = futures::stream::iter([Ok(x), Ok(y)]);
+                reply(
+                    200,
+                    &[("content-type", "text/event-stream; charset=utf-8")],
+                    HttpBody::from_stream(pieces),
+                )
+            };
+            Box::pin(async move { Ok(response) })
+        }
+    }
+
+    fn connection() -> McpConnection {
+        McpConnection::new(McpServer {
+            name: "mini".into(),
+            url: "http://127.0.0.1:1/mcp".parse().unwrap(),
+            headers: vec![(http::HeaderName::from_static("x-key"), Secret::new("k-1"))],
+            allow: None,
+            approval: McpApproval::Never,
+            timeout: None,
+        })
+    }
+
+    fn turn(server: &Arc<Server>) -> (Http, TurnHttpGuard) {
+        turn_http(
+            Arc::new(Client(server.clone())),
+            PausedClock::now(),
+            Duration::from_secs(60),
+        )
+    }
+
+    fn methods(server: &Server) -> Vec<String> {
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        seen.iter()
+            .map(|(session, m)| {
+                let what = m["method"].as_str().unwrap_or("(response)");
+                format!("{what}@{}", session.as_deref().unwrap_or("-"))
+            })
+            .collect()
+    }
+
+    const T: Duration = Duration::from_secs(10);
+
+    #[tokio::test(start_paused = true)]
+    async fn sessions_pages_the_cache_list_changes_restarts_and_cancellation() {
+        let server = Arc::new(Server::default());
+        let (http, _guard) = turn(&server);
+        let c = connection();
+
+        // Set up once, then every page of the list.
+        let tools = c.tools(&http, 1_000, T).await.unwrap();
+        let names: Vec<&str> = tools
+            .tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            methods(&server),
+            [
+                "initialize@-",
+                "notifications/initialized@s1",
+                "tools/list@s1",
+                "tools/list@s1"
+            ]
+        );
+        // Kept while fresh.
+        c.tools(&http, 2_000, T).await.unwrap();
+        assert!(methods(&server).is_empty());
+
+        // A call answered as an event stream: the server's ping is answered, and its
+        // tools/list_changed makes the next listing ask again.
+        let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text, "did a");
+        assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+        c.tools(&http, 3_000, T).await.unwrap();
+        assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
+        // Old lists are asked for again.
+        c.tools(&http, 3_000 + TOOLS_TTL.as_millis() as u64, T)
+            .await
+            .unwrap();
+        assert_eq!(methods(&server).len(), 2);
+
+        // The server forgets the session: a new one, and the call goes through.
+        server.forgotten.store(true, Ordering::SeqCst);
+        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        assert_eq!(
+            methods(&server),
+            [
+                "tools/call@s1",
+                "initialize@-",
+                "notifications/initialized@s2",
+                "tools/call@s2",
+                "(response)@s2"
+            ]
+        );
+
+        // A call past its timeout is cancelled at once, naming its request id.
+        let e = c
+            .call(&http, "stall", JsonObject::new(), Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert!(e.timed_out(), "{e}");
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[1].1["method"], "notifications/cancelled");
+        assert_eq!(seen[1].1["params"]["requestId"], seen[0].1["id"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_cut_by_the_end_of_the_turn_is_cancelled_the_next_time() {
+        let server = Arc::new(Server::default());
+        let c = connection();
+        let (http, guard) = turn(&server);
+        c.tools(&http, 0, T).await.unwrap();
+        methods(&server);
+        let call = c.call(&http, "stall", JsonObject::new(), T);
+        let cut = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            drop(guard);
+        };
+        let (r, ()) = futures::join!(call, cut);
+        assert!(r.unwrap_err().turn_over());
+        let stalled_id = server.seen.lock().unwrap()[0].1["id"].clone();
+        methods(&server);
+
+        let (http, _guard) = turn(&server);
+        c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+        let seen = std::mem::take(&mut *server.seen.lock().unwrap());
+        assert_eq!(seen[0].1["method"], "notifications/cancelled");
+        assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
+        assert_eq!(seen[1].1["method"], "tools/call");
+    }
+}

@@ -1,0 +1,332 @@
+//! [`McpTool`]: an MCP server's tool as the model sees it (its name prefixed with the
+//! server's), and [`McpServers`]: the servers of one agent instance, listed for a turn and
+//! called by it.
+
+use std::time::Duration;
+
+use rmcp::model::JsonObject;
+use runway_core::http_client::Http;
+use serde_json::Value;
+
+use super::call_result::model_text;
+use super::connection::McpConnection;
+use super::server_config::McpServer;
+use crate::model::transcript::truncate;
+
+/// Longest tool description sent to the model.
+const MAX_DESCRIPTION_BYTES: usize = 1024;
+/// Largest input schema sent to the model, as JSON.
+const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+/// Longest tool name the model can be given (chat completions' limit).
+const MAX_NAME_LEN: usize = 64;
+
+/// A tool of an MCP server, offered to the model in this turn.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct McpTool {
+    /// What the model calls: `{server}_{tool}`, with characters outside `A-Z a-z 0-9 _ -`
+    /// replaced by `_`.
+    pub name: String,
+    /// Which server (index into the configured servers).
+    pub server: usize,
+    /// The server's own name for it.
+    pub remote: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: Value,
+    /// Ask the user before running it.
+    pub approval: bool,
+}
+
+/// The MCP tools a turn may use, and what to tell the model about servers that are not
+/// there.
+#[derive(Debug, Default)]
+pub(crate) struct McpCatalog {
+    /// Every usable tool, in the servers' order.
+    pub tools: Vec<McpTool>,
+    /// One line per server whose tools are missing from this turn, and why.
+    pub notes: Vec<String>,
+}
+
+/// The configured MCP servers, with what this agent instance keeps about each between turns.
+#[derive(Debug, Default)]
+pub(crate) struct McpServers {
+    connections: Vec<McpConnection>,
+}
+
+impl McpServers {
+    pub(crate) fn new(servers: &[McpServer]) -> Self {
+        Self {
+            connections: servers.iter().cloned().map(McpConnection::new).collect(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.connections.is_empty()
+    }
+
+    /// Lists every server's tools (all at once; a kept list while it is fresh). A server that
+    /// cannot be reached is left out with a note, never failing the turn. `taken` are the
+    /// names already in use (the HTTP tools).
+    pub(crate) async fn catalog(
+        &self,
+        http: &Http,
+        now_ms: u64,
+        default_timeout: Duration,
+        taken: &[&str],
+    ) -> McpCatalog {
+        let listed = futures::future::join_all(self.connections.iter().map(|c| {
+            let timeout = call_timeout(http, c.server(), default_timeout);
+            c.tools(http, now_ms, timeout)
+        }))
+        .await;
+        let mut catalog = McpCatalog::default();
+        let mut names: Vec<String> = taken.iter().map(|n| (*n).to_owned()).collect();
+        for (index, (connection, listed)) in self.connections.iter().zip(listed).enumerate() {
+            let server = connection.server();
+            let listed = match listed {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(server = %server.name, error = %e, "MCP server unavailable");
+                    catalog.notes.push(format!(
+                        "The tools of the MCP server \"{}\" are unavailable in this turn ({e}). \
+                         If the user needs them, say so and suggest trying again later.",
+                        server.name
+                    ));
+                    continue;
+                }
+            };
+            let remote_names: Vec<String> = listed
+                .tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            let offers: Vec<McpTool> = listed
+                .tools
+                .iter()
+                .filter_map(|raw| offered(server, index, raw, &remote_names, &names))
+                .collect();
+            for tool in unambiguous(offers) {
+                names.push(tool.name.clone());
+                catalog.tools.push(tool);
+            }
+        }
+        catalog
+    }
+
+    /// Runs `tool` with the model's `arguments` (JSON text) and returns what the model reads:
+    /// the result, or what went wrong, cut to `max_bytes`.
+    pub(crate) async fn call(
+        &self,
+        http: &Http,
+        tool: &McpTool,
+        arguments: &str,
+        default_timeout: Duration,
+        max_bytes: usize,
+    ) -> String {
+        let Some(connection) = self.connections.get(tool.server) else {
+            return format!("Error: there is no tool named {:?}.", tool.name);
+        };
+        let args: JsonObject = if arguments.trim().is_empty() {
+            JsonObject::new()
+        } else {
+            match serde_json::from_str(arguments) {
+                Ok(Value::Object(o)) => o,
+                Ok(_) => return "Error: the arguments must be a JSON object.".into(),
+                Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
+            }
+        };
+        let timeout = call_timeout(http, connection.server(), default_timeout);
+        let text = match connection.call(http, &tool.remote, args, timeout).await {
+            Ok(result) => {
+                tracing::info!(
+                    tool = %tool.name,
+                    is_error = result.is_error == Some(true),
+                    "MCP tool called"
+                );
+                model_text(&result)
+            }
+            Err(e) if e.timed_out() => {
+                tracing::warn!(tool = %tool.name, error = %e, "MCP tool timed out");
+                format!(
+                    "Error: the tool did not answer within {} s and was cancelled.",
+                    timeout.as_secs_f64().ceil()
+                )
+            }
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, error = %e, "MCP tool call failed");
+                format!("Error: the tool could not be called ({e}).")
+            }
+        };
+        truncate(&text, max_bytes)
+    }
+}
+
+/// The server's timeout (or the agent's), never past the turn's deadline.
+fn call_timeout(http: &Http, server: &McpServer, default: Duration) -> Duration {
+    let wanted = server.timeout.unwrap_or(default);
+    http.time_left().map_or(wanted, |left| left.min(wanted))
+}
+
+/// `raw` (one entry of the server's list) as a tool for the model, unless it is not allowed,
+/// needs what this client does not do, or its name cannot be given to the model.
+fn offered(
+    server: &McpServer,
+    index: usize,
+    raw: &JsonObject,
+    remote_names: &[String],
+    taken: &[String],
+) -> Option<McpTool> {
+    let remote = raw.get("name")?.as_str()?;
+    if !server.allows(remote) {
+        return None;
+    }
+    let skip = |why: &str| {
+        tracing::debug!(server = %server.name, tool = remote, "MCP tool not offered: {why}");
+        None
+    };
+    // Tasks (SEP-1686) are not implemented: a tool that must run as a task cannot be called.
+    let task_support = raw
+        .get("execution")
+        .and_then(|e| e.get("taskSupport"))
+        .and_then(Value::as_str);
+    if task_support == Some("required") {
+        return skip("it can only run as a task");
+    }
+    let name = model_name(&server.name, remote);
+    if name.len() > MAX_NAME_LEN {
+        return skip("its prefixed name is longer than 64 characters");
+    }
+    if taken.contains(&name) {
+        return skip("its prefixed name is already taken");
+    }
+    let parameters = match raw.get("inputSchema") {
+        Some(Value::Object(schema)) => Value::Object(schema.clone()),
+        _ => return skip("it has no input schema object"),
+    };
+    if parameters.to_string().len() > MAX_SCHEMA_BYTES {
+        return skip("its input schema is larger than 16 KiB");
+    }
+    let description = raw
+        .get("description")
+        .or_else(|| raw.get("title"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(McpTool {
+        name,
+        server: index,
+        remote: remote.to_owned(),
+        description: truncate(description, MAX_DESCRIPTION_BYTES),
+        parameters,
+        approval: server.needs_approval(remote, remote_names),
+    })
+}
+
+/// `offers` less every tool whose model name another one has too: two tools whose names differ
+/// only in characters the model cannot be given (`a.b`, `a_b`) are both left out, since which
+/// one a call (or an approval) meant would depend on the order of the server's list.
+fn unambiguous(offers: Vec<McpTool>) -> Vec<McpTool> {
+    let names: Vec<String> = offers.iter().map(|t| t.name.clone()).collect();
+    offers
+        .into_iter()
+        .filter(|tool| {
+            let unique = names.iter().filter(|n| **n == tool.name).count() == 1;
+            if !unique {
+                tracing::debug!(tool = %tool.remote, "MCP tool not offered: its name is ambiguous");
+            }
+            unique
+        })
+        .collect()
+}
+
+/// `{prefix}_{tool}`, with what chat-completions names do not allow replaced by `_`.
+fn model_name(prefix: &str, remote: &str) -> String {
+    let tool: String = remote
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{prefix}_{tool}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::server_config::McpApproval;
+    use super::*;
+    use serde_json::json;
+
+    fn server() -> McpServer {
+        McpServer {
+            name: "every".into(),
+            url: "http://127.0.0.1:1/mcp".parse().unwrap(),
+            headers: Vec::new(),
+            allow: None,
+            approval: McpApproval::Only(vec!["get-sum".into()]),
+            timeout: None,
+        }
+    }
+
+    fn raw(v: Value) -> JsonObject {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn tools_are_prefixed_filtered_and_gated() {
+        let s = server();
+        let names = vec!["get-sum".to_owned(), "echo".to_owned()];
+        let schema = json!({"type": "object", "properties": {}});
+        let t = offered(
+            &s,
+            0,
+            &raw(json!({"name": "get-sum", "description": "Adds", "inputSchema": schema})),
+            &names,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(t.name, "every_get-sum");
+        assert!(t.approval);
+        let t = offered(
+            &s,
+            0,
+            &raw(json!({"name": "files.read v2", "inputSchema": schema})),
+            &names,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(t.name, "every_files_read_v2");
+        assert!(!t.approval);
+        let task_only = raw(json!({"name": "research", "inputSchema": schema,
+                                   "execution": {"taskSupport": "required"}}));
+        assert_eq!(offered(&s, 0, &task_only, &names, &[]), None);
+        let echo = raw(json!({"name": "echo", "inputSchema": schema}));
+        assert_eq!(offered(&s, 0, &echo, &names, &["every_echo".into()]), None);
+        let long = raw(json!({"name": "x".repeat(60), "inputSchema": schema}));
+        assert_eq!(offered(&s, 0, &long, &names, &[]), None);
+        let allow = McpServer {
+            allow: Some(vec!["get-sum".into()]),
+            ..server()
+        };
+        assert_eq!(offered(&allow, 0, &echo, &names, &[]), None);
+    }
+
+    #[test]
+    fn tools_whose_names_collide_after_replacement_are_all_left_out() {
+        let s = server();
+        let schema = json!({"type": "object"});
+        let offers: Vec<McpTool> = ["a.b", "a_b", "c"]
+            .iter()
+            .filter_map(|n| {
+                let t = raw(json!({"name": n, "inputSchema": schema}));
+                offered(&s, 0, &t, &[], &[])
+            })
+            .collect();
+        assert_eq!(offers.len(), 3);
+        let kept: Vec<String> = unambiguous(offers).into_iter().map(|t| t.remote).collect();
+        assert_eq!(kept, ["c"]);
+    }
+}

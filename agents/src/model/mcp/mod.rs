@@ -1,0 +1,17 @@
+//! MCP tools: the model agent as a client of Model Context Protocol servers (Streamable HTTP),
+//! configured by `[[mcp]]` entries of the tools file.
+//!
+//! The protocol's types come from the official Rust SDK (`rmcp`, without default features).
+//! Its client is not used: it runs its service loop on a spawned tokio task with tokio timers
+//! and `std::time::Instant`, none of which exist on Workers (`wasm32-unknown-unknown`), and a
+//! task outliving the turn would escape the turn's deadline and cancellation. So the transport
+//! here is hand-written over the turn's `Http`, the same on every runtime.
+
+mod call_result;
+mod connection;
+mod mcp_tool;
+mod server_config;
+mod transport;
+
+pub(crate) use mcp_tool::{McpCatalog, McpServers, McpTool};
+pub use server_config::{McpApproval, McpServer};

@@ -1,0 +1,684 @@
+//! The workers file (`RUNWAY_WORKERS_FILE`, or inline `RUNWAY_WORKERS`): many Digital Workers
+//! on one deployment, each Console `agentId` with its own agent, name and limits; per-workspace
+//! overrides; model prices. Checked at start-up: an unknown key, a missing setting or an agent
+//! that does not exist refuses to start, with the line and column.
+//!
+//! ```toml
+//! [defaults]                       # inherited by every worker
+//! agent = "model"                  # model | demo | echo | http-probe | a name registered in code
+//! base_url = "https://api.openai.com/v1"
+//! model = "gpt-4o-mini"
+//! api_key = "${OPENAI_KEY}"        # ${NAME} read from the settings / secrets
+//!
+//! [prices."gpt-4o-mini"]           # USD per million tokens
+//! input_per_million = 0.15
+//! output_per_million = 0.60
+//!
+//! [workers."918273688800000200"]   # Console's agentId
+//! name = "Order desk"
+//! system_prompt = "You are the order desk."
+//! tools_file = "desk-tools.toml"   # relative to this file
+//!
+//! [workers."918273688800000300"]
+//! name = "HR helper"
+//! system_prompt = "You answer HR questions."
+//! limits = { tokens_per_day = 200000 }
+//!
+//! [workspaces."918273600000000001"] # Console's workspaceId ("*": every other workspace)
+//! limits = { turns_per_minute = 10, spend_per_day = 2.0 }
+//! model = "gpt-4o"                 # this customer's model workers use another model,
+//! system_prompt_addition = "Answer in Vietnamese."
+//! tools_allowed = ["lookup_order"] # and only these tools
+//!
+//! [workspaces."918273600000000001".workers."918273688800000300"]
+//! limits = { turns_per_minute = 2 } # one worker within one workspace
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use runway_core::adapter::Runtime;
+use runway_core::{Limits, Price, SharedAgent, Workers};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::BuiltinAgent;
+use crate::model::tools_file::{fill_settings, line_column};
+use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
+
+/// The setting naming the workers file's path.
+pub const WORKERS_FILE_SETTING: &str = "RUNWAY_WORKERS_FILE";
+/// The setting holding the workers file itself (a wrangler var or a SAM parameter).
+pub const WORKERS_SETTING: &str = "RUNWAY_WORKERS";
+/// The name a workers file gives the one agent a binary serves in code
+/// (`runway::serve(MyAgent)`): `agent = "main"`.
+pub const MAIN_AGENT: &str = "main";
+
+/// A workers file that cannot be used: where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}, line {line}, column {column}: {reason}")]
+pub struct WorkersFileError {
+    /// `RUNWAY_WORKERS` or the file's path.
+    pub origin: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    defaults: RawWorker,
+    #[serde(default)]
+    prices: BTreeMap<String, RawPrice>,
+    #[serde(default)]
+    workers: BTreeMap<String, Spanned<RawWorker>>,
+    #[serde(default)]
+    workspaces: BTreeMap<String, Spanned<RawWorkspace>>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawWorker {
+    name: Option<String>,
+    agent: Option<Spanned<String>>,
+    base_url: Option<Spanned<String>>,
+    model: Option<Spanned<String>>,
+    api_key: Option<Spanned<String>>,
+    system_prompt: Option<String>,
+    tools_file: Option<Spanned<String>>,
+    tools: Option<Spanned<String>>,
+    limits: Option<RawLimits>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawPrice {
+    input_per_million: f64,
+    output_per_million: f64,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    turns_per_minute: Option<u64>,
+    tokens_per_day: Option<u64>,
+    spend_per_day: Option<f64>,
+    spend_per_month: Option<f64>,
+}
+
+impl From<RawLimits> for Limits {
+    fn from(r: RawLimits) -> Self {
+        Limits {
+            turns_per_minute: r.turns_per_minute,
+            tokens_per_day: r.tokens_per_day,
+            spend_per_day: r.spend_per_day,
+            spend_per_month: r.spend_per_month,
+        }
+    }
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawOverride {
+    model: Option<Spanned<String>>,
+    system_prompt_addition: Option<String>,
+    tools_allowed: Option<Spanned<Vec<String>>>,
+    limits: Option<RawLimits>,
+}
+
+/// `[workspaces."<id>"]`: the overrides of [`RawOverride`] for every worker, and
+/// `workers."<agentId>"` tables for one worker (serde's `flatten` would lose the spans).
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspace {
+    model: Option<Spanned<String>>,
+    system_prompt_addition: Option<String>,
+    tools_allowed: Option<Spanned<Vec<String>>>,
+    limits: Option<RawLimits>,
+    #[serde(default)]
+    workers: BTreeMap<String, Spanned<RawOverride>>,
+}
+
+impl RawWorkspace {
+    fn overrides(&self) -> RawOverride {
+        RawOverride {
+            model: self.model.clone(),
+            system_prompt_addition: self.system_prompt_addition.clone(),
+            tools_allowed: self.tools_allowed.clone(),
+            limits: self.limits,
+        }
+    }
+}
+
+/// Reads the workers file from the settings, if one is set: `RUNWAY_WORKERS_FILE` (a path,
+/// read with `read_file`) or `RUNWAY_WORKERS` (the file itself). `code` holds the agents the
+/// binary registered (by name, or [`Workers::any`] for its one agent, `agent = "main"`).
+///
+/// # Errors
+/// Both settings set, the file unreadable, or refused ([`load_workers`]).
+pub fn workers_from_settings<R: Runtime + Clone>(
+    code: &Workers,
+    rt: &R,
+    setting: &dyn Fn(&str) -> Option<String>,
+    read_file: &dyn Fn(&str) -> Result<String, String>,
+    prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
+) -> Result<Option<Workers>, String> {
+    let non_empty = |k: &str| setting(k).filter(|v| !v.trim().is_empty());
+    match (non_empty(WORKERS_FILE_SETTING), non_empty(WORKERS_SETTING)) {
+        (Some(_), Some(_)) => Err(format!(
+            "set {WORKERS_FILE_SETTING} or {WORKERS_SETTING}, not both"
+        )),
+        (Some(path), None) => {
+            let path = path.trim();
+            let text = read_file(path)
+                .map_err(|e| format!("{WORKERS_FILE_SETTING}: cannot read {path}: {e}"))?;
+            let dir = path.rfind('/').map(|i| &path[..=i]).unwrap_or("");
+            let read_relative = |p: &str| {
+                if p.starts_with('/') {
+                    read_file(p)
+                } else {
+                    read_file(&format!("{dir}{p}"))
+                }
+            };
+            load_workers(&text, path, code, rt, setting, &read_relative, prepare)
+                .map(Some)
+                .map_err(|e| e.to_string())
+        }
+        (None, Some(inline)) => load_workers(
+            &inline,
+            WORKERS_SETTING,
+            code,
+            rt,
+            setting,
+            read_file,
+            prepare,
+        )
+        .map(Some)
+        .map_err(|e| e.to_string()),
+        (None, None) => Ok(None),
+    }
+}
+
+/// What a native binary serves: its own agent, or the workers of a workers file.
+pub enum Served<A> {
+    /// No workers file: the binary's agent, for every `agentId`.
+    One(A),
+    /// The workers of the file.
+    Workers(Box<Workers>),
+}
+
+/// For a native binary (`runway serve`, Lambda): the workers of `RUNWAY_WORKERS_FILE` (read
+/// from disk) or `RUNWAY_WORKERS` in the process environment if one is set, with `agent` as
+/// `agent = "main"` (or its registered names, if it is a [`Workers`]); else `agent`.
+///
+/// # Errors
+/// As [`workers_from_settings`].
+pub fn served_from_env<A: runway_core::Agent, R: Runtime + Clone>(
+    agent: A,
+    rt: &R,
+) -> Result<Served<A>, String> {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if !set(WORKERS_FILE_SETTING) && !set(WORKERS_SETTING) {
+        return Ok(Served::One(agent));
+    }
+    let code = Workers::from_agent(agent);
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
+    let setting = |k: &str| std::env::var(k).ok();
+    workers_from_settings(&code, rt, &setting, &read, &|m| m)?
+        .map(|w| Served::Workers(Box::new(w)))
+        .ok_or_else(|| "no workers file".into())
+}
+
+/// Parses and checks a workers file and builds its workers. `origin` names it in errors;
+/// `setting` reads `${NAME}` references (and what built-in agents need); `read_file` reads a
+/// worker's `tools_file`; `prepare` finishes each model agent for the runtime (its attachment
+/// store, its download client).
+///
+/// # Errors
+/// The first problem, with its line and column.
+pub fn load_workers<R: Runtime + Clone>(
+    source: &str,
+    origin: &str,
+    code: &Workers,
+    rt: &R,
+    setting: &dyn Fn(&str) -> Option<String>,
+    read_file: &dyn Fn(&str) -> Result<String, String>,
+    prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
+) -> Result<Workers, WorkersFileError> {
+    let err_at = |offset: usize, reason: String| {
+        let (line, column) = line_column(source, offset);
+        WorkersFileError {
+            origin: origin.to_owned(),
+            line,
+            column,
+            reason,
+        }
+    };
+    let raw: RawFile = toml::from_str(source).map_err(|e: toml::de::Error| {
+        err_at(
+            e.span().map_or(0, |s| s.start),
+            e.message().trim().to_owned(),
+        )
+    })?;
+    if raw.workers.is_empty() {
+        return Err(err_at(
+            0,
+            "no [workers.\"<agentId>\"] table: name at least one worker".into(),
+        ));
+    }
+    let mut workers = Workers::new();
+    for (model, p) in &raw.prices {
+        let usable = |v: f64| v.is_finite() && v >= 0.0;
+        if !usable(p.input_per_million) || !usable(p.output_per_million) {
+            return Err(err_at(
+                0,
+                format!("prices.{model:?}: prices must be numbers of 0 or more"),
+            ));
+        }
+        workers = workers.price(
+            model.clone(),
+            Price {
+                input_per_million: p.input_per_million,
+                output_per_million: p.output_per_million,
+            },
+        );
+    }
+    let any_spend_limit = raw
+        .workspaces
+        .values()
+        .flat_map(|w| {
+            let w = w.get_ref();
+            std::iter::once(w.limits).chain(w.workers.values().map(|o| o.get_ref().limits))
+        })
+        .flatten()
+        .chain(raw.defaults.limits)
+        .chain(raw.workers.values().filter_map(|w| w.get_ref().limits))
+        .any(|l| l.spend_per_day.is_some() || l.spend_per_month.is_some());
+    let check_price = |model: &Spanned<String>| {
+        if any_spend_limit && !raw.prices.contains_key(model.get_ref()) {
+            return Err(err_at(
+                model.span().start,
+                format!(
+                    "a spend limit is set, but [prices.{:?}] is missing: its spend would count as 0",
+                    model.get_ref()
+                ),
+            ));
+        }
+        Ok(())
+    };
+    for (id, spanned) in &raw.workers {
+        let at = spanned.span().start;
+        runway_core::protocol::validate_id("workers", id)
+            .map_err(|e| err_at(at, format!("{id:?}: {}", e.message())))?;
+        let w = merged(&raw.defaults, spanned.get_ref());
+        if let Some(name) = &w.name {
+            workers = workers.name(id.clone(), name.clone());
+        }
+        let limits = raw
+            .defaults
+            .limits
+            .map(Limits::from)
+            .unwrap_or_default()
+            .overridden_by(
+                &spanned
+                    .get_ref()
+                    .limits
+                    .map(Limits::from)
+                    .unwrap_or_default(),
+            );
+        if !limits.is_empty() {
+            workers = workers.worker_limits(id.clone(), limits);
+        }
+        let agent_name = w.agent.as_ref().map(|a| a.get_ref().trim().to_owned());
+        let (agent, model): (SharedAgent, Option<ModelAgent<R>>) = match agent_name.as_deref() {
+            Some("model") => {
+                let settings = model_settings(&w, id, setting, read_file, &err_at, at)?;
+                if let Some(m) = &w.model {
+                    check_price(m)?;
+                }
+                let agent = prepare(ModelAgent::new(settings, rt.clone()));
+                (Arc::new(agent.clone()), Some(agent))
+            }
+            Some(builtin @ ("demo" | "echo" | "http-probe")) => {
+                let agent = BuiltinAgent::from_settings(builtin, rt, setting)
+                    .map_err(|e| err_at(w.agent.as_ref().map_or(at, |a| a.span().start), e))?;
+                (Arc::new(agent) as SharedAgent, None)
+            }
+            Some(name) => {
+                let found = if name == MAIN_AGENT {
+                    code.registered(MAIN_AGENT).or_else(|| code.fallback())
+                } else {
+                    code.registered(name)
+                };
+                let agent = found.ok_or_else(|| {
+                    err_at(
+                        w.agent.as_ref().map_or(at, |a| a.span().start),
+                        format!(
+                            "agent {name:?} is neither model, demo, echo, http-probe nor an agent this binary registered{}",
+                            if name == "http_probe" { " (did you mean http-probe?)" } else { "" }
+                        ),
+                    )
+                })?;
+                (agent, None)
+            }
+            None => {
+                let agent = code.registered(id).or_else(|| code.fallback()).ok_or_else(|| {
+                    err_at(
+                        at,
+                        format!(
+                            "worker {id:?} has no agent: set agent = \"model\" (or a built-in) here or in [defaults]"
+                        ),
+                    )
+                })?;
+                (agent, None)
+            }
+        };
+        workers = workers.add_shared(id.clone(), agent);
+        // Per-workspace variants of a model worker.
+        for (ws_id, ws) in &raw.workspaces {
+            let ws = ws.get_ref();
+            let pair = ws.workers.get(id);
+            let wide = ws.overrides();
+            let overrides = [Some(&wide), pair.map(Spanned::get_ref)];
+            let changes_agent = overrides.iter().flatten().any(|o| {
+                o.model.is_some() || o.system_prompt_addition.is_some() || o.tools_allowed.is_some()
+            });
+            if !changes_agent {
+                continue;
+            }
+            let Some(model_agent) = &model else {
+                if let Some(pair) = pair {
+                    return Err(err_at(
+                        pair.span().start,
+                        format!(
+                            "worker {id:?} is not a model agent: only limits can be set for it per workspace"
+                        ),
+                    ));
+                }
+                continue;
+            };
+            let mut settings = model_agent.settings().clone();
+            for o in overrides.into_iter().flatten() {
+                if let Some(m) = &o.model {
+                    check_price(m)?;
+                    settings.model = m.get_ref().clone();
+                }
+                if let Some(add) = &o.system_prompt_addition {
+                    settings.system_prompt = Some(match settings.system_prompt.take() {
+                        Some(p) => format!("{p}\n\n{add}"),
+                        None => add.clone(),
+                    });
+                }
+                if let Some(allowed) = &o.tools_allowed {
+                    for name in allowed.get_ref() {
+                        if !model_agent.settings().tools.iter().any(|t| &t.name == name) {
+                            return Err(err_at(
+                                allowed.span().start,
+                                format!(
+                                    "tools_allowed names {name:?}, which worker {id:?} does not have"
+                                ),
+                            ));
+                        }
+                    }
+                    settings
+                        .tools
+                        .retain(|t| allowed.get_ref().contains(&t.name));
+                }
+            }
+            workers = workers.add_for_workspace(
+                id,
+                ws_id.clone(),
+                Arc::new(model_agent.with_settings(settings)),
+            );
+        }
+    }
+    for (ws_id, ws) in &raw.workspaces {
+        let at = ws.span().start;
+        let ws = ws.get_ref();
+        if ws_id != runway_core::meter::ANY_WORKSPACE {
+            runway_core::protocol::validate_id("workspaces", ws_id)
+                .map_err(|e| err_at(at, format!("{ws_id:?}: {}", e.message())))?;
+        }
+        if let Some(l) = ws.limits {
+            workers = workers.workspace_limits(ws_id.clone(), l.into());
+        }
+        for (id, pair) in &ws.workers {
+            if !raw.workers.contains_key(id) {
+                return Err(err_at(
+                    pair.span().start,
+                    format!("workspaces.{ws_id:?}.workers names {id:?}, which is not in [workers]"),
+                ));
+            }
+            if let Some(l) = pair.get_ref().limits {
+                workers = workers.worker_limits_in(ws_id.clone(), id.clone(), l.into());
+            }
+        }
+    }
+    Ok(workers)
+}
+
+/// A worker's settings over the defaults.
+fn merged(defaults: &RawWorker, w: &RawWorker) -> RawWorker {
+    let d = defaults.clone();
+    let w = w.clone();
+    let own_tools = w.tools.is_some() || w.tools_file.is_some();
+    RawWorker {
+        name: w.name,
+        agent: w.agent.or(d.agent),
+        base_url: w.base_url.or(d.base_url),
+        model: w.model.or(d.model),
+        api_key: w.api_key.or(d.api_key),
+        system_prompt: w.system_prompt.or(d.system_prompt),
+        // A worker's tools replace the defaults' (one or the other, never both).
+        tools_file: if own_tools {
+            w.tools_file
+        } else {
+            d.tools_file
+        },
+        tools: if own_tools { w.tools } else { d.tools },
+        limits: w.limits,
+    }
+}
+
+/// A model worker's settings: its endpoint, model, key, prompt and tools.
+fn model_settings(
+    w: &RawWorker,
+    id: &str,
+    setting: &dyn Fn(&str) -> Option<String>,
+    read_file: &dyn Fn(&str) -> Result<String, String>,
+    err_at: &dyn Fn(usize, String) -> WorkersFileError,
+    at: usize,
+) -> Result<ModelSettings, WorkersFileError> {
+    let filled = |v: &Spanned<String>| {
+        fill_settings(v.get_ref(), setting).map_err(|r| err_at(v.span().start, r))
+    };
+    let base = w.base_url.as_ref().ok_or_else(|| {
+        err_at(
+            at,
+            format!("worker {id:?} is a model agent without base_url"),
+        )
+    })?;
+    let model = w
+        .model
+        .as_ref()
+        .ok_or_else(|| err_at(at, format!("worker {id:?} is a model agent without model")))?;
+    let mut s = ModelSettings::new(filled(base)?.trim(), filled(model)?.trim())
+        .map_err(|e| err_at(base.span().start, e.to_string()))?;
+    if let Some(key) = &w.api_key {
+        let key = filled(key)?;
+        if http::HeaderValue::try_from(format!("Bearer {}", key.trim())).is_err() {
+            return Err(err_at(at, "api_key is not usable in an HTTP header".into()));
+        }
+        s.api_key = Some(Secret::new(key.trim()));
+    }
+    s.system_prompt = w.system_prompt.clone().filter(|p| !p.trim().is_empty());
+    match (&w.tools_file, &w.tools) {
+        (Some(a), Some(_)) => {
+            return Err(err_at(
+                a.span().start,
+                "set tools_file or tools, not both".into(),
+            ));
+        }
+        (Some(path), None) => {
+            let text = read_file(path.get_ref().trim()).map_err(|e| {
+                err_at(
+                    path.span().start,
+                    format!("cannot read {}: {e}", path.get_ref()),
+                )
+            })?;
+            let file = parse_tools(&text, path.get_ref().trim(), setting)
+                .map_err(|e| err_at(path.span().start, e.to_string()))?;
+            s.tools = file.tools;
+            s.mcp = file.mcp;
+        }
+        (None, Some(inline)) => {
+            let file = parse_tools(inline.get_ref(), &format!("workers.{id:?}.tools"), setting)
+                .map_err(|e| err_at(inline.span().start, e.to_string()))?;
+            s.tools = file.tools;
+            s.mcp = file.mcp;
+        }
+        (None, None) => {}
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runway_core::adapter::TokioRuntime;
+
+    /// The issue's minimal file, as written.
+    const MINIMAL: &str = r#"
+[defaults]                       # inherited by every worker
+agent = "model"
+base_url = "https://api.openai.com/v1"
+model = "gpt-4o-mini"
+api_key = "${OPENAI_KEY}"        # ${NAME} read from the settings / secrets
+
+[prices."gpt-4o-mini"]           # USD per million tokens, for spend estimates and limits
+input_per_million = 0.15
+output_per_million = 0.60
+
+[workers."918273688800000200"]   # Console's agentId
+name = "Order desk"
+system_prompt = "You are the order desk."
+tools_file = "desk-tools.toml"
+
+[workers."918273688800000300"]
+name = "HR helper"
+system_prompt = "You answer HR questions."
+limits = { tokens_per_day = 200000 }
+
+[workspaces."918273600000000001"] # Console's workspaceId
+limits = { turns_per_minute = 10, spend_per_day = 2.0 }
+"#;
+
+    const DESK_TOOLS: &str = "[[tools]]\nname = \"lookup_order\"\nmethod = \"GET\"\nurl = \"https://shop.example.com/orders/{id}\"\nparameters = { type = \"object\", properties = { id = { type = \"string\" } } }\n";
+
+    fn setting(k: &str) -> Option<String> {
+        (k == "OPENAI_KEY").then(|| "sk-test".to_owned())
+    }
+
+    fn read(path: &str) -> Result<String, String> {
+        match path {
+            "/etc/runway/desk-tools.toml" | "desk-tools.toml" => Ok(DESK_TOOLS.into()),
+            "/etc/runway/workers.toml" => Ok(MINIMAL.into()),
+            other => Err(format!("no file {other}")),
+        }
+    }
+
+    fn load(src: &str) -> Result<Workers, WorkersFileError> {
+        load_workers(
+            src,
+            "workers.toml",
+            &Workers::new(),
+            &TokioRuntime,
+            &setting,
+            &read,
+            &|m| m,
+        )
+    }
+
+    #[test]
+    fn the_minimal_file_works_as_written() {
+        let lookup = |k: &str| match k {
+            WORKERS_FILE_SETTING => Some("/etc/runway/workers.toml".to_owned()),
+            k => setting(k),
+        };
+        let w = workers_from_settings(&Workers::new(), &TokioRuntime, &lookup, &read, &|m| m)
+            .unwrap()
+            .expect("a workers file is set");
+        let p = w.policy();
+        assert!(p.serves("918273688800000200") && p.serves("918273688800000300"));
+        assert!(!p.serves("918273688800000400"));
+        assert_eq!(p.name("918273688800000300"), Some("HR helper"));
+        assert_eq!(p.price("gpt-4o-mini").unwrap().output_per_million, 0.60);
+        assert!(w.agent_for("918273688800000200", "x").is_some());
+        assert!(w.agent_for("918273688800000999", "x").is_none());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_with_line_and_column() {
+        let e = load(&MINIMAL.replace(
+            "system_prompt = \"You answer",
+            "sytem_prompt = \"You answer",
+        ))
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (19, 1), "{e}");
+        assert!(e.reason.contains("sytem_prompt"), "{e}");
+        let e =
+            load(&MINIMAL.replace("turns_per_minute = 10", "turns_per_minut = 10")).unwrap_err();
+        assert_eq!(e.line, 23, "{e}");
+        let e = load(&MINIMAL.replace("${OPENAI_KEY}", "${MISSING_KEY}")).unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.reason.contains("MISSING_KEY"), "{e}");
+        let e =
+            load(&MINIMAL.replace("[prices.\"gpt-4o-mini\"]", "[prices.\"gpt-4o\"]")).unwrap_err();
+        assert!(e.reason.contains("prices"), "{e}");
+        let e = load(&MINIMAL.replace("agent = \"model\"", "agent = \"desk\"")).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let e = load(&MINIMAL.replace("desk-tools.toml", "missing.toml")).unwrap_err();
+        assert_eq!(e.line, 15, "{e}");
+        assert!(e.to_string().starts_with("workers.toml, line 15"), "{e}");
+    }
+
+    #[test]
+    fn workspace_overrides_and_code_agents() {
+        let src = format!(
+            "{MINIMAL}model = \"gpt-4o-mini\"\nsystem_prompt_addition = \"Answer in Vietnamese.\"\n\
+             [workspaces.\"918273600000000001\".workers.\"918273688800000200\"]\ntools_allowed = [\"lookup_order\"]\n\
+             limits = {{ turns_per_minute = 2 }}\n\
+             [workers.\"918273688800000500\"]\nagent = \"desk\"\n[workers.\"918273688800000600\"]\nagent = \"echo\"\n"
+        );
+        let code = Workers::new().add("desk", crate::EchoAgent);
+        let w = load_workers(
+            &src,
+            "w.toml",
+            &code,
+            &TokioRuntime,
+            &setting,
+            &read,
+            &|m| m,
+        )
+        .unwrap();
+        assert!(w.policy().serves("918273688800000500"));
+        let e = load_workers(
+            &src.replace("[\"lookup_order\"]", "[\"refund\"]"),
+            "w.toml",
+            &code,
+            &TokioRuntime,
+            &setting,
+            &read,
+            &|m| m,
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("refund"), "{e}");
+        let e = load(&src).unwrap_err();
+        assert!(e.reason.contains("\"desk\""), "{e}");
+    }
+}

@@ -1,0 +1,244 @@
+//! [`Workers`]: many Digital Workers behind one `base_url`, each Console `agentId` (and
+//! Lowkey agent id) routed to its own agent, with display names, limits and model prices.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::agent::Agent;
+use crate::agent::outcome::{AgentError, AgentResult};
+use crate::agent::output::Output;
+use crate::agent::turn::Turn;
+use crate::meter::limits::{Limits, Policy, Price};
+use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
+
+/// An [`Agent`] behind a pointer: agents of different types side by side in one [`Workers`].
+/// Every `Agent` is one.
+pub trait DynAgent: MaybeSend + MaybeSync + 'static {
+    /// [`Agent::run`], boxed.
+    fn run_boxed<'a>(&'a self, turn: &'a mut Turn, out: &'a Output) -> BoxFuture<'a, AgentResult>;
+}
+
+impl<A: Agent> DynAgent for A {
+    fn run_boxed<'a>(&'a self, turn: &'a mut Turn, out: &'a Output) -> BoxFuture<'a, AgentResult> {
+        Box::pin(self.run(turn, out))
+    }
+}
+
+/// A shared agent of any type.
+pub type SharedAgent = Arc<dyn DynAgent>;
+
+/// One Digital Worker: its agent, and variants of it for some workspaces.
+#[derive(Clone)]
+struct Entry {
+    agent: SharedAgent,
+    per_workspace: HashMap<String, SharedAgent>,
+}
+
+/// Several Digital Workers on one deployment: Console's `agentId` (Lowkey's
+/// `sessionHandle.agentId`) picks the agent. Serve it like any agent
+/// (`runway::serve(workers)`, `runway_lambda::run(workers)`, `runway_cloudflare::fetch`).
+///
+/// A turn for an `agentId` that is not registered is refused before it starts (HTTP 404,
+/// `{"error": …}` naming the id, logged with code `UNKNOWN_AGENT`); it never reaches another
+/// worker's agent. With a workers file (`RUNWAY_WORKERS_FILE`), the adapters build this from
+/// the file, and the names registered here are the `agent = "…"` the file can refer to.
+///
+/// # Example
+///
+/// ```
+/// use runway_core::{Agent, AgentResult, Limits, Outcome, Output, Turn, Workers};
+///
+/// struct Desk;
+/// impl Agent for Desk {
+///     async fn run(&self, _: &mut Turn, out: &Output) -> AgentResult {
+///         out.text("Order desk here.");
+///         Ok(Outcome::Done)
+///     }
+/// }
+/// struct Hr;
+/// impl Agent for Hr {
+///     async fn run(&self, _: &mut Turn, out: &Output) -> AgentResult {
+///         out.text("HR here.");
+///         Ok(Outcome::Done)
+///     }
+/// }
+///
+/// let workers = Workers::new()
+///     .add("918273688800000200", Desk)
+///     .add("918273688800000300", Hr)
+///     .name("918273688800000300", "HR helper")
+///     .worker_limits("918273688800000300", Limits { turns_per_minute: Some(30), ..Limits::default() })
+///     .workspace_limits("918273600000000001", Limits { spend_per_day: Some(2.0), ..Limits::default() });
+/// assert!(workers.policy().serves("918273688800000200"));
+/// assert!(!workers.policy().serves("918273688800000999"));
+/// ```
+#[derive(Clone, Default)]
+pub struct Workers {
+    entries: HashMap<String, Entry>,
+    fallback: Option<SharedAgent>,
+    policy: Policy,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut ids: Vec<&String> = self.entries.keys().collect();
+        ids.sort();
+        f.debug_struct("Workers")
+            .field("agent_ids", &ids)
+            .field("serves_any", &self.fallback.is_some())
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+impl Workers {
+    /// No workers yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One agent for every `agentId`: what serving a single agent means (no workers file).
+    pub fn any(agent: impl Agent) -> Self {
+        Self::any_shared(Arc::new(agent))
+    }
+
+    /// `agent` as workers: itself if it is a [`Workers`], else [`Workers::any`] (what a
+    /// workers file calls `agent = "main"`).
+    pub fn from_agent<A: Agent>(agent: A) -> Self {
+        let boxed: Box<dyn std::any::Any> = Box::new(agent);
+        match boxed.downcast::<Workers>() {
+            Ok(workers) => *workers,
+            Err(other) => match other.downcast::<A>() {
+                Ok(agent) => Self::any(*agent),
+                Err(_) => unreachable!("the box holds an A"),
+            },
+        }
+    }
+
+    /// [`Workers::any`] with a shared agent.
+    pub fn any_shared(agent: SharedAgent) -> Self {
+        Self {
+            fallback: Some(agent),
+            policy: Policy::serve_any(),
+            ..Self::default()
+        }
+    }
+
+    /// Serves `agent` as the Digital Worker `agent_id` (or registers it under that name, for
+    /// a workers file to refer to).
+    pub fn add(self, agent_id: impl Into<String>, agent: impl Agent) -> Self {
+        self.add_shared(agent_id, Arc::new(agent))
+    }
+
+    /// [`Workers::add`] with a shared agent (one agent may serve several ids).
+    pub fn add_shared(mut self, agent_id: impl Into<String>, agent: SharedAgent) -> Self {
+        let id = agent_id.into();
+        self.policy.served.insert(id.clone());
+        self.entries.insert(
+            id,
+            Entry {
+                agent,
+                per_workspace: HashMap::new(),
+            },
+        );
+        self
+    }
+
+    /// Serves `agent` instead of `agent_id`'s own for turns of `workspace_id` (a per-customer
+    /// variant: another model, prompt or tool set). No effect unless `agent_id` was added.
+    pub fn add_for_workspace(
+        mut self,
+        agent_id: &str,
+        workspace_id: impl Into<String>,
+        agent: SharedAgent,
+    ) -> Self {
+        if let Some(e) = self.entries.get_mut(agent_id) {
+            e.per_workspace.insert(workspace_id.into(), agent);
+        }
+        self
+    }
+
+    /// The display name of `agent_id` (logs, `/usage`, `runway usage`).
+    pub fn name(mut self, agent_id: impl Into<String>, name: impl Into<String>) -> Self {
+        self.policy.names.insert(agent_id.into(), name.into());
+        self
+    }
+
+    /// The limits of worker `agent_id`, all workspaces together.
+    pub fn worker_limits(mut self, agent_id: impl Into<String>, limits: Limits) -> Self {
+        self.policy.worker_limits.insert(agent_id.into(), limits);
+        self
+    }
+
+    /// The limits of workspace `workspace_id`, all workers together
+    /// ([`crate::meter::ANY_WORKSPACE`]: every workspace without its own).
+    pub fn workspace_limits(mut self, workspace_id: impl Into<String>, limits: Limits) -> Self {
+        self.policy
+            .workspace_limits
+            .insert(workspace_id.into(), limits);
+        self
+    }
+
+    /// The limits of worker `agent_id` within workspace `workspace_id`.
+    pub fn worker_limits_in(
+        mut self,
+        workspace_id: impl Into<String>,
+        agent_id: impl Into<String>,
+        limits: Limits,
+    ) -> Self {
+        self.policy
+            .pair_limits
+            .insert((workspace_id.into(), agent_id.into()), limits);
+        self
+    }
+
+    /// The price of `model`, for cost estimates and spend limits.
+    pub fn price(mut self, model: impl Into<String>, price: Price) -> Self {
+        self.policy.prices.insert(model.into(), price);
+        self
+    }
+
+    /// The agent registered as `name` (by [`Workers::add`]), to serve under another id.
+    pub fn registered(&self, name: &str) -> Option<SharedAgent> {
+        self.entries.get(name).map(|e| Arc::clone(&e.agent))
+    }
+
+    /// The agent serving every `agentId`, if this serves any ([`Workers::any`]).
+    pub fn fallback(&self) -> Option<SharedAgent> {
+        self.fallback.clone()
+    }
+
+    /// What runway needs to route, limit and bill turns.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The agent for a turn of `agent_id` in `workspace_id`, if one serves it.
+    pub fn agent_for(&self, agent_id: &str, workspace_id: &str) -> Option<&dyn DynAgent> {
+        match self.entries.get(agent_id) {
+            Some(e) => Some(
+                e.per_workspace
+                    .get(workspace_id)
+                    .unwrap_or(&e.agent)
+                    .as_ref(),
+            ),
+            None => self.fallback.as_deref(),
+        }
+    }
+}
+
+impl Agent for Workers {
+    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        let agent_id = turn.agent_id.clone();
+        let workspace_id = turn.workspace_id.clone();
+        match self.agent_for(&agent_id, &workspace_id) {
+            Some(agent) => agent.run_boxed(turn, out).await,
+            // Refused before the turn started when served by runway; reached only when this
+            // runs outside it.
+            None => Err(AgentError::with_user_message(
+                "This Digital Worker is not served here.",
+                format!("no agent for agentId {agent_id:?}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Admission: before the agent runs, the turn is checked against every limit that applies to
+//! it (its workspace, its worker, the worker in that workspace), and counted.
+//!
+//! Order, and why:
+//! 1. Token and spend budgets are read first (one read per scope with a budget): a turn
+//!    refused for its budget takes nothing from a rate limit.
+//! 2. Turns per minute are counted one scope after another with the store's atomic
+//!    [`TurnStore::take_turn`]; when a later scope refuses, the turns taken in the earlier
+//!    ones are given back. So a limit is never passed, whatever runs concurrently on any
+//!    instance; at worst a turn given back a moment late makes a concurrent one wait.
+//!
+//! A store that cannot answer refuses the turn (`STORE_UNAVAILABLE`): limits fail closed.
+
+use futures::future::join_all;
+
+use crate::error::{StoreError, TurnErrorCode};
+use crate::meter::limits::{Policy, Scope};
+use crate::meter::turn_usage::{Budget, TurnUsage};
+use crate::meter::window::{Windows, wait_phrase};
+use crate::store::TurnStore;
+use crate::store::tally::TallyKey;
+use crate::wire::Ending;
+
+/// How long a minute counter is kept after its minute (then deleted).
+const MINUTE_KEPT_MS: u64 = 120_000;
+
+/// The part holding `scope`'s counters.
+pub(crate) fn meter_part(scope: &str) -> String {
+    format!("meter/{scope}")
+}
+
+/// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`. `Ok`: it
+/// may run (its budget is set on `usage`); `Err`: the ending that refuses it.
+pub(crate) async fn admit<S: TurnStore>(
+    store: &S,
+    policy: &Policy,
+    usage: &TurnUsage,
+    agent_id: &str,
+    workspace_id: &str,
+    now_ms: u64,
+) -> Result<(), Ending> {
+    let scopes = policy.scopes(agent_id, workspace_id);
+    if scopes.is_empty() {
+        return Ok(());
+    }
+    let windows = Windows::at(now_ms);
+    let budget = check_budgets(store, &scopes, &windows, now_ms)
+        .await
+        .map_err(|e| store_failed(&e))??;
+    usage.set_budget(budget);
+    take_turns(store, &scopes, &windows, now_ms).await
+}
+
+fn store_failed(e: &StoreError) -> Ending {
+    tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not check the turn's limits");
+    Ending::error(
+        TurnErrorCode::StoreUnavailable,
+        "The agent's storage is unavailable right now. Please try again.",
+    )
+}
+
+/// Reads each budgeted scope's day and month counters: refuses if one is spent, else the
+/// tightest budget left.
+async fn check_budgets<S: TurnStore>(
+    store: &S,
+    scopes: &[Scope],
+    windows: &Windows,
+    now_ms: u64,
+) -> Result<Result<Budget, Ending>, StoreError> {
+    let budgeted: Vec<&Scope> = scopes.iter().filter(|s| s.limits.has_budget()).collect();
+    let reads = join_all(budgeted.iter().map(|s| {
+        let part = meter_part(&s.key);
+        async move { store.tallies(&part, now_ms).await }
+    }))
+    .await;
+    let (day, month) = (windows.day_item(), windows.month_item());
+    let mut budget = Budget::default();
+    let mut tighten = |left: u64, reset: u64, period: &'static str, tokens: bool| {
+        let slot = if tokens {
+            &mut budget.tokens_left
+        } else {
+            &mut budget.spend_left_micro_usd
+        };
+        if slot.is_none_or(|l| left < l) {
+            *slot = Some(left);
+        }
+        if budget.resets_at_ms == 0 || reset > budget.resets_at_ms {
+            budget.resets_at_ms = reset;
+            budget.period = period;
+        }
+    };
+    for (scope, rows) in budgeted.iter().zip(reads) {
+        let rows = rows?;
+        let used = |item: &str| {
+            rows.iter()
+                .find(|(i, _)| i == item)
+                .map(|(_, t)| *t)
+                .unwrap_or_default()
+        };
+        let (today, this_month) = (used(&day), used(&month));
+        let l = scope.limits;
+        let refuse = |period: &str, reset_ms: u64| {
+            tracing::warn!(
+                code = "QUOTA_EXCEEDED",
+                scope = %scope.key,
+                period,
+                "turn refused: a token or spend limit is reached"
+            );
+            Ending::error(
+                TurnErrorCode::QuotaExceeded,
+                format!(
+                    "The usage limit for {period} has been reached. Please try again {}.",
+                    wait_phrase(now_ms, reset_ms)
+                ),
+            )
+        };
+        if let Some(max) = l.tokens_per_day {
+            if today.tokens() >= max {
+                return Ok(Err(refuse("today", windows.day_end_ms())));
+            }
+            tighten(max - today.tokens(), windows.day_end_ms(), "today", true);
+        }
+        if let Some(max) = l.spend_per_day.map(usd_to_micro) {
+            if today.cost_micro_usd >= max {
+                return Ok(Err(refuse("today", windows.day_end_ms())));
+            }
+            tighten(
+                max - today.cost_micro_usd,
+                windows.day_end_ms(),
+                "today",
+                false,
+            );
+        }
+        if let Some(max) = l.spend_per_month.map(usd_to_micro) {
+            if this_month.cost_micro_usd >= max {
+                return Ok(Err(refuse("this month", windows.month_end_ms())));
+            }
+            tighten(
+                max - this_month.cost_micro_usd,
+                windows.month_end_ms(),
+                "this month",
+                false,
+            );
+        }
+    }
+    Ok(Ok(budget))
+}
+
+/// Counts the turn in every scope with a turns-per-minute limit, or in none.
+async fn take_turns<S: TurnStore>(
+    store: &S,
+    scopes: &[Scope],
+    windows: &Windows,
+    now_ms: u64,
+) -> Result<(), Ending> {
+    let item = windows.minute_item();
+    let expires = windows.minute_end_ms() + MINUTE_KEPT_MS;
+    let mut taken: Vec<TallyKey> = Vec::new();
+    let mut refusal = None;
+    for scope in scopes {
+        let Some(limit) = scope.limits.turns_per_minute else {
+            continue;
+        };
+        let key = TallyKey::new(meter_part(&scope.key), item.clone());
+        match store.take_turn(&key, limit, expires).await {
+            Ok(true) => taken.push(key),
+            Ok(false) => {
+                tracing::warn!(
+                    code = "RATE_LIMITED",
+                    scope = %scope.key,
+                    limit,
+                    "turn refused: turns per minute"
+                );
+                refusal = Some(Ending::error(
+                    TurnErrorCode::RateLimited,
+                    format!(
+                        "Too many messages right now. Please try again {}.",
+                        wait_phrase(now_ms, windows.minute_end_ms())
+                    ),
+                ));
+                break;
+            }
+            Err(e) => {
+                refusal = Some(store_failed(&e));
+                break;
+            }
+        }
+    }
+    let Some(refusal) = refusal else {
+        return Ok(());
+    };
+    for key in &taken {
+        if let Err(e) = store.return_turn(key).await {
+            tracing::warn!(error = %e, part = %key.part, "could not give back a counted turn");
+        }
+    }
+    Err(refusal)
+}
+
+/// US dollars to millionths (a negative or absurd limit counts as zero).
+pub(crate) fn usd_to_micro(usd: f64) -> u64 {
+    if usd.is_finite() && usd > 0.0 {
+        (usd * 1_000_000.0).round() as u64
+    } else {
+        0
+    }
+}

@@ -1,0 +1,162 @@
+//! After a turn: its [`TurnReport`], added to the usage report's row (workspace × worker ×
+//! day) and to the day and month counters of every scope with a token or spend limit, then
+//! handed to the deployment's [`TurnMetrics`].
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use futures::{FutureExt, pin_mut, select_biased};
+
+use crate::agent::Turn;
+use crate::meter::admission::meter_part;
+use crate::meter::limits::Policy;
+use crate::meter::report::TurnReport;
+use crate::meter::turn_usage::TurnOutcome;
+use crate::meter::window::Windows;
+use crate::platform::runtime::Runtime;
+use crate::protocol::lowkey::storage_id;
+use crate::service::Shared;
+use crate::store::TurnStore;
+use crate::store::tally::{Tally, TallyKey};
+
+/// How long a day's budget counters are kept after the day (or month) ends.
+const BUDGET_KEPT_MS: u64 = 86_400_000;
+
+/// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
+pub fn usage_part(day: &str) -> String {
+    format!("usage/{day}")
+}
+
+/// The usage row's item: `{workspace}/{worker}` (ids in their storage form, which never
+/// contains `/`).
+pub fn usage_item(workspace: &str, worker: &str) -> String {
+    format!("{}/{}", storage_id(workspace), storage_id(worker))
+}
+
+/// Longest wait on the usage writes after a turn (the turn has ended; this only bounds how
+/// long its body stays open).
+const RECORD_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// After a turn that was claimed (or refused): records its usage and hands its report to the
+/// deployment's metrics. A replayed or never-started turn has no outcome and is skipped.
+pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime>(shared: &Shared<A, S, R>, turn: &Turn) {
+    let Some(outcome) = turn.usage.outcome() else {
+        return;
+    };
+    let report = report_of(turn, &shared.policy, outcome, shared.rt.now_ms());
+    let write = store_report(
+        &shared.store,
+        &shared.policy,
+        &report,
+        shared.config.usage_ttl,
+    )
+    .fuse();
+    let timer = shared.rt.sleep(RECORD_TIMEOUT).fuse();
+    pin_mut!(write, timer);
+    select_biased! {
+        () = write => {}
+        () = timer => tracing::error!(code = "USAGE_NOT_RECORDED", "the usage writes timed out"),
+    }
+    shared.metrics.turn_ended(&report);
+}
+
+/// The report of a turn that ended with `outcome` at `now_ms`.
+pub(crate) fn report_of(
+    turn: &Turn,
+    policy: &Policy,
+    outcome: TurnOutcome,
+    now_ms: u64,
+) -> TurnReport {
+    let usage = &turn.usage;
+    let started = usage.started_at_ms().min(now_ms);
+    let mut tally = usage.totals();
+    tally.turns = 1;
+    match outcome {
+        TurnOutcome::Success => tally.succeeded = 1,
+        TurnOutcome::Interrupt => tally.interrupted = 1,
+        TurnOutcome::Error(crate::error::TurnErrorCode::RateLimited) => tally.rate_limited = 1,
+        TurnOutcome::Error(crate::error::TurnErrorCode::QuotaExceeded) => tally.quota_exceeded = 1,
+        TurnOutcome::Error(_) => tally.failed = 1,
+    }
+    let first_frame_ms = usage.first_output_ms().map(|t| t.saturating_sub(started));
+    tally.first_frame_ms = first_frame_ms.unwrap_or(0);
+    tally.duration_ms = now_ms - started;
+    TurnReport {
+        protocol: match turn.protocol {
+            crate::agent::Protocol::Console => "console",
+            crate::agent::Protocol::Lowkey => "lowkey",
+        },
+        run_id: turn.run_id.clone(),
+        thread_id: turn.thread_id.clone(),
+        worker: turn.agent_id.clone(),
+        worker_name: policy.name(&turn.agent_id).map(str::to_owned),
+        workspace: turn.workspace_id.clone(),
+        outcome: outcome.as_str(),
+        started_at_ms: started,
+        first_frame_ms,
+        duration_ms: tally.duration_ms,
+        usage: tally,
+    }
+}
+
+/// Writes `report` to the usage row and the budget counters (concurrently; a failure is
+/// logged, never fails the turn, which has ended).
+pub(crate) async fn store_report<S: TurnStore>(
+    store: &S,
+    policy: &Policy,
+    report: &TurnReport,
+    usage_ttl: Duration,
+) {
+    let windows = Windows::at(report.started_at_ms);
+    let day = windows.day.to_string();
+    let mut writes: Vec<(TallyKey, Tally, u64)> = vec![(
+        TallyKey::new(
+            usage_part(&day),
+            usage_item(&report.workspace, &report.worker),
+        ),
+        report.usage,
+        windows.day_end_ms() + usage_ttl.as_millis() as u64,
+    )];
+    let spent = Tally {
+        input_tokens: report.usage.input_tokens,
+        output_tokens: report.usage.output_tokens,
+        cost_micro_usd: report.usage.cost_micro_usd,
+        ..Tally::default()
+    };
+    if !spent.is_zero() {
+        for scope in policy.scopes(&report.worker, &report.workspace) {
+            let l = scope.limits;
+            let part = meter_part(&scope.key);
+            if l.tokens_per_day.is_some() || l.spend_per_day.is_some() {
+                writes.push((
+                    TallyKey::new(&part, windows.day_item()),
+                    spent,
+                    windows.day_end_ms() + BUDGET_KEPT_MS,
+                ));
+            }
+            if l.spend_per_month.is_some() {
+                writes.push((
+                    TallyKey::new(&part, windows.month_item()),
+                    spent,
+                    windows.month_end_ms() + BUDGET_KEPT_MS,
+                ));
+            }
+        }
+    }
+    let results = join_all(
+        writes
+            .iter()
+            .map(|(key, tally, expires)| store.add_tally(key, tally, *expires)),
+    )
+    .await;
+    for ((key, _, _), r) in writes.iter().zip(results) {
+        if let Err(e) = r {
+            tracing::error!(
+                code = "USAGE_NOT_RECORDED",
+                part = %key.part,
+                error = %e,
+                "could not record the turn's usage"
+            );
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `GET …/usage?from=YYYY-MM-DD&to=YYYY-MM-DD` on [`Runway`]: the usage rows of those days
+//! (workspace × worker × UTC day), behind the same header set as `/runs`.
+
+use bytes::Bytes;
+
+use crate::agent::Agent;
+use crate::meter::usage_report::{days_of_query, usage_report};
+use crate::platform::runtime::Runtime;
+use crate::service::{Runway, json_error, json_response, method_not_allowed};
+use crate::store::TurnStore;
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// Answers `GET …/usage` once auth has passed.
+    pub(crate) async fn usage_route(&self, req: &http::Request<Bytes>) -> http::Response<Bytes> {
+        if req.method() != http::Method::GET {
+            return method_not_allowed("GET");
+        }
+        let now = self.shared.rt.now_ms();
+        let (from, to) = match days_of_query(req.uri().query(), now) {
+            Ok(days) => days,
+            Err(message) => return json_error(400, &message),
+        };
+        match usage_report(&self.shared.store, &self.shared.policy, from, to, now).await {
+            Ok(report) => json_response(200, &report),
+            Err(e) => {
+                self.shared.note_store_error(&e);
+                tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "could not read the usage");
+                json_error(503, "storage unavailable")
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! [`Tally`] rows in SQLite, for [`SqlStore`]: the `runway serve` database and each Durable
+//! Object (a `meter/…` or `usage/…` object holds the rows of its part).
+//!
+//! Like the rest of [`SqlStore`], each method is a few statements the caller runs atomically
+//! (one transaction on the server, no `await` in between in a Durable Object).
+
+use crate::store::sql::{DbError, Sql, SqlValue};
+use crate::store::sql_store::SqlStore;
+use crate::store::tally::{Tally, TallyKey};
+
+/// The table: one row per key, a column per [`Tally::FIELDS`] entry.
+pub(crate) const TALLY_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tallies (
+        part             TEXT NOT NULL,
+        item             TEXT NOT NULL,
+        turns            INTEGER NOT NULL DEFAULT 0,
+        succeeded        INTEGER NOT NULL DEFAULT 0,
+        interrupted      INTEGER NOT NULL DEFAULT 0,
+        rate_limited     INTEGER NOT NULL DEFAULT 0,
+        quota_exceeded   INTEGER NOT NULL DEFAULT 0,
+        failed           INTEGER NOT NULL DEFAULT 0,
+        model_calls      INTEGER NOT NULL DEFAULT 0,
+        input_tokens     INTEGER NOT NULL DEFAULT 0,
+        output_tokens    INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        tool_calls       INTEGER NOT NULL DEFAULT 0,
+        tool_failures    INTEGER NOT NULL DEFAULT 0,
+        attachment_bytes INTEGER NOT NULL DEFAULT 0,
+        cost_micro_usd   INTEGER NOT NULL DEFAULT 0,
+        first_frame_ms   INTEGER NOT NULL DEFAULT 0,
+        duration_ms      INTEGER NOT NULL DEFAULT 0,
+        expires_at       INTEGER NOT NULL,
+        PRIMARY KEY (part, item)
+    )";
+
+fn int(v: u64) -> SqlValue {
+    SqlValue::from(v)
+}
+
+impl<S: Sql> SqlStore<S> {
+    /// [`crate::adapter::TurnStore::take_turn`].
+    ///
+    /// # Errors
+    /// SQLite failed.
+    pub fn take_turn(
+        &self,
+        key: &TallyKey,
+        limit: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool, DbError> {
+        let rows = self.sql().exec(
+            "SELECT turns FROM turn_tallies WHERE part = ? AND item = ?",
+            &[key.part.as_str().into(), key.item.as_str().into()],
+        )?;
+        let turns = match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+            Some(v) => u64::try_from(v.int()?).unwrap_or(0),
+            None => 0,
+        };
+        if turns >= limit {
+            return Ok(false);
+        }
+        self.add_tally(
+            key,
+            &Tally {
+                turns: 1,
+                ..Tally::default()
+            },
+            expires_at_ms,
+        )?;
+        Ok(true)
+    }
+
+    /// [`crate::adapter::TurnStore::return_turn`].
+    ///
+    /// # Errors
+    /// SQLite failed.
+    pub fn return_turn(&self, key: &TallyKey) -> Result<(), DbError> {
+        self.sql().exec(
+            "UPDATE turn_tallies SET turns = MAX(turns - 1, 0) WHERE part = ? AND item = ?",
+            &[key.part.as_str().into(), key.item.as_str().into()],
+        )?;
+        Ok(())
+    }
+
+    /// [`crate::adapter::TurnStore::add_tally`].
+    ///
+    /// # Errors
+    /// SQLite failed.
+    pub fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+    ) -> Result<(), DbError> {
+        let columns = Tally::FIELDS.join(", ");
+        let marks = vec!["?"; Tally::FIELDS.len()].join(", ");
+        let sums: Vec<String> = Tally::FIELDS
+            .iter()
+            .map(|f| format!("{f} = {f} + excluded.{f}"))
+            .collect();
+        let query = format!(
+            "INSERT INTO turn_tallies (part, item, {columns}, expires_at)
+             VALUES (?, ?, {marks}, ?)
+             ON CONFLICT (part, item) DO UPDATE SET {},
+                 expires_at = MAX(expires_at, excluded.expires_at)",
+            sums.join(", ")
+        );
+        let mut params = vec![key.part.as_str().into(), key.item.as_str().into()];
+        params.extend(tally.values().into_iter().map(int));
+        params.push(int(expires_at_ms));
+        self.sql().exec(&query, &params)?;
+        Ok(())
+    }
+
+    /// [`crate::adapter::TurnStore::tallies`].
+    ///
+    /// # Errors
+    /// SQLite failed or a row is not what this code wrote.
+    pub fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, DbError> {
+        let query = format!(
+            "SELECT item, {} FROM turn_tallies WHERE part = ? AND expires_at > ? ORDER BY item",
+            Tally::FIELDS.join(", ")
+        );
+        let rows = self.sql().exec(&query, &[part.into(), int(now_ms)])?;
+        rows.into_iter()
+            .map(|row| {
+                let mut row = row.into_iter();
+                let item = row
+                    .next()
+                    .ok_or_else(|| DbError::Corrupt("turn_tallies row".into()))?
+                    .text()?;
+                let mut values = [0u64; 16];
+                for v in &mut values {
+                    let cell = row
+                        .next()
+                        .ok_or_else(|| DbError::Corrupt("turn_tallies row".into()))?;
+                    *v = u64::try_from(cell.int()?).unwrap_or(0);
+                }
+                Ok((item, Tally::from_values(values)))
+            })
+            .collect()
+    }
+}
