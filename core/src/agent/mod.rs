@@ -64,6 +64,7 @@ pub use workers::{DynAgent, SharedAgent, Workers};
 /// ```
 pub trait Agent: MaybeSend + MaybeSync + 'static {
     /// Answers one turn. Write the answer to `out`; change `turn.context.state` to remember
-    /// things; return [`Outcome::Done`], or an [`Interrupt`] to ask the user something.
+    /// things; return [`Outcome::Done`], or an [`Interrupt`](crate::Interrupt) to ask the user
+    /// something.
     fn run(&self, turn: &mut Turn, out: &Output) -> impl Future<Output = AgentResult> + MaybeSend;
 }

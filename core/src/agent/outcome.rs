@@ -10,7 +10,7 @@ pub enum Outcome {
     /// The answer is complete.
     Done,
     /// The agent needs the user's decision before it goes on; the next turn carries it in
-    /// [`Turn::resume`].
+    /// [`Turn::resume`](crate::Turn::resume).
     Interrupt(Interrupt),
 }
 
@@ -20,7 +20,7 @@ impl From<Interrupt> for Outcome {
     }
 }
 
-/// What [`Agent::run`] returns.
+/// What [`Agent::run`](crate::Agent::run) returns.
 pub type AgentResult = Result<Outcome, AgentError>;
 
 /// A failed turn. The user sees [`AgentError::user_message`] (a generic apology unless you set

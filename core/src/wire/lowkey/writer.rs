@@ -36,7 +36,8 @@ const PARAGRAPH: &str = "\n\n";
 ///   recording of a turn is stored, so it stays as bounded as Console's);
 /// - a successful turn that produced no text ends with `error` instead of an empty answer.
 ///
-/// How each [`AgentEvent`] is shown is tabled in [the module docs](crate::wire::lowkey).
+/// How each [`AgentEvent`] is shown is tabled in the docs of the `wire::lowkey` module
+/// (`core/src/wire/lowkey/mod.rs`).
 ///
 /// The terminal line is held back ([`NdjsonWriter::take_final`]) so the engine can commit the
 /// turn first and send an `error` instead if that fails.
