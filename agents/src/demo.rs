@@ -58,7 +58,7 @@ impl<R: Runtime> Agent for DemoAgent<R> {
                 Decision::Authorized => {
                     "you connected the account (the demo keeps no tokens)".to_owned()
                 }
-                Decision::Edit => match &resume.edited_action {
+                Decision::Edit => match resume.edited_actions.first() {
                     Some(a) => format!("you edited the call to {} with {}", a.name, a.arguments),
                     None => "you edited the call".to_owned(),
                 },
@@ -140,6 +140,7 @@ impl<R: Runtime> Agent for DemoAgent<R> {
                 return Ok(Interrupt::Review {
                     prompt: "Send this email?".into(),
                     items: vec![ReviewItem {
+                        id: None,
                         name: "send_email".into(),
                         arguments: json!({"to": "ops@example.com", "subject": "Demo"}),
                     }],

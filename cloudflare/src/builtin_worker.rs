@@ -28,9 +28,10 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
             let name = runway_agents::settings::agent_name(|k| setting(env, k));
             let agent = BuiltinAgent::from_settings(&name, &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
-                // Attachments are downloaded by `fetch` without following redirects (the
-                // agent re-checks each hop); MCP requests go the same way (a redirect is
-                // refused, so configured headers reach the configured origin only).
+                // Attachments are downloaded, and tools called, by `fetch` without following
+                // redirects: the agent re-checks each hop (and keeps a tool's headers on its
+                // own origin); MCP requests go the same way (a redirect is refused, so
+                // configured headers reach the configured origin only).
                 // Kept files go to the hosted files' KV namespace.
                 #[cfg(feature = "model")]
                 BuiltinAgent::Model(model) => {
@@ -40,6 +41,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
                     BuiltinAgent::Model(
                         model
                             .with_download_client(Arc::new(DownloadClient))
+                            .with_tool_client(Arc::new(DownloadClient))
                             .with_mcp_client(Arc::new(DownloadClient))
                             .with_attachment_store(Arc::new(KvAttachmentStore::new(kv))),
                     )

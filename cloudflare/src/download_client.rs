@@ -13,7 +13,8 @@ use runway_core::adapter::BoxFuture;
 use runway_core::http_client::{HttpClient, HttpError, HttpRequest, HttpResponse};
 
 /// `fetch` without following redirects, for
-/// [`ModelAgent::with_download_client`](runway_agents::ModelAgent::with_download_client).
+/// [`ModelAgent::with_download_client`](runway_agents::ModelAgent::with_download_client) and
+/// [`ModelAgent::with_tool_client`](runway_agents::ModelAgent::with_tool_client).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DownloadClient;
 

@@ -4,7 +4,8 @@
 //! - `start_turn` and `finish_turn` are one request each to the thread's Durable Object
 //!   (`id_from_name(thread_key)`), which runs runway-core's shared SQLite store on its
 //!   storage: two Durable Object round trips per turn, strongly consistent and single-writer.
-//!   `latest_arrival` (a heartbeat's check for a newer turn) is one more, cheap one.
+//!   `latest_arrival` (a heartbeat's check for a newer turn) is one more, cheap one, and so is
+//!   `claim_action` (before an approved tool call runs).
 //! - Hosted files go to KV with `expirationTtl`: written once, read by an unguessable token,
 //!   so KV's eventual consistency (a new key can take up to ~60 s to be visible in other
 //!   locations) only means a link opened on another continent within that minute may 404.
@@ -14,7 +15,7 @@
 //!   one object's, read by `GET /usage` one call per day.
 
 use runway_core::adapter::{
-    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -22,8 +23,9 @@ use worker::kv::KvStore;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
-    ADD_TALLY_PATH, AddTally, ErrorReply, FINISH_PATH, LATEST_PATH, LatestRequest, ListTallies,
-    RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH,
+    LatestRequest, ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH,
+    TakeTurn,
 };
 use runway_core::store::tally::{Tally, TallyKey};
 
@@ -116,6 +118,14 @@ impl TurnStore for CloudflareStore {
         text.trim()
             .parse()
             .map_err(|e| StoreError::Corrupt(format!("latest reply: {e}")))
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        let body = serde_json::to_string(claim).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let text = self
+            .call(&claim.thread_key, CLAIM_ACTION_PATH, body)
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("claim reply: {e}")))
     }
 
     async fn take_turn(

@@ -7,7 +7,7 @@
 //! [`CommitOutcome`]); [`answer`] is everything the Durable Object does with them, on
 //! runway-core's shared SQLite store, so it is tested natively over rusqlite.
 
-use runway_core::adapter::{StoreError, TurnClaim, TurnCommit};
+use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey};
@@ -19,6 +19,8 @@ pub const START_PATH: &str = "/start";
 pub const FINISH_PATH: &str = "/finish";
 /// Path of the check for a newer turn: [`LatestRequest`] in, the latest arrival (a number) out.
 pub const LATEST_PATH: &str = "/latest";
+/// Path of an action claim: [`ActionClaim`] in, `true` or `false` out.
+pub const CLAIM_ACTION_PATH: &str = "/claim-action";
 
 /// Path of a turns-per-minute count: [`TakeTurn`] in, `true`/`false` out.
 pub const TAKE_TURN_PATH: &str = "/tally/take";
@@ -138,6 +140,11 @@ pub fn answer<S: Sql>(
         LATEST_PATH => {
             let req: LatestRequest = serde_json::from_str(body).map_err(bad)?;
             Ok((db.latest_arrival(&req.thread_key)?.to_string(), None))
+        }
+        CLAIM_ACTION_PATH => {
+            let claim: ActionClaim = serde_json::from_str(body).map_err(bad)?;
+            let won = db.claim_action(&claim)?;
+            Ok((json(&won), won.then(|| db.next_expiry()).transpose()?))
         }
         TAKE_TURN_PATH => {
             let req: TakeTurn = serde_json::from_str(body).map_err(bad)?;

@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
-    ADD_TALLY_PATH, AddTally, FINISH_PATH, LATEST_PATH, LatestRequest, ListTallies,
-    RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn, answer,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest,
+    ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn, answer,
 };
 use runway_core::adapter::{
-    CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
+    TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey};
@@ -62,6 +63,15 @@ impl TurnStore for NativeThreadObjects {
         })
         .unwrap();
         Ok(self.call(thread_key, LATEST_PATH, body)?.parse().unwrap())
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        let text = self.call(
+            &claim.thread_key,
+            CLAIM_ACTION_PATH,
+            serde_json::to_string(claim).unwrap(),
+        )?;
+        Ok(serde_json::from_str(&text).unwrap())
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

@@ -70,7 +70,7 @@ pub mod adapter {
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::memory::MemoryStore;
     pub use crate::store::{
-        CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+        ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
     };
     pub use crate::turn::abort_tail::PANIC_MESSAGE;
     pub use crate::turn::body::TurnBody;

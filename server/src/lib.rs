@@ -36,6 +36,7 @@ mod data_dir;
 mod listener;
 mod logging;
 mod metrics;
+mod own_origin;
 mod playground;
 mod request_body;
 mod serve;

@@ -23,6 +23,15 @@ const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
 /// The body (at most [`MAX_BODY_BYTES`]), or the error response: 413 when too large or
 /// unreadable, 408 when not received in time.
 pub async fn read(body: Body) -> Result<Bytes, http::Response<Bytes>> {
+    read_within(body, MAX_BODY_BYTES).await
+}
+
+/// The body (at most `max_bytes`), within [`BODY_READ_TIMEOUT`], or the error response: 413
+/// when too large or unreadable, 408 when not received in time. For every route that reads a
+/// body, so none can be held open by a body trickled a byte at a time.
+pub async fn read_within(body: Body, max_bytes: usize) -> Result<Bytes, http::Response<Bytes>> {
+    let too_large = || too_large_than(max_bytes);
+    let drain_limit = DRAIN_LIMIT.max(max_bytes);
     let mut data = body.into_data_stream();
     let collect = async {
         let mut buf = BytesMut::new();
@@ -30,14 +39,14 @@ pub async fn read(body: Body) -> Result<Bytes, http::Response<Bytes>> {
         while let Some(chunk) = data.next().await {
             let chunk = chunk.map_err(|_| too_large())?;
             seen += chunk.len();
-            if seen > DRAIN_LIMIT {
+            if seen > drain_limit {
                 break;
             }
-            if seen <= MAX_BODY_BYTES {
+            if seen <= max_bytes {
                 buf.extend_from_slice(&chunk);
             }
         }
-        if seen > MAX_BODY_BYTES {
+        if seen > max_bytes {
             return Err(too_large());
         }
         Ok(buf.freeze())
@@ -77,7 +86,17 @@ pub async fn refuse_declared_too_large(body: Body) -> http::Response<Bytes> {
 }
 
 fn too_large() -> http::Response<Bytes> {
-    let mut r = json_error(413, "body larger than 1 MiB or unreadable");
+    too_large_than(MAX_BODY_BYTES)
+}
+
+fn too_large_than(max_bytes: usize) -> http::Response<Bytes> {
+    let mut r = json_error(
+        413,
+        &format!(
+            "body larger than {} or unreadable",
+            runway_agents::attachments::human_bytes(max_bytes)
+        ),
+    );
     r.headers_mut().insert(
         http::header::CONNECTION,
         http::HeaderValue::from_static("close"),

@@ -124,6 +124,9 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     spawn_purger(store.clone());
 
     let auth_names = config.access.header_names();
+    // No header set (loopback only, or opted out): the server answers its own origins only.
+    let open = config.access.headers().is_none();
+    let public_url = config.public_url.clone();
     let page = PageSettings::serve(&config.access.headers().cloned().unwrap_or_default());
     let base_path = config.base_path.clone();
     let name = config.name.clone();
@@ -138,7 +141,7 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Listen(args.listen, e))?;
-    let app = Router::new()
+    let mut app = Router::new()
         .merge(crate::playground::page_routes(page, &base_path))
         .route(
             &format!("{base_path}/metrics"),
@@ -150,6 +153,17 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
         // the request's Host header.
         .layer(axum::Extension(PlatformOrigin(format!("http://{addr}"))))
         .with_state(runway);
+    if open {
+        // No auth set: only this server's own origins (see `own_origin`).
+        let origins = std::sync::Arc::new(crate::own_origin::OwnOrigins::new(
+            addr,
+            public_url.as_deref(),
+        ));
+        app = app.layer(axum::middleware::from_fn_with_state(
+            origins,
+            crate::own_origin::own_origins_only,
+        ));
+    }
     print_banner(&format!("http://{addr}{base_path}"), &name, &auth_names);
     let max_connections = crate::listener::max_connections(fd_limit);
     tracing::info!(fd_limit, max_connections, "accepting connections");

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use runway_core::adapter::{
-    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey};
@@ -138,6 +138,12 @@ impl TurnStore for SqliteStore {
     async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
         let thread_key = thread_key.to_owned();
         self.with(move |c| Ok(SqlStore::over(c).latest_arrival(&thread_key)?))
+            .await
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        let claim = claim.clone();
+        self.in_transaction(move |db| Ok(db.claim_action(&claim)?))
             .await
     }
 

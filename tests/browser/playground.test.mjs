@@ -101,13 +101,15 @@ before(async () => {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      // A DNS-rebinding name: resolves to loopback, as an attacker's would after rebinding.
+      "--host-resolver-rules=MAP rebind.test 127.0.0.1",
     ],
     viewport: { width: 1400, height: 900 },
   });
   // Loopback only: anything else (the demo's authorizeUrl popup, for one) is aborted.
   await context.route("**/*", (route) => {
     const url = route.request().url();
-    if (new URL(url).hostname === "127.0.0.1") return route.continue();
+    if (["127.0.0.1", "rebind.test"].includes(new URL(url).hostname)) return route.continue();
     offLoopback.push(url);
     return route.abort();
   });
@@ -182,11 +184,12 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
       ["GET", "/playground/findings", 405],
       ["GET", "/nope", 404],
     ]) {
-      const r = await fetch(`${serveUrl}${path}`, { method });
+      const r = await fetch(`${serveUrl}${path}`, { method, headers: { "content-type": "application/json" } });
       assert.equal(r.status, status, `${method} ${path}`);
       assert.equal(typeof (await r.json()).error, "string", `${method} ${path}: a JSON error`);
     }
-    const judge = (body) => fetch(`${serveUrl}/playground/findings`, { method: "POST", body });
+    const judge = (body) =>
+      fetch(`${serveUrl}/playground/findings`, { method: "POST", body, headers: { "content-type": "application/json" } });
     const garbage = await judge("not json");
     assert.equal(garbage.status, 400);
     assert.match((await garbage.json()).error, /not a recorded turn/);
@@ -469,7 +472,11 @@ describe("runway playground", () => {
     assert.match(await mine.locator(".bubble.assistant").innerText(), /You said "Hello with headers"/);
     assert.deepEqual(await findingCodes(own), []);
     await own.close();
-    const anonymous = await fetch(`${agent}/playground/findings`, { method: "POST", body: "{}" });
+    const anonymous = await fetch(`${agent}/playground/findings`, {
+      method: "POST",
+      body: "{}",
+      headers: { "content-type": "application/json" },
+    });
     assert.equal(anonymous.status, 401, "the findings endpoint asks for the agent's header set");
   });
 
@@ -506,5 +513,120 @@ describe("runway playground", () => {
     assert.match(await turn.locator(".badge").innerText(), /RUN_STARTED_SENT/);
     assert.deepEqual(page.problems, []);
     await page.close();
+  });
+});
+
+/** A small HTTP server on loopback: `handler(req, body)` returns `[status, headers, body]`. */
+function startServer(handler) {
+  const seen = [];
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      const [status, headers, out] = handler(req, body);
+      res.writeHead(status, headers);
+      res.end(out);
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve({ server, seen, url: `http://127.0.0.1:${server.address().port}` }));
+  });
+}
+
+describe("issue 20: the page and the local server under attack", () => {
+  test("another web page cannot drive runway serve without auth: cross-origin, text/plain, DNS rebinding", async () => {
+    const thread = `attack-${Date.now()}`;
+    const evil = await startServer(() => [
+      200,
+      { "content-type": "text/html" },
+      `<!doctype html><script>
+        const body = JSON.stringify({ protocolVersion: "1", runId: "evil-" + Date.now(), threadId: ${JSON.stringify(thread)},
+          agentId: "a", workspaceId: "w", input: "typed by another web page" });
+        fetch(${JSON.stringify(serveUrl)} + "/runs", { method: "POST", mode: "no-cors", body })
+          .finally(() => { document.title = "sent"; });
+      </script>`,
+    ]);
+    try {
+      const page = await context.newPage();
+      const refused = page.waitForResponse((r) => r.url().endsWith("/runs"));
+      await page.goto(`${evil.url}/`);
+      assert.equal((await refused).status(), 403, "a turn posted by another origin's page");
+      await page.waitForFunction(() => document.title === "sent", null, WAIT);
+      // DNS rebinding: the attacker's name, now resolving to loopback.
+      const rebound = await page.goto(`http://rebind.test:${new URL(serveUrl).port}/`);
+      assert.equal(rebound.status(), 403, "a page under another Host");
+      await page.close();
+      // No turn ran on that thread: its transcript is empty.
+      const transcript = await fetch(`${serveUrl}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ protocolVersion: "1", runId: `t-${Date.now()}`, threadId: thread, agentId: "a", workspaceId: "w", input: "/transcript" }),
+      });
+      assert.equal(transcript.status, 200);
+      assert.doesNotMatch(await transcript.text(), /typed by another web page/);
+      // The page's own origin still works (the rest of this file), and so do plain clients.
+      const plain = await fetch(`${serveUrl}/runs`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" });
+      assert.equal(plain.status, 415);
+    } finally {
+      evil.server.close();
+    }
+  });
+
+  test("a review of two calls of one tool: each card shows its call id, and every edited call is sent and run as edited", async () => {
+    // An OpenAI-compatible model calling issue_refund twice, then answering "Done."; a refunds API.
+    const sse = (chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n";
+    const delta = (d, finish = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+    const model = await startServer((req, body) => {
+      const messages = JSON.parse(body || "{}").messages || [];
+      const last = messages[messages.length - 1] || {};
+      const chunks =
+        last.role === "tool"
+          ? [delta({ role: "assistant", content: "Done." }), delta({}, "stop")]
+          : [
+              delta({ role: "assistant", tool_calls: [{ index: 0, id: "A-1", type: "function", function: { name: "issue_refund", arguments: '{"order":"A-1","amount":5}' } }] }),
+              delta({ tool_calls: [{ index: 1, id: "B-2", type: "function", function: { name: "issue_refund", arguments: '{"order":"B-2","amount":1000}' } }] }),
+              delta({}, "tool_calls"),
+            ];
+      return [200, { "content-type": "text/event-stream" }, sse(chunks)];
+    });
+    const refunds = await startServer(() => [200, { "content-type": "application/json" }, '{"refunded":true}']);
+    try {
+      const url = await startRunway(["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir()], "base_url:", {
+        RUNWAY_AGENT: "model",
+        RUNWAY_MODEL_BASE_URL: `${model.url}/v1`,
+        RUNWAY_MODEL: "test-model",
+        RUNWAY_TOOLS: `[[tools]]
+name = "issue_refund"
+parameters = { type = "object", properties = { order = { type = "string" }, amount = { type = "number" } } }
+method = "POST"
+url = "${refunds.url}/refunds"
+approval = true
+`,
+      });
+      const page = await openPage(url);
+      const asked = await say(page, "Refund both");
+      const card = asked.locator('.interrupt[data-kind="review"]');
+      assert.deepEqual(await card.locator(".review-item .call-id").allInnerTexts(), ["A-1", "B-2"]);
+      const args = card.locator("textarea.review-args");
+      await args.nth(0).fill('{"order":"A-1","amount":4}');
+      await args.nth(1).fill('{"order":"B-2","amount":10}');
+      await card.locator('[data-decision="edit"]').click();
+      const done = await finished(page, 1);
+      assert.match(await done.locator(".bubble.assistant").innerText(), /Done\./);
+      assert.deepEqual(
+        refunds.seen.map((r) => JSON.parse(r.body)).sort((a, b) => a.order.localeCompare(b.order)),
+        [
+          { order: "A-1", amount: 4 },
+          { order: "B-2", amount: 10 },
+        ],
+        "exactly the two edited calls ran, as edited",
+      );
+      assert.deepEqual(page.problems, []);
+      await page.close();
+    } finally {
+      model.server.close();
+      refunds.server.close();
+    }
   });
 });

@@ -5,6 +5,7 @@
 //! [`TARGET_ENV`]: two auth headers, a 1-second heartbeat and an 8-second turn deadline, so
 //! the slow checks stay short.
 
+pub mod approval_checks;
 mod checks;
 pub mod client;
 pub mod fail_closed;

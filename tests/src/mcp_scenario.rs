@@ -90,7 +90,8 @@ impl McpBench {
     }
 
     /// [`McpBench::start`], with a model that answers with `first` before the scenario's own
-    /// answers: a runtime's other model checks share one start of it (and its build).
+    /// answers (and answers the approval checks' requests whenever they come): a runtime's
+    /// other model checks share one start of it (and its build).
     pub async fn start_after(first: Vec<Reply>) -> Self {
         let every: Vec<(String, String, String)> = EVERYTHING_CALLS
             .iter()
@@ -139,7 +140,17 @@ impl McpBench {
             calls(&[("call_slow", "orders_slow", r#"{"seconds":30}"#)]),
             answer("It took too long."),
         ]);
-        let model = ScriptedServer::script(script).await;
+        // The approval checks' requests (`crate::approval_checks`, which a runtime's other
+        // model checks may run first) are answered by their own model; the rest in order.
+        let script = std::sync::Mutex::new(std::collections::VecDeque::from(script));
+        let model = ScriptedServer::start(move |r| {
+            crate::approval_checks::approvals_model(r).unwrap_or_else(|| {
+                script.lock().unwrap().pop_front().unwrap_or_else(|| {
+                    Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
+                })
+            })
+        })
+        .await;
         let elsewhere = ScriptedServer::start(|_| {
             Reply::json(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
         })
@@ -202,6 +213,8 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
             ("RUNWAY_MODEL", "test-model".into()),
             ("RUNWAY_TOOLS", tools),
             ("RUNWAY_TEST_MCP_TOKEN", MCP_TOKEN.into()),
+            // The scenario's replies call five tools at once (the default runs four).
+            ("RUNWAY_MAX_PARALLEL_TOOL_CALLS", "5".into()),
         ]
     }
 
@@ -296,10 +309,10 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
                 && r["call_broken"].contains("warehouse database is offline"),
             "{r:?}"
         );
-        assert!(
-            r["call_lookup"].contains(&format!("token=Bearer {MCP_TOKEN}")),
-            "{r:?}"
-        );
+        // The server echoes the header it got; the agent redacts a configured header value
+        // (whole) from every tool result, so the echo proves the exact value arrived.
+        assert!(r["call_lookup"].contains("token=<redacted>"), "{r:?}");
+        assert!(!r["call_lookup"].contains(MCP_TOKEN), "{r:?}");
         let shown: Vec<&Value> = t
             .frames
             .iter()

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, TurnStream, target_auth};
@@ -206,6 +207,11 @@ async fn checks(
         .filter_map(|p| p["text"].as_str())
         .collect();
     assert_eq!(hop_and_private.len(), 2, "{parts:?}");
+
+    // 4. Issue 20: an edit lands on the call it names; ten approvals at once run a call once
+    //    (claimed in the thread's Durable Object).
+    approval_checks::an_edit_lands_on_the_call_it_names(&client, tools).await;
+    approval_checks::concurrent_approvals_run_the_call_once(&client, tools).await;
 }
 
 /// `/notes.txt`, `/pixel.png`, and `/hop` (a redirect to a private address).
@@ -233,7 +239,7 @@ async fn file_server() -> ScriptedServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
 async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
-    let model = ScriptedServer::script(vec![
+    let script = std::sync::Mutex::new(std::collections::VecDeque::from(vec![
         Reply::status(
             429,
             &[("retry-after", "1")],
@@ -266,7 +272,15 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
             chunk::text("Got the files."),
             chunk::finish("stop"),
         ]),
-    ])
+    ]));
+    // The approval checks' requests are answered by their own model; the rest from the script.
+    let model = ScriptedServer::start(move |r| {
+        approval_checks::approvals_model(r).unwrap_or_else(|| {
+            script.lock().unwrap().pop_front().unwrap_or_else(|| {
+                Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
+            })
+        })
+    })
     .await;
     let tools = ScriptedServer::start(|r| {
         if r.target.starts_with("/now") {

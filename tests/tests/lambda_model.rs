@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
 use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
@@ -125,6 +126,11 @@ async fn checks(
         )
         .unwrap()
     );
+
+    // 4. Issue 20: an edit lands on the call it names; ten approvals at once run a call once
+    //    (claimed with DynamoDB's conditional write).
+    approval_checks::an_edit_lands_on_the_call_it_names(&client, tools).await;
+    approval_checks::concurrent_approvals_run_the_call_once(&client, tools).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{Piece, Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
@@ -122,13 +123,13 @@ async fn serve_in(
         .env_remove("RUNWAY_AUTH_HEADERS")
         .env_remove("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK")
         .env_remove("RUNWAY_ATTACHMENTS_MAX_BYTES");
-    for (k, v) in settings {
-        cmd.env(k, v);
-    }
     match tools {
         Some(t) => cmd.env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &t.base_url)),
         None => cmd.env_remove("RUNWAY_TOOLS"),
     };
+    for (k, v) in settings {
+        cmd.env(k, v);
+    }
     let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
     let client = Client::new(process.base_url(), vec![]);
     Served {
@@ -1110,6 +1111,413 @@ async fn an_answer_cut_by_a_disconnect_stays_in_the_models_transcript() {
     assert_eq!(roles(req), ["system", "user", "assistant", "user"]);
     assert_eq!(req["messages"][2]["content"], "Part one of the answer");
     assert_eq!(req["messages"][3]["content"], "Go on");
+    s.stop().await;
+}
+
+// ---- under attack (issue 20): a prompt-injected or hostile model, a hostile tool API -------
+
+/// A model that calls `calls` (id, tool, arguments) in its first reply, and answers "Done."
+/// to every request that ends with tool results.
+async fn model_calling(
+    calls: &'static [(&'static str, &'static str, &'static str)],
+) -> ScriptedServer {
+    ScriptedServer::start(move |r| {
+        let last_role = r.json()["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m["role"].clone());
+        if last_role == Some(json!("tool")) {
+            return Reply::sse(&[chunk::role(), chunk::text("Done."), chunk::finish("stop")]);
+        }
+        let mut chunks = vec![chunk::role()];
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            chunks.push(chunk::tool_start(i as u32, id, name, args));
+        }
+        chunks.push(chunk::finish("tool_calls"));
+        Reply::sse(&chunks)
+    })
+    .await
+}
+
+/// Finding 1: two calls of one tool; the user edits the second (by id). Exactly that call runs,
+/// with the edit; the first is asked about again (never run unedited, never given the edit).
+/// An edit that does not say which of the two it is for is refused, and nothing runs. (The
+/// same checks run on Lambda and Workers: `runway_e2e::approval_checks`.)
+#[tokio::test]
+async fn an_edit_lands_on_the_call_it_names_among_two_calls_of_one_tool() {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model =
+        ScriptedServer::start(|r| approval_checks::approvals_model(r).expect("scripted")).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    approval_checks::an_edit_lands_on_the_call_it_names(&s.client, &tools).await;
+    let last = model_calls(&model).pop().unwrap();
+    assert_eq!(
+        roles(&last),
+        ["system", "user", "assistant", "tool", "tool"]
+    );
+    s.stop().await;
+}
+
+/// Finding 3: ten `approve` resumes of one pending call sent at once (ten runIds on one
+/// thread) run it once.
+#[tokio::test]
+async fn ten_concurrent_approvals_of_one_pending_call_run_it_once() {
+    let tools = ScriptedServer::start(|_| Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        // Slow enough that every approval has loaded the pending call before one finishes.
+        pieces: vec![
+            Piece::Pause(Duration::from_millis(300)),
+            Piece::Data("{\"refunded\":true}".into()),
+        ],
+    })
+    .await;
+    let model =
+        ScriptedServer::start(|r| approval_checks::approvals_model(r).expect("scripted")).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    approval_checks::concurrent_approvals_run_the_call_once(&s.client, &tools).await;
+    s.stop().await;
+}
+
+/// `runway serve` with `tools` (a tools file's TOML), and one turn saying `input` that ends in
+/// success.
+async fn one_turn_with_tools(model: &ScriptedServer, tools: &str, input: &str) -> Served {
+    let s = serve_with(&model.base_url, None, false, &[("RUNWAY_TOOLS", tools)]).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), input))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    s
+}
+
+fn tool_results_of(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Finding 4: `{id}` = `..` in `…/orders/{id}/status` never reaches `/api/v1/status`: the
+/// call is refused before any request, and the model is told why.
+#[tokio::test]
+async fn a_dot_segment_argument_cannot_move_a_tool_request() {
+    let api = ScriptedServer::start(|_| Reply::json(&json!({"status": "shipped"}))).await;
+    let tools = format!(
+        r#"
+[[tools]]
+name = "order_status"
+parameters = {{ type = "object", properties = {{ id = {{ type = "string" }} }} }}
+method = "GET"
+url = "{}/api/v1/orders/{{id}}/status"
+"#,
+        api.base_url
+    );
+    let model = model_calling(&[
+        ("s1", "order_status", "{\"id\":\"..\"}"),
+        ("s2", "order_status", "{\"id\":\"7/../../admin?x=#\"}"),
+    ])
+    .await;
+    let s = one_turn_with_tools(&model, &tools, "Status?").await;
+    let targets: Vec<String> = api.requests().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(
+        targets,
+        ["/api/v1/orders/7%2F..%2F..%2Fadmin%3Fx%3D%23/status"]
+    );
+    let results = tool_results_of(&model_calls(&model)[1]);
+    assert!(
+        results[0].starts_with("Error:") && results[0].contains(".."),
+        "{results:?}"
+    );
+    s.stop().await;
+}
+
+/// Finding 5: a tool API answering 302 to another origin: not followed by default (the other
+/// origin sees nothing), followed within the origin with the tool's headers, and with
+/// `redirects = "any"` followed without them.
+#[tokio::test]
+async fn tool_headers_never_follow_a_redirect_to_another_origin() {
+    let elsewhere = ScriptedServer::start(|_| Reply::json(&json!({"stolen": "nothing"}))).await;
+    let away = format!("{}/collect", elsewhere.base_url);
+    let api = ScriptedServer::start(move |r| {
+        let to = match r.target.as_str() {
+            "/away" | "/away-any" => away.clone(),
+            "/hop" => "/landed".to_owned(),
+            _ => return Reply::json(&json!({"landed": r.target})),
+        };
+        Reply {
+            status: 302,
+            headers: vec![("location".into(), to)],
+            pieces: vec![],
+        }
+    })
+    .await;
+    let tool = |name: &str, path: &str, extra: &str| {
+        format!(
+            "[[tools]]\nname = \"{name}\"\nmethod = \"GET\"\nurl = \"{}{path}\"\n\
+             headers = {{ X-Api-Key = \"${{TOOL_TOKEN}}\" }}\n{extra}\n",
+            api.base_url
+        )
+    };
+    let tools = [
+        tool("away", "/away", ""),
+        tool("hop", "/hop", ""),
+        tool("away_any", "/away-any", "redirects = \"any\""),
+    ]
+    .concat();
+    let model = model_calling(&[
+        ("a", "away", "{}"),
+        ("h", "hop", "{}"),
+        ("y", "away_any", "{}"),
+    ])
+    .await;
+    let s = one_turn_with_tools(&model, &tools, "Look it up").await;
+    let results = tool_results_of(&model_calls(&model)[1]);
+    assert!(results[0].contains("another origin"), "{results:?}");
+    assert!(results[1].contains("/landed"), "{results:?}");
+    let landed = api
+        .requests()
+        .into_iter()
+        .find(|r| r.target == "/landed")
+        .unwrap();
+    assert_eq!(
+        landed.header("x-api-key"),
+        Some(TOOL_TOKEN),
+        "same origin keeps its headers"
+    );
+    let seen = elsewhere.requests();
+    assert_eq!(seen.len(), 1, "only the `any` tool went there: {seen:?}");
+    assert_eq!(
+        seen[0].header("x-api-key"),
+        None,
+        "a tool header crossed origins"
+    );
+    s.stop().await;
+}
+
+/// Finding 8: a hostile model endpoint cannot grow memory without bound: data lines with no
+/// blank line between them, a response past the cap (keep-alive comments, which show
+/// nothing), and endless arguments of one call each end the turn or the call with a clear
+/// answer.
+#[tokio::test]
+async fn a_hostile_model_stream_is_bounded() {
+    let line = format!("data: {}\n", "x".repeat(700 * 1024));
+    let comment = format!(": {}\n", "k".repeat(1024 * 1024 - 3));
+    let mut endless_args = vec![
+        Piece::Data(format!("data: {}\n\n", chunk::role())),
+        Piece::Data(format!(
+            "data: {}\n\n",
+            chunk::tool_start(0, "w", "get_weather", "{\"city\":\"")
+        )),
+    ];
+    for _ in 0..20 {
+        endless_args.push(Piece::Data(format!(
+            "data: {}\n\n",
+            chunk::tool_args(0, &"y".repeat(8 * 1024))
+        )));
+    }
+    endless_args.push(Piece::Data(format!(
+        "data: {}\n\n",
+        chunk::finish("tool_calls")
+    )));
+    endless_args.push(Piece::Data("data: [DONE]\n\n".into()));
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({}))).await;
+    // Each user message picks its hostile answer (a broken stream is retried: the same again).
+    let model = ScriptedServer::start(move |r| {
+        let messages = r.json()["messages"].clone();
+        let last = messages
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        match last["content"].as_str().unwrap_or_default() {
+            _ if last["role"] == "tool" => Reply::sse(&[
+                chunk::role(),
+                chunk::text("Too long, sorry."),
+                chunk::finish("stop"),
+            ]),
+            "lines" => Reply::stream(vec![Piece::Data(line.clone()), Piece::Data(line.clone())]),
+            "comments" => Reply::stream((0..9).map(|_| Piece::Data(comment.clone())).collect()),
+            _ => Reply::stream(endless_args.clone()),
+        }
+    })
+    .await;
+    let s = serve_with(
+        &model.base_url,
+        Some(&tools),
+        false,
+        &[("RUNWAY_TURN_DEADLINE_SECS", "60")],
+    )
+    .await;
+    for input in ["lines", "comments"] {
+        let t = s
+            .client
+            .turn(&run_body(&fresh_id(), &fresh_id(), input))
+            .await;
+        assert_eq!(t.last()["type"], "RUN_ERROR", "{input}: {:?}", t.types());
+    }
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "args"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert!(tools.requests().is_empty(), "an oversized call ran");
+    let last = model_calls(&model).pop().unwrap();
+    let results = tool_results_of(&last);
+    assert!(results[0].contains("longer than"), "{results:?}");
+    s.stop().await;
+}
+
+/// Finding 9: one reply with 40 calls runs 4 (the default cap), answers the rest as refused,
+/// and the model hears how many were refused.
+#[tokio::test]
+async fn tool_calls_past_the_cap_of_one_reply_are_refused() {
+    static CALLS: std::sync::LazyLock<Vec<(&'static str, &'static str, &'static str)>> =
+        std::sync::LazyLock::new(|| {
+            (0..40)
+                .map(|i| -> (&'static str, &'static str, &'static str) {
+                    (
+                        Box::leak(format!("c{i}").into_boxed_str()),
+                        "get_weather",
+                        "{\"city\":\"Hue\"}",
+                    )
+                })
+                .collect()
+        });
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"summary": "sunny"}))).await;
+    let model = model_calling(&CALLS).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Weather x40"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(tools.requests().len(), 4, "calls in flight past the cap");
+    let results = tool_results_of(&model_calls(&model)[1]);
+    assert_eq!(results.len(), 12, "4 run, 8 refused and kept");
+    let refused = results
+        .iter()
+        .filter(|r| r.contains("at most 4 tool calls"))
+        .count();
+    assert_eq!(refused, 8, "{results:?}");
+    assert_eq!(results.iter().filter(|r| r.contains("sunny")).count(), 4);
+    assert!(results.iter().any(|r| r.contains("28 more")), "{results:?}");
+    s.stop().await;
+}
+
+/// Finding 10: a usage chunk with every piece of an answer logs one line, not one per chunk;
+/// an in-stream error echoing the API key is logged without it.
+#[tokio::test]
+async fn model_logs_are_bounded_and_never_carry_the_key() {
+    let mut chunks = vec![chunk::role()];
+    for _ in 0..2000 {
+        chunks.push(chunk::usage());
+    }
+    chunks.push(chunk::text("Hi."));
+    chunks.push(chunk::finish("stop"));
+    let echo = format!(
+        "data: {}\n\n",
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}})
+    );
+    let model = ScriptedServer::script(vec![
+        Reply::sse(&chunks),
+        Reply::stream(vec![
+            Piece::Data(format!("data: {}\n\n", chunk::role())),
+            Piece::Data(format!("data: {}\n\n", chunk::text("Par"))),
+            Piece::Data(echo),
+        ]),
+    ])
+    .await;
+    let s = serve(&model.base_url, None, true).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "Hi"))
+        .await;
+    assert_eq!(t.last()["type"], "RUN_ERROR");
+    let log = s.stop().await;
+    assert_eq!(log.matches("model usage").count(), 1, "{}", log.len());
+    assert!(log.contains("Incorrect API key provided"), "{log}");
+    assert!(!log.contains(KEY), "the key reached the log");
+}
+
+/// Finding 7: stored images are not all inlined into every later request: 4 images a turn for
+/// 3 turns send the 8 most recent (the default), the oldest named instead; and a thread's
+/// kept files are bounded (here 200 bytes: a file past them is refused, and said so).
+#[tokio::test]
+async fn images_per_request_and_files_per_thread_are_bounded() {
+    let files = file_server().await;
+    let model = ScriptedServer::start(|_| answer("Seen.")).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        false,
+        &[("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")],
+    )
+    .await;
+    let thread = fresh_id();
+    let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);
+    for turn in 0..3 {
+        let mut body = run_body(&fresh_id(), &thread, "And these?");
+        body["attachments"] = (0..4)
+            .map(|i| {
+                attachment(
+                    &format!("img-{turn}-{i}"),
+                    &pixel,
+                    &format!("photo-{turn}-{i}.png"),
+                    "image/png",
+                    70,
+                )
+            })
+            .collect();
+        let t = s.client.turn(&body).await;
+        assert_eq!(outcome(&t), json!({"type": "success"}));
+    }
+    let last = model_calls(&model).pop().unwrap();
+    let parts: Vec<Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let images = parts.iter().filter(|p| p["type"] == "image_url").count();
+    assert_eq!(images, 8, "{parts:?}");
+    let named: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .filter(|t| t.contains("not sent again"))
+        .collect();
+    assert_eq!(named.len(), 4, "{named:?}");
+    assert!(named[0].contains("photo-0-0.png"), "{named:?}");
+    s.stop().await;
+
+    // Per thread: three pixels reach 200 bytes; the fourth is refused.
+    let model = ScriptedServer::start(|_| answer("Seen.")).await;
+    let s = serve_with(
+        &model.base_url,
+        None,
+        false,
+        &[
+            ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1"),
+            ("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES", "200"),
+        ],
+    )
+    .await;
+    let mut body = run_body(&fresh_id(), &fresh_id(), "Keep these");
+    body["attachments"] = (0..4)
+        .map(|i| attachment(&format!("k{i}"), &pixel, "p.png", "image/png", 70))
+        .collect();
+    let t = s.client.turn(&body).await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text().matches("already keeps").count(), 1, "{}", t.text());
     s.stop().await;
 }
 

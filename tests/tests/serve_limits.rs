@@ -217,3 +217,208 @@ async fn first_bytes(stream: &mut tokio::net::TcpStream, within: Duration) -> St
     .await;
     String::from_utf8_lossy(&got).into_owned()
 }
+
+// ---- issue 20: other web pages, slow bodies on the playground's routes, proxy headers ----
+
+/// Status code of one raw request (`extra` header lines, then `body`).
+async fn status_of(base: &str, method: &str, route: &str, extra: &str, body: &str) -> String {
+    let (host, _) = raw_http::split_base(base);
+    let mut s = connect(base, None).await;
+    let mut req = format!("{method} {route} HTTP/1.1\r\nConnection: close\r\n");
+    if !extra.contains("Host:") {
+        req.push_str(&format!("Host: {host}\r\n"));
+    }
+    req.push_str(extra);
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    assert!(raw_http::write(&mut s, req.as_bytes()).await);
+    let (answer, _) = read_until_closed(&mut s, Duration::from_secs(10)).await;
+    answer.get(9..12).unwrap_or_default().to_owned()
+}
+
+/// Finding 6: `runway serve` without an auth header set answers its own origins only: a
+/// DNS-rebinding `Host`, a cross-site `Origin` or `Sec-Fetch-Site`, and a `text/plain` turn
+/// (which a page can send without a preflight) are refused; its own requests are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_auth_the_server_answers_its_own_origins_only() {
+    let dir = free_data_dir("own-origins");
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .env_remove("RUNWAY_AUTH_HEADERS")
+        .env("RUNWAY_AGENT", "demo")
+        .env("RUNWAY_LOG", "error");
+    let server = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let base = server.base_url().to_owned();
+    let (host, _) = raw_http::split_base(&base);
+    let port = host.rsplit(':').next().unwrap().to_owned();
+    let turn = r#"{"protocolVersion":"1","runId":"r-RUN","threadId":"t","agentId":"a","workspaceId":"w","input":"typed by another web page"}"#;
+    let turn_n = |n: &str| turn.replace("RUN", n);
+    let json = "Content-Type: application/json\r\n";
+    let cases = [
+        (
+            "GET",
+            "/health",
+            format!("Host: attacker.example:{port}\r\n"),
+            String::new(),
+            "403",
+        ),
+        (
+            "POST",
+            "/runs",
+            format!("Host: attacker.example:{port}\r\n{json}"),
+            turn_n("1"),
+            "403",
+        ),
+        (
+            "POST",
+            "/runs",
+            "Content-Type: text/plain\r\n".to_owned(),
+            turn_n("2"),
+            "415",
+        ),
+        (
+            "POST",
+            "/lowkey/turn",
+            "Content-Type: text/plain\r\n".to_owned(),
+            "{}".to_owned(),
+            "415",
+        ),
+        (
+            "POST",
+            "/runs",
+            format!("{json}Origin: http://127.0.0.1:1\r\n"),
+            turn_n("3"),
+            "403",
+        ),
+        (
+            "POST",
+            "/runs",
+            format!("{json}Sec-Fetch-Site: cross-site\r\n"),
+            turn_n("4"),
+            "403",
+        ),
+        (
+            "POST",
+            "/runs",
+            format!("{json}Origin: http://{host}\r\nSec-Fetch-Site: same-origin\r\n"),
+            turn_n("5"),
+            "200",
+        ),
+        ("POST", "/runs", json.to_owned(), turn_n("6"), "200"),
+        (
+            "GET",
+            "/health",
+            format!("Host: localhost:{port}\r\n"),
+            String::new(),
+            "200",
+        ),
+    ];
+    let mut got = Vec::new();
+    for (method, route, extra, body, _) in &cases {
+        got.push(status_of(&base, method, route, extra, body).await);
+    }
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    let want: Vec<&str> = cases.iter().map(|c| c.4).collect();
+    assert_eq!(got, want);
+}
+
+/// Finding 11: `POST /playground/findings` gets the same body timeout as `/runs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_findings_route_answers_a_trickled_body_with_408() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let mut s = connect(&base, None).await;
+    let h = head("POST", &base, "/playground/findings", &target_auth(), 1000);
+    assert!(raw_http::write(&mut s, h.as_bytes()).await);
+    let started = Instant::now();
+    let trickle = async {
+        loop {
+            if !raw_http::write(&mut s, b" ").await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    };
+    let _ = tokio::time::timeout(TIMEOUT_AND_SLACK, trickle).await;
+    let (answer, closed) = read_until_closed(&mut s, Duration::from_secs(2)).await;
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(
+        closed,
+        "the findings route held a trickled body for {:?}",
+        started.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+}
+
+/// Finding 11: the playground proxy checks `Host` on every route (its page included), and
+/// takes the agent's headers from a file, so their values stay out of the process list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_playground_proxy_checks_host_everywhere_and_reads_headers_from_a_file() {
+    let secret = format!("s3cr3t-{}", std::process::id());
+    let dir = free_data_dir("proxy-headers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .env("RUNWAY_AUTH_HEADERS", format!("X-Secret: {secret}"))
+        .env("RUNWAY_AGENT", "demo")
+        .env("RUNWAY_LOG", "error");
+    let agent = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let file = dir.join("headers");
+    std::fs::write(&file, format!("# the agent's header\nX-Secret: {secret}\n")).unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(r#""$0" playground "$1" --header-file "$2" --listen 127.0.0.1:0 | sed -u 's/^open: /base_url: /'"#)
+        .arg(runway_binary())
+        .arg(agent.base_url())
+        .arg(&file)
+        .env("RUNWAY_LOG", "error");
+    let proxy = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let base = proxy.base_url().to_owned();
+    let (host, _) = raw_http::split_base(&base);
+    let port = host.rsplit(':').next().unwrap().to_owned();
+    let rebound = format!("Host: attacker.example:{port}\r\n");
+    let mut got = Vec::new();
+    for (route, extra) in [
+        ("/", rebound.as_str()),
+        ("/playground/app.js", rebound.as_str()),
+        ("/playground/settings", rebound.as_str()),
+        ("/", ""),
+    ] {
+        got.push(status_of(&base, "GET", route, extra, "").await);
+    }
+    let turn = r#"{"protocolVersion":"1","runId":"r1","threadId":"t1","agentId":"a","workspaceId":"w","input":"hi"}"#;
+    got.push(
+        status_of(
+            &base,
+            "POST",
+            "/runs",
+            "Content-Type: application/json\r\n",
+            turn,
+        )
+        .await,
+    );
+    // No process shows the value on its command line.
+    let mut shown = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(&secret)
+        {
+            shown.push(entry.file_name());
+        }
+    }
+    proxy.stop().await;
+    agent.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(
+        got,
+        ["403", "403", "403", "200", "200"],
+        "the agent's turn went through"
+    );
+    assert!(
+        shown.is_empty(),
+        "a header value in the process list: {shown:?}"
+    );
+}

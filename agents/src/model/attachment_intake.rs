@@ -4,7 +4,7 @@
 //! (its bytes come from the [`AttachmentStore`] when the model is called), anything unusable as
 //! the reason only. The URL is never logged, stored or shown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +35,15 @@ pub struct AttachmentSettings {
     pub max_message_text_bytes: usize,
     /// Most files used from one turn (default 10; the rest are reported as not used).
     pub max_files_per_turn: usize,
+    /// Most images sent with one model request, the most recent first (default 8); older
+    /// ones are referred to by name.
+    pub max_images_per_request: usize,
+    /// Most bytes of images sent with one model request, before base64 (default 8 MiB).
+    pub max_image_bytes_per_request: usize,
+    /// Most bytes of files kept for one thread (default 32 MiB,
+    /// `RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES`): past it, a new file is not downloaded, and the
+    /// user and the model are told why.
+    pub max_thread_bytes: u64,
 }
 
 impl Default for AttachmentSettings {
@@ -46,6 +55,9 @@ impl Default for AttachmentSettings {
             max_text_bytes: 16 * 1024,
             max_message_text_bytes: 24 * 1024,
             max_files_per_turn: 10,
+            max_images_per_request: 8,
+            max_image_bytes_per_request: 8 * 1024 * 1024,
+            max_thread_bytes: 32 * 1024 * 1024,
         }
     }
 }
@@ -55,6 +67,9 @@ impl Default for AttachmentSettings {
 pub struct FileRef {
     /// The attachment's id (stable across turns).
     pub id: String,
+    /// The file's name as the user attached it (how an image not sent again is referred to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// What it turned out to be.
     #[serde(flatten)]
     pub kind: FileRefKind,
@@ -75,6 +90,9 @@ pub enum FileRefKind {
     Image {
         /// The sniffed type.
         mime: String,
+        /// The file's size in bytes (0 in transcripts saved before sizes were kept).
+        #[serde(default)]
+        bytes: u64,
     },
     /// Not used; the model is told why.
     Unusable {
@@ -89,23 +107,25 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 /// Takes this turn's attachments in: the [`FileRef`]s for the user message (files already in
 /// the transcript are left out), and a note for the user naming each file that could not be
 /// used.
+/// The bytes of the files it takes in are added to `t.kept_bytes`; past
+/// [`AttachmentSettings::max_thread_bytes`], a new file is not downloaded.
 pub(crate) async fn take_in(
     turn: &Turn,
     settings: &AttachmentSettings,
     client: Option<&Arc<dyn HttpClient>>,
     store: &dyn AttachmentStore,
-    t: &Transcript,
+    t: &mut Transcript,
 ) -> (Vec<FileRef>, Option<String>) {
     if turn.attachments.is_empty() {
         return (Vec::new(), None);
     }
     let thread_key = runway_core::adapter::thread_key(&turn.agent_id, &turn.thread_id);
-    let known = known_ids(t);
+    let known: Vec<String> = known_ids(t).into_iter().map(str::to_owned).collect();
     let http = client.and_then(|c| turn.http().with_client(c.clone()));
     let mut refs: Vec<FileRef> = Vec::new();
     let mut text_left = settings.max_message_text_bytes;
     for (index, a) in turn.attachments.iter().enumerate() {
-        if known.contains(&a.id.as_str()) || refs.iter().any(|r| r.id == a.id) {
+        if known.contains(&a.id) || refs.iter().any(|r| r.id == a.id) {
             continue; // de-duplicated by id: the model has it already
         }
         let kind = if index >= settings.max_files_per_turn {
@@ -115,9 +135,17 @@ pub(crate) async fn take_in(
                     settings.max_files_per_turn
                 ),
             }
+        } else if t.kept_bytes >= settings.max_thread_bytes {
+            FileRefKind::Unusable {
+                reason: format!(
+                    "this conversation already keeps {} of files, its most",
+                    human_bytes(usize::try_from(settings.max_thread_bytes).unwrap_or(usize::MAX))
+                ),
+            }
         } else {
             match fetch(turn, settings, http.as_ref(), store, &thread_key, a).await {
                 Ok(bytes) => {
+                    t.kept_bytes = t.kept_bytes.saturating_add(bytes.len() as u64);
                     turn.usage().attachment_bytes(bytes.len() as u64);
                     classify(&bytes, settings, &mut text_left)
                 }
@@ -143,6 +171,7 @@ pub(crate) async fn take_in(
         };
         refs.push(FileRef {
             id: a.id.clone(),
+            name: Some(truncate(&a.name, 200)),
             kind,
         });
     }
@@ -216,7 +245,10 @@ fn classify(bytes: &[u8], settings: &AttachmentSettings, text_left: &mut usize) 
                 bytes: bytes.len() as u64,
             }
         }
-        FileKind::Image { mime } => FileRefKind::Image { mime: mime.into() },
+        FileKind::Image { mime } => FileRefKind::Image {
+            mime: mime.into(),
+            bytes: bytes.len() as u64,
+        },
         FileKind::Unsupported { mime } => FileRefKind::Unusable {
             reason: format!(
                 "its type ({mime}) is not supported; text files and PNG, JPEG, GIF or WebP \
@@ -237,48 +269,67 @@ fn known_ids(t: &Transcript) -> Vec<&str> {
         .collect()
 }
 
-/// Data URLs of the images the transcript refers to, read from the store. An image the store
-/// no longer has is left out (the model is told it is unavailable).
+/// The images of one model request: data URLs of those sent, and the ids of those left out to
+/// keep the request small.
+#[derive(Debug, Default)]
+pub(crate) struct Images {
+    urls: HashMap<String, String>,
+    left_out: HashSet<String>,
+}
+
+/// The images the transcript refers to, most recent first, as many as
+/// [`AttachmentSettings::max_images_per_request`] and
+/// [`AttachmentSettings::max_image_bytes_per_request`] allow, read from the store: only those
+/// are loaded. An image the store no longer has is left out (the model is told it is
+/// unavailable); one past the bounds is referred to by name.
 pub(crate) async fn load_images(
     turn: &Turn,
+    settings: &AttachmentSettings,
     store: &dyn AttachmentStore,
     t: &Transcript,
-) -> HashMap<String, String> {
+) -> Images {
     let thread_key = runway_core::adapter::thread_key(&turn.agent_id, &turn.thread_id);
-    let mut images = HashMap::new();
-    for m in &t.messages {
-        let ChatMessage::User { files, .. } = m else {
+    let mut images = Images::default();
+    let mut bytes_left = settings.max_image_bytes_per_request;
+    let newest_first = t.messages.iter().rev().flat_map(|m| match m {
+        ChatMessage::User { files, .. } => files.iter().rev().collect(),
+        _ => Vec::new(),
+    });
+    for f in newest_first {
+        let FileRefKind::Image { mime, bytes } = &f.kind else {
             continue;
         };
-        for f in files {
-            let FileRefKind::Image { mime } = &f.kind else {
-                continue;
-            };
-            if images.contains_key(&f.id) {
-                continue;
+        if images.urls.contains_key(&f.id) || images.left_out.contains(&f.id) {
+            continue;
+        }
+        let size = usize::try_from(*bytes).unwrap_or(usize::MAX);
+        if images.urls.len() >= settings.max_images_per_request || size > bytes_left {
+            images.left_out.insert(f.id.clone());
+            continue;
+        }
+        match store.get(&thread_key, &f.id).await {
+            Ok(Some(data)) if data.len() <= bytes_left => {
+                bytes_left -= data.len();
+                let b64 = base64::engine::general_purpose::STANDARD.encode(&data);
+                images
+                    .urls
+                    .insert(f.id.clone(), format!("data:{mime};base64,{b64}"));
             }
-            match store.get(&thread_key, &f.id).await {
-                Ok(Some(bytes)) => {
-                    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                    images.insert(f.id.clone(), format!("data:{mime};base64,{b64}"));
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    run_id = %turn.run_id, thread_id = %turn.thread_id, error = %e,
-                    "attachment store read failed"
-                ),
+            Ok(Some(_)) => {
+                images.left_out.insert(f.id.clone());
             }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                run_id = %turn.run_id, thread_id = %turn.thread_id, error = %e,
+                "attachment store read failed"
+            ),
         }
     }
     images
 }
 
 /// A user message with files, as chat-completions content parts.
-pub(crate) fn user_content(
-    content: &str,
-    files: &[FileRef],
-    images: &HashMap<String, String>,
-) -> Value {
+pub(crate) fn user_content(content: &str, files: &[FileRef], images: &Images) -> Value {
     let mut parts = Vec::with_capacity(files.len() + 1);
     if !content.is_empty() {
         parts.push(json!({"type": "text", "text": content}));
@@ -288,7 +339,14 @@ pub(crate) fn user_content(
         match &f.kind {
             FileRefKind::Text { text, bytes } => parts.push(json!({"type": "text", "text":
                 format!("[Attached file {n}: text, {}]\n{text}", human_bytes(*bytes as usize))})),
-            FileRefKind::Image { .. } => match images.get(&f.id) {
+            FileRefKind::Image { .. } if images.left_out.contains(&f.id) => {
+                parts.push(json!({"type": "text", "text": format!(
+                    "[Attached file {n}: the image {} (shown earlier; not sent again with this \
+                     request, which carries the most recent images only)]",
+                    f.name.as_deref().map_or_else(|| f.id.clone(), |n| format!("{n:?}"))
+                )}));
+            }
+            FileRefKind::Image { .. } => match images.urls.get(&f.id) {
                 Some(url) => parts.push(json!({"type": "image_url", "image_url": {"url": url}})),
                 None => parts.push(json!({"type": "text", "text":
                     format!("[Attached file {n}: an image that is no longer available]")})),

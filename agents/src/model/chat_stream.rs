@@ -6,6 +6,8 @@ use serde_json::Value;
 
 /// Longest SSE line accepted (a model never sends one chunk this large).
 const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// Longest data of one event (its `data:` lines together, until the blank line ending it).
+const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// Something the model said, in stream order.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +51,9 @@ pub enum ChatStreamError {
     /// A line longer than 1 MiB.
     #[error("a stream line longer than {MAX_LINE_BYTES} bytes")]
     LineTooLong,
+    /// An event whose `data:` lines add up to more than 1 MiB.
+    #[error("a stream event with more than {MAX_EVENT_BYTES} bytes of data")]
+    EventTooLong,
 }
 
 /// Parses the stream. Feed it bytes with [`ChatStreamParser::push`]; it keeps an incomplete
@@ -189,6 +194,9 @@ impl ChatStreamParser {
                 .map_err(|_| ChatStreamError::Malformed("a data line that is not UTF-8".into()))?;
             match &mut self.data {
                 Some(d) => {
+                    if d.len() + 1 + value.len() > MAX_EVENT_BYTES {
+                        return Err(ChatStreamError::EventTooLong);
+                    }
                     d.push('\n');
                     d.push_str(value);
                 }
@@ -365,6 +373,14 @@ mod tests {
             p.push(b"data: {not json\n\n"),
             Err(ChatStreamError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn data_lines_without_a_blank_line_between_them_are_bounded() {
+        let mut p = ChatStreamParser::new();
+        let line = format!("data: {}\n", "a".repeat(MAX_LINE_BYTES - 16));
+        assert!(p.push(line.as_bytes()).unwrap().is_empty());
+        assert_eq!(p.push(line.as_bytes()), Err(ChatStreamError::EventTooLong));
     }
 
     #[test]

@@ -3,8 +3,10 @@
 
 mod attachment_intake;
 mod chat_stream;
+mod log_budget;
 mod mcp;
 mod model_agent;
+mod redaction;
 mod secret;
 mod settings;
 mod tool_runner;
@@ -18,5 +20,5 @@ pub use mcp::{McpApproval, McpServer};
 pub use model_agent::ModelAgent;
 pub use secret::Secret;
 pub use settings::{ModelSettings, ModelSettingsError, SETTING_NAMES};
-pub use tools_file::{HttpTool, ToolsFile, ToolsFileError, parse_tools};
+pub use tools_file::{HttpTool, Redirects, ToolsFile, ToolsFileError, parse_tools};
 pub use transcript::{ChatMessage, FunctionCall, ModelToolCall, STATE_KEY, Transcript};

@@ -1,24 +1,28 @@
 //! [`ModelAgent`]: the turn loop. Call the model, stream what it says, run the tools it calls,
 //! ask the user first where a tool wants approval, and go round again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::attachment_intake::{load_images, take_in, user_content};
+use super::attachment_intake::{Images, load_images, take_in, user_content};
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
+use super::log_budget::LogBudget;
 use super::mcp::McpServers;
+use super::redaction::Redactor;
 use super::settings::ModelSettings;
-use super::tool_runner::is_failure;
+#[cfg(feature = "reqwest")]
+use super::tool_runner::no_redirect_client;
+use super::tool_runner::{is_failure, run_bounded};
 use super::toolbox::Toolbox;
 use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
-use runway_core::protocol::{Decision, Interrupt, ReviewItem};
+use runway_core::protocol::{Decision, EditedAction, Interrupt, ReviewItem};
 use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
@@ -36,6 +40,14 @@ const MAX_STORED_MESSAGE_BYTES: usize = 16 * 1024;
 const MEMORY_ATTACHMENTS_BYTES: usize = 64 * 1024 * 1024;
 /// Told to the model with the system prompt: Console names a file it could not attach in a
 /// system notice line of the user's input, and that line is not the user's to hear back.
+/// Calls of one reply kept in the transcript beyond those run: each is answered as refused;
+/// past them, the model is told only how many more there were.
+const REFUSED_CALLS_KEPT: usize = 8;
+/// Longest call id kept as the model sent it (a longer or repeated one is replaced).
+const MAX_CALL_ID_CHARS: usize = 128;
+/// What a call another decision already settled is answered with.
+const ALREADY_DECIDED: &str = "Not run by this turn: another decision on this conversation \
+    already took this call (it may have run there); its result is not known here.";
 const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line from the chat \
     platform (for example about a file it could not attach). It is not the user's words: do \
     not repeat it back; if it matters, say briefly that a file could not be attached.";
@@ -72,7 +84,9 @@ pub struct ModelAgent<R> {
     settings: Arc<ModelSettings>,
     rt: R,
     download_client: Option<Arc<dyn HttpClient>>,
+    tool_client: Option<Arc<dyn HttpClient>>,
     files: Arc<dyn AttachmentStore>,
+    redactor: Arc<Redactor>,
     /// The MCP servers' sessions and tool lists, kept by this instance between turns.
     mcp: Arc<McpServers>,
     /// What MCP requests go through: a client that follows no redirect.
@@ -85,6 +99,7 @@ impl<R: std::fmt::Debug> std::fmt::Debug for ModelAgent<R> {
             .field("settings", &self.settings)
             .field("rt", &self.rt)
             .field("downloads_files", &self.download_client.is_some())
+            .field("calls_tools", &self.tool_client.is_some())
             .field("mcp_client", &self.mcp_client.is_some())
             .finish_non_exhaustive()
     }
@@ -99,6 +114,13 @@ impl<R: Runtime> ModelAgent<R> {
     /// `settings.attachments.policy`; without it, only once
     /// [`ModelAgent::with_download_client`] gave a client (until then each file is reported to
     /// the model and the user as not usable).
+    ///
+    /// Tools are called through a client that follows no redirect itself (the agent follows
+    /// them as each tool's `redirects` setting says, and never takes a tool's headers to
+    /// another origin): with the core's `reqwest` feature, one is made here; without it, tools
+    /// run only once [`ModelAgent::with_tool_client`] gave one (until then, each call is
+    /// answered with an error: a client that follows redirects itself could carry a tool's
+    /// credentials to another origin).
     pub fn new(settings: ModelSettings, rt: R) -> Self {
         // The one place this is said: every adapter builds its model agent once, after its
         // logging is installed.
@@ -116,24 +138,27 @@ impl<R: Runtime> ModelAgent<R> {
         #[cfg(not(feature = "reqwest"))]
         let download_client: Option<Arc<dyn HttpClient>> = None;
         #[cfg(feature = "reqwest")]
-        let mcp_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(no_redirect_client()));
+        let tool_client: Option<Arc<dyn HttpClient>> = Some(Arc::new(no_redirect_client()));
         #[cfg(not(feature = "reqwest"))]
-        let mcp_client: Option<Arc<dyn HttpClient>> = None;
+        let tool_client: Option<Arc<dyn HttpClient>> = None;
+        // MCP requests go through a client that follows no redirect too.
+        let mcp_client = tool_client.clone();
         Self {
+            redactor: Arc::new(Redactor::of(&settings)),
             mcp_client,
             mcp: Arc::new(McpServers::new(&settings.mcp)),
             settings: Arc::new(settings),
             rt,
             download_client,
+            tool_client,
             files: Arc::new(MemoryAttachmentStore::new(MEMORY_ATTACHMENTS_BYTES)),
         }
     }
 
-    /// Downloads attachments with `client`. It must reach public addresses only (checking
-    /// the addresses it connects to against `settings.attachments.policy`), and must not
-    /// follow redirects itself: each hop is checked and followed by the agent.
-    pub fn with_download_client(mut self, client: Arc<dyn HttpClient>) -> Self {
-        self.download_client = Some(client);
+    /// Calls tools with `client`, which must not follow redirects itself (on Workers, `fetch`
+    /// with `redirect: "manual"`): the agent follows them hop by hop.
+    pub fn with_tool_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.tool_client = Some(client);
         self
     }
 
@@ -144,6 +169,14 @@ impl<R: Runtime> ModelAgent<R> {
     /// redirects.
     pub fn with_mcp_client(mut self, client: Arc<dyn HttpClient>) -> Self {
         self.mcp_client = Some(client);
+        self
+    }
+
+    /// Downloads attachments with `client`. It must reach public addresses only (checking
+    /// the addresses it connects to against `settings.attachments.policy`), and must not
+    /// follow redirects itself: each hop is checked and followed by the agent.
+    pub fn with_download_client(mut self, client: Arc<dyn HttpClient>) -> Self {
+        self.download_client = Some(client);
         self
     }
 
@@ -160,8 +193,8 @@ impl<R: Runtime> ModelAgent<R> {
 }
 
 impl<R: Runtime + Clone> ModelAgent<R> {
-    /// The same agent (its attachment store and download client shared) with other settings:
-    /// a variant for one workspace (another model, prompt or tool set).
+    /// The same agent (its attachment store and clients shared) with other settings: a
+    /// variant for one workspace (another model, prompt or tool set).
     pub fn with_settings(&self, settings: ModelSettings) -> Self {
         // The MCP servers' sessions and tool lists are per settings: a variant with the same
         // servers shares them.
@@ -171,9 +204,11 @@ impl<R: Runtime + Clone> ModelAgent<R> {
             Arc::new(McpServers::new(&settings.mcp))
         };
         Self {
+            redactor: Arc::new(Redactor::of(&settings)),
             settings: Arc::new(settings),
             rt: self.rt.clone(),
             download_client: self.download_client.clone(),
+            tool_client: self.tool_client.clone(),
             files: Arc::clone(&self.files),
             mcp,
             mcp_client: self.mcp_client.clone(),
@@ -195,6 +230,7 @@ enum RoundError {
 const UNAVAILABLE: &str = "The model is not available right now. Please try again in a moment.";
 const CUT_OFF: &str = "The model's answer was cut off. Please try again.";
 const REFUSED: &str = "The agent could not get an answer from its model.";
+const TOO_LONG: &str = "The model's answer was too long, so it was stopped.";
 
 /// A tool call being assembled from the stream.
 #[derive(Default)]
@@ -203,19 +239,39 @@ struct Building {
     name: Option<String>,
     arguments: String,
     shown: Option<ToolCall>,
+    /// Why it is not run, decided as it arrived (over the reply's call cap, arguments too long).
+    refused: Option<String>,
 }
 
 /// What one model call is asked: the conversation so far, its images and the tools offered.
 struct RoundPrompt<'a, 't> {
     transcript: &'a Transcript,
-    images: &'a HashMap<String, String>,
+    images: &'a Images,
     tools: &'a Toolbox<'t>,
 }
 
 /// What one model call produced.
 struct Round {
     text: String,
-    calls: Vec<(ModelToolCall, ToolCall)>,
+    /// Each call, as shown to the user, and why it is refused (`None`: it may run).
+    calls: Vec<(ModelToolCall, ToolCall, Option<String>)>,
+}
+
+/// What became of the calls waiting for a decision.
+enum Settled {
+    /// Every pending call is answered: go on (the input was used up when true).
+    Continue { input_used: bool },
+    /// Calls are still waiting (the decision named others, or could not be matched): ask
+    /// about them again.
+    AskAgain,
+}
+
+/// What a decision does with one pending call.
+enum Verdict {
+    /// Run it, with the user's edited arguments (JSON text) when edited.
+    Run(Option<String>),
+    /// Do not run it; the model is told this.
+    Decline(String),
 }
 
 impl<R: Runtime> Agent for ModelAgent<R> {
@@ -228,6 +284,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             // A fork Console seeded from `history`: carry the plain messages over.
             t.messages = seed_from_context(turn);
         }
+        let log = LogBudget::new();
         let mcp_http = self
             .mcp_client
             .as_ref()
@@ -235,7 +292,14 @@ impl<R: Runtime> Agent for ModelAgent<R> {
         let tools = Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
         let mut input_used = false;
         if !t.pending.is_empty() {
-            input_used = self.settle_pending(turn, out, &mut t, &tools).await;
+            match self.settle_pending(turn, out, &mut t, &tools, &log).await {
+                Settled::Continue { input_used: used } => input_used = used,
+                Settled::AskAgain => {
+                    let interrupt = review_of(&t.pending);
+                    self.save(turn, &mut t);
+                    return Ok(interrupt.into());
+                }
+            }
         } else if turn.resume.is_some() && turn.input.trim().is_empty() {
             out.text(
                 "There is nothing waiting for your decision any more, so nothing was run. \
@@ -248,7 +312,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             &self.settings.attachments,
             self.download_client.as_ref(),
             &*self.files,
-            &t,
+            &mut t,
         )
         .await;
         if let Some(note) = note {
@@ -264,7 +328,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             t.messages.push(ChatMessage::User { content, files });
         }
         self.save(turn, &mut t);
-        let images = load_images(turn, &*self.files, &t).await;
+        let images = load_images(turn, &self.settings.attachments, &*self.files, &t).await;
 
         for round_index in 0..self.settings.max_rounds.max(1) {
             // A token or spend limit reached by an earlier round: no more model calls.
@@ -277,7 +341,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 return Err(turn.usage().quota_error());
             }
             let round = self
-                .round_with_retries(turn, out, &mut t, &images, &tools)
+                .round_with_retries(turn, out, &mut t, &images, &tools, &log)
                 .await?;
             let text =
                 (!round.text.is_empty()).then(|| truncate(&round.text, MAX_STORED_MESSAGE_BYTES));
@@ -293,23 +357,33 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             }
             t.messages.push(ChatMessage::Assistant {
                 content: text,
-                tool_calls: round.calls.iter().map(|(c, _)| c.clone()).collect(),
+                tool_calls: round.calls.iter().map(|(c, _, _)| c.clone()).collect(),
             });
             // Saved before the tools run: a turn cut while they run keeps the calls (answered
             // as unfinished by the next turn's `recover`).
             self.save(turn, &mut t);
             let mut to_run = Vec::new();
             let mut to_ask = Vec::new();
-            for (call, shown) in round.calls {
+            for (call, shown, refused) in round.calls {
+                if let Some(reason) = refused {
+                    out.tool_result(&shown, reason.clone());
+                    t.messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id,
+                        content: reason,
+                    });
+                    continue;
+                }
                 match tools.find(&call.function.name) {
                     Some(tool) if tool.needs_approval() => to_ask.push(call),
                     _ => to_run.push((call, shown)),
                 }
             }
-            self.run_calls(turn, out, &mut t, to_run, &tools).await;
+            self.run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .await;
             if !to_ask.is_empty() {
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
+                t.review = Some(self.new_review_id());
                 self.save(turn, &mut t);
                 return Ok(interrupt.into());
             }
@@ -331,74 +405,109 @@ impl<R: Runtime> ModelAgent<R> {
         t.save(&mut turn.context.state);
     }
 
+    /// A fresh id for a question about tool calls (128 random bits, hex).
+    fn new_review_id(&self) -> String {
+        let mut raw = [0u8; 16];
+        self.rt.fill_random(&mut raw);
+        hex::encode(raw)
+    }
+
     /// Answers the calls the previous turn asked about, from this turn's `resume` (or its new
-    /// message, when the user typed instead of deciding). True if the input was used up.
+    /// message, when the user typed instead of deciding). A decision settles exactly the calls
+    /// it names: `approve` and `reject` the whole question, `edit` each call it edits (matched
+    /// by id, or by name when that names one call), a reply or a new message every call. Each
+    /// call is claimed in the store before anything is done with it, so of two decisions sent
+    /// at once only one settles it (and only one runs it).
     async fn settle_pending(
         &self,
         turn: &Turn,
         out: &Output,
         t: &mut Transcript,
         tools: &Toolbox<'_>,
-    ) -> bool {
-        let pending = std::mem::take(&mut t.pending);
+        log: &LogBudget,
+    ) -> Settled {
         let said = turn
             .resume
             .as_ref()
             .and_then(|r| r.message.clone())
             .filter(|m| !m.trim().is_empty())
             .unwrap_or_else(|| turn.input.clone());
-        let decision = turn.resume.as_ref().map(|r| &r.decision);
-        let edited = turn.resume.as_ref().and_then(|r| r.edited_action.as_ref());
-        // The call an `edit` applies to: the one it names, or the only one pending. An edit
-        // that matches none runs nothing: running the unedited call would ignore the user.
-        let edit_target = edited.and_then(|e| {
-            pending
-                .iter()
-                .position(|c| c.function.name == e.name)
-                .or((pending.len() == 1).then_some(0))
-        });
-        let mut to_run = Vec::new();
+        let all = |v: &dyn Fn() -> Verdict| t.pending.iter().map(|_| Some(v())).collect();
         let mut input_used = false;
-        for (i, mut call) in pending.into_iter().enumerate() {
-            let declined = match decision {
-                Some(Decision::Approve) => None,
-                Some(Decision::Edit) if edit_target.is_none() => Some(
-                    "The user edited this call, but the edit did not match it; it was not run."
-                        .to_owned(),
-                ),
-                Some(Decision::Edit) => {
-                    if let (Some(e), Some(target)) = (edited, edit_target)
-                        && target == i
-                    {
-                        call.function.arguments = match &e.arguments {
-                            Value::String(s) => s.clone(),
-                            v => v.to_string(),
-                        };
+        let verdicts: Vec<Option<Verdict>> = match turn.resume.as_ref().map(|r| &r.decision) {
+            Some(Decision::Edit) => {
+                let edits = turn
+                    .resume
+                    .as_ref()
+                    .map_or(&[][..], |r| &r.edited_actions[..]);
+                match match_edits(&t.pending, edits) {
+                    Ok(edited) => edited
+                        .into_iter()
+                        .map(|e| e.map(|args| Verdict::Run(Some(args))))
+                        .collect(),
+                    Err(reason) => {
+                        if log.admit() {
+                            tracing::info!(run_id = %turn.run_id, thread_id = %turn.thread_id,
+                                reason = %reason, "an edit was refused: asking again");
+                        }
+                        out.text(format!("Nothing was run: {reason} Please decide again."));
+                        out.end_message();
+                        return Settled::AskAgain;
                     }
-                    None
                 }
-                Some(Decision::Reject) => {
-                    Some("The user rejected this call; it was not run.".to_owned())
-                }
-                Some(_) => {
-                    input_used = true;
-                    Some(format!(
+            }
+            Some(Decision::Approve) => all(&|| Verdict::Run(None)),
+            Some(Decision::Reject) => {
+                all(&|| Verdict::Decline("The user rejected this call; it was not run.".into()))
+            }
+            Some(_) => {
+                input_used = true;
+                all(&|| {
+                    Verdict::Decline(format!(
                         "The user did not run this call and replied instead: {said}"
                     ))
-                }
-                None => {
-                    input_used = true;
-                    Some(format!(
+                })
+            }
+            None => {
+                input_used = true;
+                all(&|| {
+                    Verdict::Decline(format!(
                         "Not run: the user sent a new message instead of deciding: {said}"
                     ))
+                })
+            }
+        };
+        // A transcript saved before questions had ids: its calls' ids name them.
+        let review = t.review.clone().unwrap_or_else(|| "unnamed".into());
+        let mut to_run = Vec::new();
+        let mut waiting = Vec::new();
+        for (mut call, verdict) in std::mem::take(&mut t.pending).into_iter().zip(verdicts) {
+            let Some(verdict) = verdict else {
+                waiting.push(call);
+                continue;
+            };
+            let verdict = match turn.claim_action(&format!("{review}/{}", call.id)).await {
+                Ok(true) => verdict,
+                Ok(false) => Verdict::Decline(ALREADY_DECIDED.into()),
+                Err(e) => {
+                    // Not claimed, so not settled: it is asked about again.
+                    if log.admit() {
+                        tracing::warn!(run_id = %turn.run_id, thread_id = %turn.thread_id,
+                            error = %e, "a decision could not be recorded: asking again");
+                    }
+                    waiting.push(call);
+                    continue;
                 }
             };
+            if let Verdict::Run(Some(args)) = &verdict {
+                call.function.arguments.clone_from(args);
+            }
             let args: Value = serde_json::from_str(&call.function.arguments)
                 .unwrap_or_else(|_| Value::String(call.function.arguments.clone()));
             let shown = out.tool_call(call.function.name.clone(), &args);
-            match declined {
-                None => to_run.push((call, shown)),
-                Some(reason) => {
+            match verdict {
+                Verdict::Run(_) => to_run.push((call, shown)),
+                Verdict::Decline(reason) => {
                     out.tool_result(&shown, reason.clone());
                     t.messages.push(ChatMessage::Tool {
                         tool_call_id: call.id,
@@ -407,11 +516,19 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        self.run_calls(turn, out, t, to_run, tools).await;
-        input_used
+        self.run_calls(turn, out, t, to_run, tools, log).await;
+        if waiting.is_empty() {
+            t.review = None;
+            Settled::Continue { input_used }
+        } else {
+            t.pending = waiting;
+            t.review = Some(review);
+            Settled::AskAgain
+        }
     }
 
-    /// Runs `calls` concurrently, shows each result and adds it to the transcript.
+    /// Runs `calls` (at most [`ModelSettings::max_tool_calls_per_reply`] at once), shows each
+    /// result and adds it to the transcript.
     async fn run_calls(
         &self,
         turn: &Turn,
@@ -419,10 +536,24 @@ impl<R: Runtime> ModelAgent<R> {
         t: &mut Transcript,
         calls: Vec<(ModelToolCall, ToolCall)>,
         tools: &Toolbox<'_>,
+        log: &LogBudget,
     ) {
-        let http = turn.http();
-        let results =
-            futures::future::join_all(calls.iter().map(|(call, _)| tools.run(http, call))).await;
+        if calls.is_empty() {
+            return;
+        }
+        let tool_http = self
+            .tool_client
+            .as_ref()
+            .and_then(|c| turn.http().with_client(c.clone()));
+        let tool_http = tool_http.as_ref();
+        let mut runs = Vec::with_capacity(calls.len());
+        for (call, _) in &calls {
+            runs.push(async move {
+                let result = tools.run(tool_http, call, log).await;
+                self.redactor.redact(&result)
+            });
+        }
+        let results = run_bounded(runs, self.settings.max_tool_calls_per_reply).await;
         for ((call, shown), content) in calls.into_iter().zip(results) {
             turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
@@ -440,8 +571,9 @@ impl<R: Runtime> ModelAgent<R> {
         turn: &mut Turn,
         out: &Output,
         t: &mut Transcript,
-        images: &HashMap<String, String>,
+        images: &Images,
         tools: &Toolbox<'_>,
+        log: &LogBudget,
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
@@ -459,11 +591,13 @@ impl<R: Runtime> ModelAgent<R> {
                 tools,
             };
             match self
-                .round(&http, &usage, out, prompt, &mut turn.context.state)
+                .round(&http, &usage, out, prompt, &mut turn.context.state, log)
                 .await
             {
                 Ok(round) => return Ok(round),
                 Err((RoundError::Fatal { user, detail }, partial)) => {
+                    // Whatever the endpoint said may echo the key: never logged as it came.
+                    let detail = self.redactor.redact(&detail);
                     if !partial.is_empty() {
                         // What the user saw stays in the transcript.
                         t.messages.push(ChatMessage::Assistant {
@@ -481,6 +615,7 @@ impl<R: Runtime> ModelAgent<R> {
                     },
                     _,
                 )) => {
+                    let detail = self.redactor.redact(&detail);
                     let wait = retry_after.unwrap_or(backoff).min(MAX_BACKOFF);
                     let left = turn.http().time_left().unwrap_or_default();
                     if attempt >= MAX_ATTEMPTS || left < wait + DEADLINE_MARGIN {
@@ -489,12 +624,14 @@ impl<R: Runtime> ModelAgent<R> {
                             format!("model call failed after {attempt} attempts: {detail}"),
                         ));
                     }
-                    tracing::warn!(
-                        attempt,
-                        wait_ms = wait.as_millis() as u64,
-                        error = %detail,
-                        "model call failed before its first token: retrying"
-                    );
+                    if log.admit() {
+                        tracing::warn!(
+                            attempt,
+                            wait_ms = wait.as_millis() as u64,
+                            error = %detail,
+                            "model call failed before its first token: retrying"
+                        );
+                    }
                     self.rt.sleep(wait).await;
                     backoff *= 2;
                     attempt += 1;
@@ -503,12 +640,7 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(
-        &self,
-        t: &Transcript,
-        images: &HashMap<String, String>,
-        tools: &Toolbox<'_>,
-    ) -> Value {
+    fn request_body(&self, t: &Transcript, images: &Images, tools: &Toolbox<'_>) -> Value {
         let s = &self.settings;
         let mut messages = Vec::with_capacity(t.messages.len() + 1);
         let mut system = match &s.system_prompt {
@@ -543,7 +675,7 @@ impl<R: Runtime> ModelAgent<R> {
         &self,
         http: &Http,
         t: &Transcript,
-        images: &HashMap<String, String>,
+        images: &Images,
         tools: &Toolbox<'_>,
     ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
@@ -587,14 +719,11 @@ impl<R: Runtime> ModelAgent<R> {
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(Duration::from_secs_f64);
         let body = response.bytes_limited(4096).await.unwrap_or_default();
-        let mut detail = format!(
+        let detail = self.redactor.redact(&format!(
             "model endpoint answered HTTP {}: {}",
             status.as_u16(),
             String::from_utf8_lossy(&body)
-        );
-        if let Some(key) = &s.api_key {
-            detail = detail.replace(key.expose(), "<redacted>");
-        }
+        ));
         if status.as_u16() == 429 || status.is_server_error() {
             Err(RoundError::Retryable {
                 detail,
@@ -616,7 +745,9 @@ impl<R: Runtime> ModelAgent<R> {
         out: &Output,
         prompt: RoundPrompt<'_, '_>,
         state: &mut Value,
+        log: &LogBudget,
     ) -> Result<Round, (RoundError, String)> {
+        let s = &self.settings;
         let RoundPrompt {
             transcript: t,
             images,
@@ -631,8 +762,11 @@ impl<R: Runtime> ModelAgent<R> {
         let mut shown_anything = false;
         let mut reasoning_open = false;
         let mut building: BTreeMap<u32, Building> = BTreeMap::new();
+        // Calls past the reply's cap and the kept refusals: only counted.
+        let mut uncounted_calls: BTreeSet<u32> = BTreeSet::new();
+        let mut received = 0usize;
+        let mut reported: Option<Value> = None;
         let mut finished = false;
-        let mut reported_usage = false;
         let broken = |detail: String, shown: bool, text: &str| {
             let e = if shown {
                 RoundError::Fatal {
@@ -649,7 +783,22 @@ impl<R: Runtime> ModelAgent<R> {
         };
         loop {
             let (events, body_ended) = match response.chunk().await {
-                Ok(Some(bytes)) => (parser.push(&bytes), false),
+                Ok(Some(bytes)) => {
+                    received += bytes.len();
+                    if received > s.max_response_bytes {
+                        return Err((
+                            RoundError::Fatal {
+                                user: TOO_LONG,
+                                detail: format!(
+                                    "the model's response passed {} bytes: stopped",
+                                    s.max_response_bytes
+                                ),
+                            },
+                            text,
+                        ));
+                    }
+                    (parser.push(&bytes), false)
+                }
                 Ok(None) => (parser.finish(), true),
                 Err(HttpError::TurnDeadline | HttpError::Cancelled) => {
                     return Err((
@@ -704,12 +853,49 @@ impl<R: Runtime> ModelAgent<R> {
                             out.end_reasoning();
                             reasoning_open = false;
                         }
-                        let b = building.entry(index).or_default();
+                        let kept = s.max_tool_calls_per_reply + REFUSED_CALLS_KEPT;
+                        if !building.contains_key(&index) && building.len() >= kept {
+                            // Counted (bounded: a set of numbers the size of the response
+                            // cap at worst), never kept.
+                            uncounted_calls.insert(index);
+                            continue;
+                        }
+                        let accepted = building.len() < s.max_tool_calls_per_reply;
+                        let b = building.entry(index).or_insert_with(|| Building {
+                            refused: (!accepted).then(|| {
+                                format!(
+                                    "Error: not run: at most {} tool calls of one reply are \
+                                     run. Call it again in a later reply if it is still \
+                                     needed.",
+                                    s.max_tool_calls_per_reply
+                                )
+                            }),
+                            ..Building::default()
+                        });
                         if b.id.is_none() {
                             b.id = id;
                         }
                         if b.name.is_none() {
                             b.name = name;
+                        }
+                        if b.refused.is_some() {
+                            // Its arguments are never used: not kept, not shown.
+                            if b.shown.is_none()
+                                && let Some(n) = &b.name
+                            {
+                                b.shown = Some(out.start_tool_call(n.clone()));
+                                shown_anything = true;
+                            }
+                            continue;
+                        }
+                        if b.arguments.len() + arguments.len() > s.max_tool_argument_bytes {
+                            b.arguments.clear();
+                            b.refused = Some(format!(
+                                "Error: not run: the call's arguments were longer than {} \
+                                 bytes.",
+                                s.max_tool_argument_bytes
+                            ));
+                            continue;
                         }
                         b.arguments.push_str(&arguments);
                         match (&b.shown, &b.name) {
@@ -733,17 +919,8 @@ impl<R: Runtime> ModelAgent<R> {
                         finished = true;
                         tracing::debug!(finish_reason = %reason, "model answer finished");
                     }
-                    ChatStreamEvent::Usage(u) => {
-                        let tokens = model_tokens(&u);
-                        tracing::debug!(
-                            prompt_tokens = tokens.input,
-                            completion_tokens = tokens.output,
-                            reasoning_tokens = tokens.reasoning,
-                            "model usage"
-                        );
-                        usage.model_call(&self.settings.model, tokens);
-                        reported_usage = true;
-                    }
+                    // Logged once, after the answer: an endpoint may send it with every chunk.
+                    ChatStreamEvent::Usage(u) => reported = Some(u),
                     ChatStreamEvent::Done => {}
                 }
             }
@@ -761,26 +938,62 @@ impl<R: Runtime> ModelAgent<R> {
                 break;
             }
         }
-        if !reported_usage {
-            // An endpoint that ignores `stream_options.include_usage`: the call still counts.
-            usage.model_call(&self.settings.model, ModelTokens::default());
-        }
         if reasoning_open {
             out.end_reasoning();
         }
         if !text.is_empty() {
             out.end_message();
         }
+        // Counted once per model call; an endpoint that ignores `stream_options.include_usage`
+        // still made a call.
+        let tokens = reported.as_ref().map(model_tokens).unwrap_or_default();
+        if reported.is_some() && log.admit() {
+            tracing::info!(
+                prompt_tokens = tokens.input,
+                completion_tokens = tokens.output,
+                reasoning_tokens = tokens.reasoning,
+                "model usage"
+            );
+        }
+        usage.model_call(&self.settings.model, tokens);
         let mut calls = Vec::new();
+        let mut ids: BTreeSet<String> = BTreeSet::new();
+        let last = building.keys().next_back().copied();
         for (index, b) in building {
             let name = b.name.unwrap_or_default();
-            let id = b.id.unwrap_or_else(|| format!("call_{index}"));
+            // A call id names the call in the transcript and in decisions: unique in the reply,
+            // and short.
+            let id =
+                b.id.filter(|i| i.chars().count() <= MAX_CALL_ID_CHARS && !ids.contains(i))
+                    .unwrap_or_else(|| {
+                        let mut n = index;
+                        while ids.contains(&format!("call_{n}")) {
+                            n = n.wrapping_add(1000);
+                        }
+                        format!("call_{n}")
+                    });
+            ids.insert(id.clone());
             let shown = match b.shown {
                 Some(call) => call,
                 None => out.start_tool_call(if name.is_empty() { "unknown" } else { &name }),
             };
             out.end_tool_call(&shown);
-            calls.push((ModelToolCall::new(id, name, b.arguments), shown));
+            let mut refused = b.refused;
+            let arguments = if refused.is_some() {
+                "{}".to_owned()
+            } else {
+                b.arguments
+            };
+            if Some(index) == last
+                && !uncounted_calls.is_empty()
+                && let Some(r) = &mut refused
+            {
+                r.push_str(&format!(
+                    " {} more tool calls of this reply were refused as well.",
+                    uncounted_calls.len()
+                ));
+            }
+            calls.push((ModelToolCall::new(id, name, arguments), shown, refused));
         }
         Ok(Round { text, calls })
     }
@@ -791,6 +1004,7 @@ fn review_of(calls: &[ModelToolCall]) -> Interrupt {
     let items = calls
         .iter()
         .map(|c| ReviewItem {
+            id: Some(c.id.clone()),
             name: c.function.name.clone(),
             arguments: serde_json::from_str(&c.function.arguments)
                 .unwrap_or_else(|_| Value::String(c.function.arguments.clone())),
@@ -802,6 +1016,72 @@ fn review_of(calls: &[ModelToolCall]) -> Interrupt {
         "Run these actions?".to_owned()
     };
     Interrupt::Review { prompt, items }
+}
+
+/// The pending call each edit is for (by index), with its edited arguments as JSON text;
+/// `None` for a call no edit names. An edit names its call by id, or, without one, by name
+/// (narrowed by `originalArguments` when sent) when that leaves exactly one call; a lone
+/// pending call takes a lone edit whatever its name. Anything else is refused with the
+/// reason, never guessed.
+fn match_edits(
+    pending: &[ModelToolCall],
+    edits: &[EditedAction],
+) -> Result<Vec<Option<String>>, String> {
+    if edits.is_empty() {
+        return Err("the edit did not say which call it changes.".into());
+    }
+    let mut out: Vec<Option<String>> = vec![None; pending.len()];
+    for e in edits {
+        let at = match &e.id {
+            Some(id) => pending.iter().position(|c| &c.id == id).ok_or_else(|| {
+                format!("the edit names call {id}, which is not waiting for a decision.")
+            })?,
+            None => {
+                let original =
+                    |c: &ModelToolCall| serde_json::from_str::<Value>(&c.function.arguments).ok();
+                let candidates: Vec<usize> = pending
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.function.name == e.name)
+                    .filter(|(_, c)| {
+                        e.original_arguments
+                            .as_ref()
+                            .is_none_or(|o| original(c).as_ref() == Some(o))
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                match candidates[..] {
+                    [only] => only,
+                    [] if pending.len() == 1 && edits.len() == 1 => 0,
+                    [] => {
+                        return Err(format!(
+                            "the edit of {} does not match any call waiting for a decision.",
+                            e.name
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{} calls of {} are waiting and the edit does not say which one it \
+                             changes (send the call's id, shown on the card, with the edit).",
+                            candidates.len(),
+                            e.name
+                        ));
+                    }
+                }
+            }
+        };
+        if out[at].is_some() {
+            return Err(format!(
+                "two edits change the same call ({}).",
+                pending[at].id
+            ));
+        }
+        out[at] = Some(match &e.arguments {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        });
+    }
+    Ok(out)
 }
 
 /// The plain messages of a thread the store seeded from the caller's history.
@@ -834,15 +1114,4 @@ fn model_tokens(usage: &Value) -> ModelTokens {
             .get("completion_tokens_details")
             .and_then(|d| d.get("reasoning_tokens"))),
     }
-}
-
-/// The native client for MCP requests: reqwest, following no redirect.
-#[cfg(feature = "reqwest")]
-fn no_redirect_client() -> runway_core::http_client::ReqwestClient {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_default();
-    runway_core::http_client::ReqwestClient::from_client(client)
 }

@@ -7,7 +7,7 @@ use super::secret::Secret;
 use super::tools_file::{HttpTool, ToolsFileError, parse_tools};
 
 /// The settings a model-backed agent reads (see [`ModelSettings::from_lookup`]).
-pub const SETTING_NAMES: [&str; 8] = [
+pub const SETTING_NAMES: [&str; 10] = [
     "RUNWAY_MODEL_BASE_URL",
     "RUNWAY_MODEL",
     "RUNWAY_MODEL_API_KEY",
@@ -16,7 +16,12 @@ pub const SETTING_NAMES: [&str; 8] = [
     "RUNWAY_TOOLS",
     crate::settings::ALLOW_LOOPBACK,
     "RUNWAY_ATTACHMENTS_MAX_BYTES",
+    "RUNWAY_MAX_PARALLEL_TOOL_CALLS",
+    "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
 ];
+
+/// Largest `RUNWAY_MAX_PARALLEL_TOOL_CALLS` accepted.
+pub const MAX_PARALLEL_TOOL_CALLS: usize = 32;
 
 /// Largest `RUNWAY_ATTACHMENTS_MAX_BYTES` accepted (a file is held in memory, and sent to
 /// the model base64-encoded).
@@ -50,6 +55,15 @@ pub struct ModelSettings {
     pub max_tool_result_bytes: usize,
     /// How long one tool call may take (default 30 s, and never past the turn's deadline).
     pub tool_timeout: std::time::Duration,
+    /// Tool calls of one model reply that are run (or asked about), all at once (default 4,
+    /// `RUNWAY_MAX_PARALLEL_TOOL_CALLS`): the model is told the rest were refused.
+    pub max_tool_calls_per_reply: usize,
+    /// Longest arguments of one tool call, in bytes (default 64 KiB): a longer call is not
+    /// run, and the model is told why.
+    pub max_tool_argument_bytes: usize,
+    /// Most bytes of one model response (the whole event stream; default 8 MiB): past it the
+    /// answer is stopped with `RUN_ERROR`.
+    pub max_response_bytes: usize,
     /// How user attachments are downloaded and used.
     pub attachments: AttachmentSettings,
 }
@@ -90,6 +104,9 @@ impl ModelSettings {
             window_bytes: 40 * 1024,
             max_tool_result_bytes: 8 * 1024,
             tool_timeout: std::time::Duration::from_secs(30),
+            max_tool_calls_per_reply: 4,
+            max_tool_argument_bytes: 64 * 1024,
+            max_response_bytes: 8 * 1024 * 1024,
             attachments: AttachmentSettings::default(),
         })
     }
@@ -137,6 +154,28 @@ impl ModelSettings {
                 .ok_or_else(|| ModelSettingsError::Invalid {
                     setting: "RUNWAY_ATTACHMENTS_MAX_BYTES",
                     reason: format!("must be a number of bytes from 1 to {MAX_ATTACHMENT_BYTES}"),
+                })?;
+        }
+        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES") {
+            s.attachments.max_thread_bytes = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
+                    reason: "must be a number of bytes".into(),
+                })?;
+        }
+        if let Some(v) = non_empty("RUNWAY_MAX_PARALLEL_TOOL_CALLS") {
+            s.max_tool_calls_per_reply = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_PARALLEL_TOOL_CALLS).contains(n))
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_MAX_PARALLEL_TOOL_CALLS",
+                    reason: format!("must be a number from 1 to {MAX_PARALLEL_TOOL_CALLS}"),
                 })?;
         }
         let setting = |name: &str| get(name);
@@ -255,6 +294,9 @@ mod tests {
         .unwrap();
         assert!(s.attachments.policy.allow_loopback);
         assert_eq!(s.attachments.max_bytes, 2000);
+        assert_eq!(s.max_tool_calls_per_reply, 4);
+        let s = with(&[("RUNWAY_MAX_PARALLEL_TOOL_CALLS", "2")]).unwrap();
+        assert_eq!(s.max_tool_calls_per_reply, 2);
         assert!(
             !with(&[("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "0")])
                 .unwrap()
@@ -267,6 +309,8 @@ mod tests {
             ("RUNWAY_ATTACHMENTS_MAX_BYTES", "0"),
             ("RUNWAY_ATTACHMENTS_MAX_BYTES", "4MB"),
             ("RUNWAY_ATTACHMENTS_MAX_BYTES", "999999999"),
+            ("RUNWAY_MAX_PARALLEL_TOOL_CALLS", "0"),
+            ("RUNWAY_MAX_PARALLEL_TOOL_CALLS", "33"),
         ] {
             let e = with(&[(name, bad)]).unwrap_err();
             assert!(e.to_string().starts_with(name), "{name}={bad}: {e}");

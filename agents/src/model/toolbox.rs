@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::log_budget::LogBudget;
 use super::mcp::{McpCatalog, McpServers, McpTool};
 use super::settings::ModelSettings;
-use super::tool_runner::run_tool;
+use super::tool_runner::{ToolLimits, run_tool};
 use super::tools_file::HttpTool;
 use super::transcript::ModelToolCall;
 use runway_core::http_client::Http;
@@ -132,21 +133,29 @@ impl<'a> Toolbox<'a> {
     }
 
     /// Runs `call` and returns what the model reads: the result, or what went wrong, cut to
-    /// the settings' result size. Never fails.
-    pub(crate) async fn run(&self, http: &Http, call: &ModelToolCall) -> String {
+    /// the settings' result size. Never fails. HTTP tools go through `tool_http`, the turn's
+    /// client that follows no redirect itself; without one they are not called.
+    pub(crate) async fn run(
+        &self,
+        tool_http: Option<&Http>,
+        call: &ModelToolCall,
+        log: &LogBudget,
+    ) -> String {
         let s = self.settings;
         let arguments = &call.function.arguments;
         match self.find(&call.function.name) {
-            Some(Tool::Http(tool)) => {
-                run_tool(
-                    http,
-                    tool,
-                    arguments,
-                    turn_bounded(http, s.tool_timeout),
-                    s.max_tool_result_bytes,
-                )
-                .await
-            }
+            Some(Tool::Http(tool)) => match tool_http {
+                Some(http) => {
+                    let limits = ToolLimits {
+                        timeout: turn_bounded(http, s.tool_timeout),
+                        max_result_bytes: s.max_tool_result_bytes,
+                    };
+                    run_tool(http, tool, arguments, limits, log).await
+                }
+                None => "Error: this runtime gave the agent no HTTP client for tools, so the \
+                         tool was not called."
+                    .to_owned(),
+            },
             Some(Tool::Mcp(tool)) => {
                 self.servers
                     .call(

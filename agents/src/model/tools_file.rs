@@ -41,6 +41,24 @@ pub struct HttpTool {
     pub headers: Vec<(http::HeaderName, Secret)>,
     /// Ask the user before running it (a `review` interrupt).
     pub approval: bool,
+    /// Which redirects of the tool's API are followed (default: same origin only).
+    pub redirects: Redirects,
+}
+
+/// Which redirects a tool's requests follow (`redirects` in the tools file). Whatever the
+/// policy, the tool's configured headers go to the tool's own origin only: a redirect to
+/// another origin, where followed, is sent without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redirects {
+    /// `"none"`: a redirect is the tool's answer (its status and `Location` are reported).
+    None,
+    /// `"same-origin"` (the default): followed while they stay on the URL's scheme, host and
+    /// port; one to another origin is not followed.
+    #[default]
+    SameOrigin,
+    /// `"any"`: followed anywhere (up to 5), without the configured headers once off the
+    /// tool's origin.
+    Any,
 }
 
 /// A tools file that cannot be used: where and why.
@@ -180,6 +198,18 @@ pub fn parse_tools(
             }
             None => Vec::new(),
         };
+        let redirects = match t.redirects.as_ref().map(|r| r.get_ref().trim()) {
+            None | Some("same-origin") => Redirects::SameOrigin,
+            Some("none") => Redirects::None,
+            Some("any") => Redirects::Any,
+            Some(_) => {
+                let at = t.redirects.as_ref().map_or(0, |r| r.span().start);
+                return Err(err_at(
+                    at,
+                    "redirects must be \"same-origin\", \"none\" or \"any\"".into(),
+                ));
+            }
+        };
         tools.push(HttpTool {
             name,
             description: t.description,
@@ -188,6 +218,7 @@ pub fn parse_tools(
             url,
             headers: tool_headers,
             approval: t.approval,
+            redirects,
         });
     }
     let mut mcp = Vec::new();
@@ -381,6 +412,8 @@ struct RawTool {
     _headers: Option<toml::Table>,
     #[serde(default)]
     approval: bool,
+    #[serde(default)]
+    redirects: Option<Spanned<String>>,
 }
 
 /// 1-based line and column of a byte offset.
@@ -412,11 +445,35 @@ pub(crate) fn placeholders(template: &str) -> Result<Vec<String>, String> {
 }
 
 /// Fills `{name}` placeholders with `value(name)`, percent-encoded (everything but
-/// `A-Z a-z 0-9 - . _ ~`), so an argument can never change the URL's structure.
+/// `A-Z a-z 0-9 - . _ ~`: every RFC 3986 reserved character, `%` and `\\` included), so an
+/// argument can never change the URL's structure. A value that would make a path segment
+/// `.` or `..` is refused: URL parsers resolve such a segment (percent-encoded too: `%2E%2E`
+/// is `..` to a WHATWG parser), which would move the request to another path.
 pub(crate) fn fill_placeholders(
     template: &str,
     value: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
+    let filled = fill_encoded(template, value)?;
+    if dot_segments(&filled) > dot_segments(template) {
+        return Err("an argument cannot be \".\" or \"..\" as a part of the URL's path".into());
+    }
+    Ok(filled)
+}
+
+/// How many segments of `url`'s path are `.` or `..` (or their percent-encoded forms).
+fn dot_segments(url: &str) -> usize {
+    let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let path_and_rest = after_scheme.find('/').map_or("", |i| &after_scheme[i..]);
+    let path = path_and_rest.split(['?', '#']).next().unwrap_or_default();
+    path.split('/')
+        .filter(|seg| {
+            let s = seg.to_ascii_lowercase().replace("%2e", ".");
+            s == "." || s == ".."
+        })
+        .count()
+}
+
+fn fill_encoded(template: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -649,5 +706,90 @@ approval = true
         .unwrap();
         assert_eq!(url, "https://a.example/x/..%2Fadmin?q=a%20b%26c%3Dd%23e");
         assert!(fill_placeholders("https://a.example/{p}", &|_| None).is_err());
+    }
+
+    /// Every RFC 3986 reserved character (and `%`, `\\`, space), alone and inside a value,
+    /// stays inside its path segment: the URL keeps its host and its three segments, and the
+    /// segment decodes back to the value.
+    #[test]
+    fn every_reserved_character_stays_inside_its_path_segment() {
+        let template = "https://api.example.com/orders/{id}/status";
+        for c in ":/?#[]@!$&'()*+,;=%\\ ".chars() {
+            for v in [c.to_string(), format!("a{c}b"), format!("{c}{c}")] {
+                let filled = fill_placeholders(template, &|_| Some(v.clone()))
+                    .unwrap_or_else(|e| panic!("{v:?}: {e}"));
+                let url = url::Url::parse(&filled).unwrap();
+                assert_eq!(url.host_str(), Some("api.example.com"), "{v:?} -> {filled}");
+                let segments: Vec<&str> = url.path_segments().unwrap().collect();
+                assert_eq!(segments.len(), 3, "{v:?} -> {filled}");
+                assert_eq!((segments[0], segments[2]), ("orders", "status"), "{filled}");
+                let back = percent_decode(segments[1]);
+                assert_eq!(back, v, "{filled}");
+                assert_eq!(url.query(), None, "{v:?} -> {filled}");
+                assert_eq!(url.fragment(), None, "{v:?} -> {filled}");
+            }
+        }
+    }
+
+    fn percent_decode(s: &str) -> String {
+        let b = s.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' {
+                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn dot_segments_are_refused_where_they_would_move_the_request() {
+        let template = "https://api.example.com/v1/orders/{id}/status?q={q}";
+        for bad in [".", ".."] {
+            let e = fill_placeholders(template, &|n| {
+                Some(if n == "id" { bad } else { "x" }.to_owned())
+            })
+            .unwrap_err();
+            assert!(e.contains(".."), "{e}");
+        }
+        // Dots elsewhere are data: inside a segment, or in the query.
+        for ok in ["...", "a..", "..b", ".hidden"] {
+            let filled = fill_placeholders(template, &|_| Some(ok.to_owned())).unwrap();
+            let url = url::Url::parse(&filled).unwrap();
+            assert_eq!(url.path_segments().unwrap().count(), 4, "{ok} -> {url}");
+        }
+        let q = fill_placeholders(template, &|n| {
+            Some(if n == "q" { ".." } else { "7" }.to_owned())
+        })
+        .unwrap();
+        assert!(q.ends_with("/orders/7/status?q=.."), "{q}");
+        // Two placeholders making one `..` segment together.
+        assert!(fill_placeholders("https://a.example/x/{a}{b}/y", &|_| Some(".".into())).is_err());
+        // The operator's own dots in the template are theirs.
+        assert!(fill_placeholders("https://a.example/x/../{a}", &|_| Some("b".into())).is_ok());
+    }
+
+    #[test]
+    fn redirects_setting() {
+        let tools = parse_tools(GOOD, "t", &settings).unwrap().tools;
+        assert_eq!(tools[0].redirects, Redirects::SameOrigin);
+        for (v, want) in [("none", Redirects::None), ("any", Redirects::Any)] {
+            let src = GOOD.replace(
+                "approval = true",
+                &format!("approval = true\nredirects = \"{v}\""),
+            );
+            assert_eq!(
+                parse_tools(&src, "t", &settings).unwrap().tools[1].redirects,
+                want
+            );
+        }
+        let e = error_of(&GOOD.replace("approval = true", "redirects = \"some\""));
+        assert_eq!(e.line, 16, "{e}");
+        assert!(e.reason.contains("redirects"), "{e}");
     }
 }

@@ -81,12 +81,25 @@ pub struct Transcript {
     /// Calls of the last assistant message still waiting for the user's decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<ModelToolCall>,
+    /// The id of the question the pending calls were asked in (random, drawn when asked):
+    /// with a call's id, it names the action a decision claims
+    /// ([`runway_core::Turn::claim_action`]), so each pending call is settled once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<String>,
+    /// Bytes of the files downloaded for this thread so far (bounded by
+    /// `AttachmentSettings::max_thread_bytes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kept_bytes: u64,
     /// The text of the model call in progress, as it streams (extended in place). Present
     /// only in a state saved while a model call ran: when the turn was cut there (the user
     /// left, the deadline passed, a newer turn took over) the agent was stopped before it could
     /// record the answer, and the next turn adds what the user saw ([`Transcript::recover`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Adds `delta` to the partial answer of the transcript kept in `state` (saved with
@@ -199,6 +212,9 @@ impl Transcript {
                     if tool_calls.iter().any(|c| c.id == p.id))
             })
         });
+        if self.pending.is_empty() {
+            self.review = None;
+        }
     }
 }
 
@@ -265,6 +281,8 @@ mod tests {
                 answer("ok"),
             ],
             pending: vec![],
+            review: None,
+            kept_bytes: 0,
             partial: None,
         };
         let full: usize = t
@@ -291,6 +309,8 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+            review: None,
+            kept_bytes: 0,
             partial: None,
         };
         t.trim(1_000_000);
@@ -305,6 +325,8 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a", "b"]), result("a", "ok")],
             pending: vec![],
+            review: None,
+            kept_bytes: 0,
             partial: None,
         };
         let mut state = serde_json::json!({});
@@ -329,6 +351,8 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["c"])],
             pending: vec![ModelToolCall::new("c".into(), "t".into(), "{}".into())],
+            review: None,
+            kept_bytes: 0,
             partial: Some("  ".into()),
         };
         t.recover(1000);
@@ -341,6 +365,8 @@ mod tests {
         let t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
+            review: None,
+            kept_bytes: 0,
             partial: None,
         };
         t.save(&mut state);

@@ -14,6 +14,7 @@ pub(crate) mod context;
 pub(crate) mod outcome;
 pub(crate) mod output;
 pub(crate) mod turn;
+pub(crate) mod turn_actions;
 pub(crate) mod workers;
 
 pub use context::{Message, Role, ThreadContext};

@@ -1,6 +1,8 @@
 //! [`Turn`]: one turn as the agent sees it.
 
 use crate::agent::context::ThreadContext;
+use crate::agent::turn_actions::TurnActions;
+use crate::error::StoreError;
 use crate::http_client::Http;
 use crate::meter::TurnUsage;
 use crate::protocol::{Attachment, Resume};
@@ -44,6 +46,8 @@ pub struct Turn {
     pub public_base_url: String,
     /// This turn's HTTP client (see [`Turn::http`]).
     pub(crate) http: Http,
+    /// Where [`Turn::claim_action`] claims.
+    pub(crate) actions: TurnActions,
     /// What this turn used (see [`Turn::usage`]).
     pub(crate) usage: TurnUsage,
 }
@@ -54,6 +58,45 @@ impl Turn {
     /// value is logged. See [`Http`].
     pub fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// Claims the one-time action named `action` on this turn's thread: `Ok(true)` for exactly
+    /// one claimant, `Ok(false)` for every other turn (or delivery of this turn) that claims
+    /// it, as long as the thread's context lives. Claim before a side effect that must happen
+    /// at most once, such as running a tool call the user approved: two `approve` answers sent
+    /// at the same time are two turns that load the same stored state, and only the claim
+    /// (atomic in every store) tells them apart. Name the action uniquely within the thread
+    /// (an id drawn when the question was asked, say).
+    ///
+    /// # Errors
+    /// The store could not be reached; do not run the action then (the claim fails closed).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
+    ///
+    /// struct Refunds;
+    ///
+    /// impl Agent for Refunds {
+    ///     async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+    ///         // The id the question was asked with, kept in the thread's state.
+    ///         let Some(id) = turn.context.state["pendingRefund"].as_str().map(str::to_owned)
+    ///         else {
+    ///             return Ok(Outcome::Done);
+    ///         };
+    ///         match turn.claim_action(&id).await {
+    ///             Ok(true) => out.text("Refunding now."), // the side effect goes here, once
+    ///             Ok(false) => out.text("That refund was already decided."),
+    ///             Err(_) => out.text("Nothing was refunded: please try again."),
+    ///         }
+    ///         turn.context.state["pendingRefund"] = serde_json::Value::Null;
+    ///         Ok(Outcome::Done)
+    ///     }
+    /// }
+    /// ```
+    pub async fn claim_action(&self, action: &str) -> Result<bool, StoreError> {
+        self.actions.claim(action).await
     }
 
     /// What this turn used so far, and whether its token and spend limits let it call its

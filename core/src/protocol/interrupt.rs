@@ -18,6 +18,11 @@ pub struct ChoiceOption {
 /// A proposed tool call shown in a `review` card.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReviewItem {
+    /// The call's id, shown on the card and sent back with an edit
+    /// ([`crate::protocol::EditedAction::id`]), so an edit lands on the call it was made to
+    /// even when the card shows two calls of one tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Tool name; required by Console.
     pub name: String,
     /// Proposed arguments, viewable and editable by the user.
@@ -235,10 +240,12 @@ mod tests {
             prompt: "Run these?".into(),
             items: vec![
                 ReviewItem {
+                    id: None,
                     name: "book".into(),
                     arguments: json!({}),
                 },
                 ReviewItem {
+                    id: None,
                     name: " ".into(),
                     arguments: json!({}),
                 },

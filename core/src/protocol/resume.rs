@@ -2,9 +2,10 @@
 //!
 //! The contract names the decisions but not the exact shape, so this reading is deliberately
 //! liberal: `{"decision", "message"?, "answers"?, "editedAction"?}` where `answers` is an array
-//! of strings or objects and `editedAction` is `{"name", "arguments"}` with `arguments` either
-//! an object or a JSON string (decoded when it parses). Unknown fields are ignored and an
-//! unknown decision is kept as [`Decision::Other`] rather than failing the turn.
+//! of strings or objects and `editedAction` is `{"name", "arguments", "id"?,
+//! "originalArguments"?}` (or an array of them, one per edited call of a `review`) with
+//! `arguments` either an object or a JSON string (decoded when it parses). Unknown fields are
+//! ignored and an unknown decision is kept as [`Decision::Other`] rather than failing the turn.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -20,7 +21,7 @@ pub enum Decision {
     Approve,
     /// `approval` or `review`: do not.
     Reject,
-    /// `review`: go ahead with the arguments in [`Resume::edited_action`].
+    /// `review`: go ahead with the arguments in [`Resume::edited_actions`].
     Edit,
     /// `choice`, `input` or `review`: the user answered in words ([`Resume::message`],
     /// [`Resume::answers`], and the turn's `input`).
@@ -58,13 +59,53 @@ impl Decision {
     }
 }
 
-/// The edited tool call a `review` came back with.
+/// An edited tool call a `review` came back with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EditedAction {
+    /// The id of the call it edits ([`crate::protocol::ReviewItem::id`]; `id` or
+    /// `toolCallId`), when the client sent it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Tool name.
     pub name: String,
     /// Arguments; a JSON string that parses is decoded, any other string is kept as a string.
     pub arguments: Value,
+    /// The call's arguments as the card showed them (`originalArguments`), when sent: tells
+    /// two calls of one tool apart without an id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_arguments: Option<Value>,
+}
+
+impl EditedAction {
+    fn from_value(v: &Value) -> Result<Self, BadRequest> {
+        let a = v
+            .as_object()
+            .ok_or_else(|| BadRequest::new("resume.editedAction must be an object"))?;
+        let name = a
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| BadRequest::new("resume.editedAction.name must be a string"))?
+            .to_owned();
+        let decoded = |v: Option<&Value>| match v {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => {
+                Some(serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())))
+            }
+            Some(other) => Some(other.clone()),
+        };
+        let id = match a.get("id").or_else(|| a.get("toolCallId")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(BadRequest::new("resume.editedAction.id must be a string")),
+        };
+        Ok(Self {
+            id,
+            name,
+            arguments: decoded(a.get("arguments")).unwrap_or(Value::Object(Default::default())),
+            original_arguments: decoded(a.get("originalArguments")),
+        })
+    }
 }
 
 /// The `resume` object of a turn.
@@ -79,19 +120,20 @@ pub struct Resume {
     /// Structured answers (`choice`), strings or objects as sent.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<Value>,
-    /// The edited call (`review` with `edit`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub edited_action: Option<EditedAction>,
+    /// The edited calls (`review` with `edit`): Console sends one, a client may send one per
+    /// call the user edited.
+    #[serde(rename = "editedAction", skip_serializing_if = "Vec::is_empty")]
+    pub edited_actions: Vec<EditedAction>,
 }
 
 impl From<Decision> for Resume {
-    /// The decision alone, with no message, answers or edited call.
+    /// The decision alone, with no message, answers or edited calls.
     fn from(decision: Decision) -> Self {
         Self {
             decision,
             message: None,
             answers: Vec::new(),
-            edited_action: None,
+            edited_actions: Vec::new(),
         }
     }
 }
@@ -122,30 +164,19 @@ impl Resume {
             Some(single @ (Value::String(_) | Value::Object(_))) => vec![single.clone()],
             Some(_) => return Err(BadRequest::new("resume.answers must be an array")),
         };
-        let edited_action = match obj.get("editedAction") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(a)) => {
-                let name = a
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| BadRequest::new("resume.editedAction.name must be a string"))?
-                    .to_owned();
-                let arguments = match a.get("arguments") {
-                    None | Some(Value::Null) => Value::Object(Default::default()),
-                    Some(Value::String(s)) => {
-                        serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-                    }
-                    Some(other) => other.clone(),
-                };
-                Some(EditedAction { name, arguments })
-            }
-            Some(_) => return Err(BadRequest::new("resume.editedAction must be an object")),
+        let edited_actions = match obj.get("editedAction") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(all)) => all
+                .iter()
+                .map(EditedAction::from_value)
+                .collect::<Result<_, _>>()?,
+            Some(one) => vec![EditedAction::from_value(one)?],
         };
         Ok(Self {
             decision,
             message,
             answers,
-            edited_action,
+            edited_actions,
         })
     }
 }
@@ -176,11 +207,36 @@ mod tests {
         let a = Resume::from_value(&json!({"decision": "edit",
             "editedAction": {"name": "book", "arguments": "{\"seat\":\"12A\"}"}}))
         .unwrap();
-        assert_eq!(a.edited_action.unwrap().arguments, json!({"seat": "12A"}));
+        assert_eq!(a.edited_actions[0].arguments, json!({"seat": "12A"}));
         let b = Resume::from_value(&json!({"decision": "edit",
             "editedAction": {"name": "book", "arguments": {"seat": "1C"}}}))
         .unwrap();
-        assert_eq!(b.edited_action.unwrap().arguments, json!({"seat": "1C"}));
+        assert_eq!(b.edited_actions[0].arguments, json!({"seat": "1C"}));
+        assert_eq!(b.edited_actions[0].id, None);
+    }
+
+    #[test]
+    fn edited_actions_carry_the_call_id_and_may_come_several() {
+        let r = Resume::from_value(&json!({"decision": "edit", "editedAction": [
+            {"id": "B-2", "name": "refund", "arguments": {"amount": 10}},
+            {"toolCallId": "A-1", "name": "refund", "arguments": "{\"amount\":4}",
+             "originalArguments": "{\"amount\":5}"}]}))
+        .unwrap();
+        assert_eq!(r.edited_actions.len(), 2);
+        assert_eq!(r.edited_actions[0].id.as_deref(), Some("B-2"));
+        assert_eq!(r.edited_actions[1].id.as_deref(), Some("A-1"));
+        assert_eq!(r.edited_actions[1].arguments, json!({"amount": 4}));
+        assert_eq!(
+            r.edited_actions[1].original_arguments,
+            Some(json!({"amount": 5}))
+        );
+        for bad in [
+            json!({"decision": "edit", "editedAction": 3}),
+            json!({"decision": "edit", "editedAction": [{"arguments": {}}]}),
+            json!({"decision": "edit", "editedAction": {"name": "x", "id": 7}}),
+        ] {
+            assert!(Resume::from_value(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

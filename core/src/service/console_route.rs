@@ -79,6 +79,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 context: ThreadContext::default(),
                 public_base_url,
                 http: Http::default(),
+                actions: Default::default(),
                 usage: Default::default(),
             },
         };

@@ -14,7 +14,9 @@ use crate::error::TurnErrorCode;
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::{Limits, Policy};
 use crate::store::tally::{Tally, TallyKey};
-use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use crate::store::{
+    ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
 use crate::wire::Ending;
 
 /// Runs every check, each on keys under `prefix`.
@@ -29,6 +31,7 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     a_burst_on_one_thread_keeps_every_message(store, &format!("{prefix}-burst"), 50).await;
     large_values_round_trip(store, &format!("{prefix}-large")).await;
     hosted_files(store, &format!("{prefix}-files")).await;
+    action_claims_have_one_winner_until_they_expire(store, &format!("{prefix}-actions")).await;
     tallies_add_up_and_expire(store, &format!("{prefix}-tally")).await;
     a_turn_limit_holds_under_concurrency(store, &format!("{prefix}-limit")).await;
     limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
@@ -398,6 +401,56 @@ pub async fn hosted_files<S: TurnStore>(s: &S, p: &str) {
     assert_eq!(s.get_file(&token, 999).await.expect("get_file"), Some(file));
     assert_eq!(s.get_file(&token, 1000).await.expect("get_file"), None);
     assert_eq!(s.get_file("nope", 0).await.expect("get_file"), None);
+}
+
+/// A claim of `action` on `thread` by `holder` at `now`, held for one second.
+pub fn action_claim(thread: &str, action: &str, holder: &str, now: u64) -> ActionClaim {
+    ActionClaim {
+        thread_key: thread.into(),
+        action: action.into(),
+        holder: holder.into(),
+        now_ms: now,
+        expires_at_ms: now + 1000,
+    }
+}
+
+/// Of ten concurrent claims of one action by different holders, exactly one wins; every later
+/// claim by another holder loses (its holder's again wins) until the claim expires; actions
+/// and threads are independent.
+pub async fn action_claims_have_one_winner_until_they_expire<S: TurnStore>(s: &S, p: &str) {
+    let t = format!("{p}/t");
+    let claim_of = |c: ActionClaim| async move {
+        s.claim_action(&c)
+            .await
+            .unwrap_or_else(|e| panic!("claim_action({}): {e}", c.action))
+    };
+    let claims: Vec<_> = (0..10)
+        .map(|i| action_claim(&t, "review-1/call_a", &format!("turn{i}"), 0))
+        .collect();
+    let won = join_all(claims.iter().cloned().map(claim_of)).await;
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    let winner = claims[won.iter().position(|w| *w).unwrap_or(0)]
+        .holder
+        .clone();
+    let loser = if winner == "turn0" { "turn1" } else { "turn0" };
+    assert!(!claim_of(action_claim(&t, "review-1/call_a", loser, 999)).await);
+    assert!(claim_of(action_claim(&t, "review-1/call_a", &winner, 999)).await);
+    // Another action, and the same action on another thread, are free.
+    assert!(claim_of(action_claim(&t, "review-1/call_b", loser, 10)).await);
+    assert!(
+        claim_of(action_claim(
+            &format!("{p}/u"),
+            "review-1/call_a",
+            loser,
+            10
+        ))
+        .await
+    );
+    // The holder's claim at 999 holds until 1999; then the action is free again, for the
+    // first claimant only.
+    assert!(!claim_of(action_claim(&t, "review-1/call_a", loser, 1998)).await);
+    assert!(claim_of(action_claim(&t, "review-1/call_a", loser, 1999)).await);
+    assert!(!claim_of(action_claim(&t, "review-1/call_a", &winner, 2000)).await);
 }
 
 /// Tally rows add up field by field, per key, and read as absent once expired.

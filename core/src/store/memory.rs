@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
+use crate::store::action_claims::{ActionClaim, claim_wins};
 use crate::store::tally::{Tally, TallyKey};
 use crate::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
@@ -47,6 +48,8 @@ struct Tables {
     runs: HashMap<String, Run>,
     threads: HashMap<String, Thread>,
     files: HashMap<String, HostedFile>,
+    /// Action claims by (thread, action): holder and expiry.
+    actions: HashMap<(String, String), (String, u64)>,
     /// Tally rows and when they expire.
     tallies: std::collections::BTreeMap<TallyKey, (Tally, u64)>,
 }
@@ -165,6 +168,18 @@ impl TurnStore for MemoryStore {
             .threads
             .get(thread_key)
             .map_or(0, |t| t.head.latest_arrival))
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        let mut t = self.lock();
+        let key = (claim.thread_key.clone(), claim.action.clone());
+        let held = t.actions.get(&key).map(|(h, e)| (h.as_str(), *e));
+        if !claim_wins(held, claim) {
+            return Ok(false);
+        }
+        t.actions
+            .insert(key, (claim.holder.clone(), claim.expires_at_ms));
+        Ok(true)
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

@@ -15,6 +15,7 @@
 //! commit is conditional on the thread's version and on the run's claim token. Every backend
 //! takes its decisions from [`crate::store::turn_state`] and supplies only the atomic primitives.
 
+pub mod action_claims;
 #[cfg(any(test, feature = "store-tests"))]
 pub mod conformance;
 pub(crate) mod memory;
@@ -28,6 +29,8 @@ pub mod turn_state;
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::store::action_claims::ActionClaim;
 
 use crate::agent::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
@@ -177,6 +180,25 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         &self,
         thread_key: &str,
     ) -> impl Future<Output = Result<u64, StoreError>> + MaybeSend;
+
+    /// Claims a one-time action of a thread (see [`crate::store::action_claims`]): true if the
+    /// claim is `claim.holder`'s, as [`crate::store::action_claims::claim_wins`] decides,
+    /// atomically with respect to every other claim of the action. Of any number of concurrent
+    /// claims by different holders, exactly one is true.
+    ///
+    /// The default refuses every claim (fails closed): a store must implement it before an
+    /// agent can run an approved action on it. Every store of runway does.
+    fn claim_action(
+        &self,
+        claim: &ActionClaim,
+    ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
+        let _ = claim;
+        async {
+            Err(StoreError::Unavailable(
+                "this store cannot claim actions".into(),
+            ))
+        }
+    }
 
     /// Stores a hosted file.
     fn put_file(

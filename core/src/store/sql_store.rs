@@ -24,7 +24,7 @@ use crate::store::turn_state::{
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit, TurnStart};
 
 /// The schema, one statement each.
-pub const SCHEMA: [&str; 4] = [
+pub const SCHEMA: [&str; 5] = [
     "CREATE TABLE IF NOT EXISTS turn_runs (
         run_key     TEXT PRIMARY KEY,
         fingerprint TEXT NOT NULL,
@@ -49,6 +49,7 @@ pub const SCHEMA: [&str; 4] = [
         data  TEXT NOT NULL,
         PRIMARY KEY (owner, seq)
     )",
+    crate::store::action_claims::ACTIONS_TABLE,
     crate::store::sql_tally::TALLY_TABLE,
 ];
 
@@ -282,6 +283,7 @@ impl<S: Sql> SqlStore<S> {
             "SELECT MIN(e) FROM (
                  SELECT MIN(expires_at) AS e FROM turn_runs
                  UNION ALL SELECT MIN(expires_at) AS e FROM turn_threads
+                 UNION ALL SELECT MIN(expires_at) AS e FROM turn_actions
                  UNION ALL SELECT MIN(expires_at) AS e FROM turn_tallies)",
             &[],
         )?;
@@ -310,6 +312,10 @@ impl<S: Sql> SqlStore<S> {
         )?;
         self.sql.exec(
             "DELETE FROM turn_threads WHERE expires_at <= ?",
+            std::slice::from_ref(&now),
+        )?;
+        self.sql.exec(
+            "DELETE FROM turn_actions WHERE expires_at <= ?",
             std::slice::from_ref(&now),
         )?;
         self.sql

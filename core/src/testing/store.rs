@@ -8,7 +8,9 @@ use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
 use crate::store::memory::MemoryStore;
 use crate::store::tally::{Tally, TallyKey};
-use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use crate::store::{
+    ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+};
 use crate::testing::clock::VirtualRuntime;
 
 /// The calls a [`TurnStore`](crate::adapter::TurnStore) answers, to aim a fault at one.
@@ -32,6 +34,8 @@ pub enum StoreCall {
     AddTally,
     /// `tallies`: read a part's tally rows (limits, `/usage`).
     Tallies,
+    /// `claim_action`: claim an approved action before it runs.
+    ClaimAction,
 }
 
 impl StoreCall {
@@ -45,6 +49,7 @@ impl StoreCall {
         Self::ReturnTurn,
         Self::AddTally,
         Self::Tallies,
+        Self::ClaimAction,
     ];
 
     fn index(self) -> usize {
@@ -53,7 +58,7 @@ impl StoreCall {
 }
 
 /// How many kinds of call [`StoreCall`] names.
-const CALL_KINDS: usize = 9;
+const CALL_KINDS: usize = 10;
 
 #[derive(Debug, Clone, Default)]
 struct Fault {
@@ -226,5 +231,10 @@ impl TurnStore for TestStore {
     async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
         self.enter(StoreCall::Tallies).await?;
         self.inner.tallies(part, now_ms).await
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        self.enter(StoreCall::ClaimAction).await?;
+        self.inner.claim_action(claim).await
     }
 }

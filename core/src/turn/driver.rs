@@ -31,6 +31,7 @@ use tracing::Instrument;
 
 use crate::agent::context::ThreadContext;
 use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
+use crate::agent::turn_actions::TurnActions;
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
@@ -102,6 +103,14 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
         let (http, http_guard) =
             Http::for_turn(http, Arc::clone(self) as _, self.config.turn_deadline);
         plan.turn.http = http;
+        // Action claims are held per delivery: a re-delivery of this run is another holder.
+        let mut holder = [0u8; 16];
+        self.rt.fill_random(&mut holder);
+        plan.turn.actions = TurnActions::new(
+            Arc::clone(self) as _,
+            plan.thread_key.clone(),
+            hex::encode(holder),
+        );
         plan.turn.usage.start(started_ms, Arc::clone(&self.policy));
         let engine = Arc::clone(self);
         // Boxed where it is made: a turn's future is kilobytes, not moved again.

@@ -5,11 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::agent::turn_actions::ActionStore;
+use crate::error::StoreError;
 use crate::http_client::turn_clock::TurnClock;
 use crate::meter::{LogLine, Policy, TurnMetrics};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 use crate::platform::runtime::Runtime;
 use crate::service::config::Config;
+use crate::store::{ActionClaim, TurnStore};
 
 /// What every turn of a process runs with.
 pub(crate) struct Engine<A, S, R> {
@@ -67,5 +70,31 @@ where
 
     fn now_ms(&self) -> u64 {
         self.rt.now_ms()
+    }
+}
+
+/// The store's action claims, for the turn's [`Turn::claim_action`](crate::Turn::claim_action):
+/// held for the thread context's lifetime.
+impl<A, S, R> ActionStore for Engine<A, S, R>
+where
+    A: MaybeSend + MaybeSync + 'static,
+    S: TurnStore,
+    R: Runtime,
+{
+    fn claim(
+        &self,
+        thread_key: &str,
+        action: &str,
+        holder: &str,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let now_ms = self.rt.now_ms();
+        let claim = ActionClaim {
+            thread_key: thread_key.to_owned(),
+            action: action.to_owned(),
+            holder: holder.to_owned(),
+            now_ms,
+            expires_at_ms: now_ms.saturating_add(self.config.context_ttl.as_millis() as u64),
+        };
+        Box::pin(async move { self.store.claim_action(&claim).await })
     }
 }

@@ -15,6 +15,7 @@
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
+//! | action claim | `action#{sha-256 of thread key and action}` | `action` | `claimant` the holder (see [`TurnStore::claim_action`]) |
 //! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
@@ -66,9 +67,11 @@
 //! | `commit.rs` | `finish_turn`: one transaction, merged and retried when the thread moved |
 //! | `retry.rs` | transactions and batches retried with backoff; SDK errors as `StoreError` |
 //! | `files.rs` | hosted files |
+//! | `action_claims.rs` | action claims: an approved call runs once |
 //! | `tallies.rs` | tally rows: turns per minute, usage (the workers file's limits) |
 //! | `attachments.rs` | the model agent's kept attachments |
 
+mod action_claims;
 mod attachments;
 mod claim;
 mod commit;
@@ -83,7 +86,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
 use runway_core::adapter::{
-    CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::tally::{Tally, TallyKey};
 
@@ -158,6 +161,10 @@ impl TurnStore for DynamoStore {
 
     async fn latest_arrival(&self, thread_key: &str) -> Result<u64, StoreError> {
         self.arrivals(thread_key).await
+    }
+
+    async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
+        self.put_action_claim(claim).await
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

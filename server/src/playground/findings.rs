@@ -2,7 +2,7 @@
 //! chunk with its arrival time, how the body ended) and gets back what `runway check` would
 //! flag, judged by runway-conformance's rules under Console's default deadlines and limits.
 
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -28,11 +28,11 @@ pub async fn judge(State(settings): State<Arc<PageSettings>>, req: Request<Body>
             "missing or wrong auth headers".to_owned(),
         );
     }
-    let Ok(bytes) = to_bytes(req.into_body(), MAX_RECORDING_BYTES).await else {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("a recording is at most {MAX_RECORDING_BYTES} bytes"),
-        );
+    // Within the same time as a turn's body: a body trickled a byte at a time cannot hold
+    // the connection (the head's timeout is the listener's, as for every route).
+    let bytes = match crate::request_body::read_within(req.into_body(), MAX_RECORDING_BYTES).await {
+        Ok(b) => b,
+        Err(refused) => return refused.map(Body::from).into_response(),
     };
     let turn: RecordedTurn = match serde_json::from_slice(&bytes) {
         Ok(t) => t,

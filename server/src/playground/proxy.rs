@@ -3,6 +3,10 @@
 //! and `GET /health` to `BASE_URL`, and nowhere else, with the agreed headers added (they never
 //! reach the browser and are never logged), and streams the agent's answer back chunk by chunk
 //! as it arrives.
+//!
+//! The headers come from `--header` (visible in the process list, like any argument), or,
+//! kept out of it, from `--header-file PATH` or `RUNWAY_PLAYGROUND_HEADERS` (one `Name: value`
+//! per line). Every route, the page's included, answers this server's own origin only.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -10,12 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use runway_conformance::HeaderSet;
 use runway_core::adapter::AuthHeaders;
 use tracing::Instrument;
@@ -46,8 +49,22 @@ pub struct PlaygroundArgs {
     /// The agent's base_url, as pasted into Console (`https://…`; `http://` for a local agent).
     base_url: String,
     /// A header the agent requires, `Name: value` (repeatable). Added by the local proxy only.
+    /// Visible in the process list: prefer --header-file or RUNWAY_PLAYGROUND_HEADERS for
+    /// secrets.
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     headers: Vec<String>,
+    /// A file of headers the agent requires, one `Name: value` per line (blank lines and
+    /// lines starting with `#` are skipped): keeps their values out of the process list.
+    #[arg(long = "header-file", value_name = "PATH")]
+    header_file: Option<std::path::PathBuf>,
+    /// Headers the agent requires, one `Name: value` per line, from the environment.
+    #[arg(
+        long = "headers-env",
+        env = "RUNWAY_PLAYGROUND_HEADERS",
+        hide = true,
+        hide_env_values = true
+    )]
+    headers_env: Option<String>,
     /// Address the playground listens on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8788")]
     listen: SocketAddr,
@@ -59,6 +76,8 @@ enum PlaygroundError {
     BaseUrl(String),
     #[error("{0}")]
     Header(#[from] runway_conformance::transport::BadHeader),
+    #[error("--header-file {0}: {1}")]
+    HeaderFile(std::path::PathBuf, std::io::Error),
     #[error("cannot build the HTTP client: {0}")]
     Client(reqwest::Error),
     #[error(
@@ -68,8 +87,6 @@ enum PlaygroundError {
     NotLoopback(SocketAddr),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
-    #[error("server failed: {0}")]
-    Serve(std::io::Error),
 }
 
 struct Upstream {
@@ -120,7 +137,16 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         return Err(PlaygroundError::NotLoopback(args.listen));
     }
     let base = parse_base_url(&args.base_url)?;
-    let headers = HeaderSet::parse(&args.headers)?;
+    let mut lines = args.headers.clone();
+    if let Some(path) = &args.header_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PlaygroundError::HeaderFile(path.clone(), e))?;
+        lines.extend(header_lines(&text));
+    }
+    if let Some(text) = &args.headers_env {
+        lines.extend(header_lines(text));
+    }
+    let headers = HeaderSet::parse(&lines)?;
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -144,9 +170,8 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         auth_header_names: Vec::new(),
         auth: AuthHeaders::none(),
     };
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
+    let listener =
+        crate::listener::bind(args.listen).map_err(|e| PlaygroundError::Listen(args.listen, e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
@@ -154,9 +179,10 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         .route("/runs", post(forward_run).fallback(method_not_allowed))
         .route("/health", get(forward_health).fallback(method_not_allowed))
         .with_state(upstream)
-        .layer(axum::middleware::from_fn_with_state(addr, own_page_only))
         .merge(page_routes(settings, ""))
-        .fallback(|| async { json_status(StatusCode::NOT_FOUND, "unknown path") });
+        .fallback(|| async { json_status(StatusCode::NOT_FOUND, "unknown path") })
+        // Every route: the page and the findings too, not only the forwarding ones.
+        .layer(axum::middleware::from_fn_with_state(addr, own_page_only));
     println!("runway playground for {base}");
     if !header_names.is_empty() {
         println!(
@@ -165,16 +191,19 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         );
     }
     println!("open: http://{addr}/");
-    // Each frame is a small write: without TCP_NODELAY Nagle's algorithm would hold it back.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(crate::shutdown::requested())
-        .await
-        .map_err(PlaygroundError::Serve)
+    // The same connection handling as `runway serve`: a head must arrive within its timeout,
+    // connections are bounded, frames go out without Nagle's delay.
+    let max_connections = crate::listener::max_connections(crate::listener::raise_fd_limit());
+    crate::listener::serve(listener, app, max_connections, crate::shutdown::requested()).await;
+    Ok(())
+}
+
+/// The `Name: value` lines of a header file or variable (blank and `#` lines skipped).
+fn header_lines(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
 }
 
 /// Only the playground's own page may use the proxy: the request must name this server as its
@@ -188,37 +217,35 @@ async fn own_page_only(
     next: axum::middleware::Next,
 ) -> Response {
     let h = req.headers();
-    let text = |name: HeaderName| h.get(name).and_then(|v| v.to_str().ok());
-    let host = text(header::HOST).unwrap_or("");
+    let host = h
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let own_host = host == addr.to_string() || host == format!("localhost:{}", addr.port());
-    let own_origin = text(header::ORIGIN).is_none_or(|o| o == format!("http://{host}"));
-    let same_site = text(HeaderName::from_static("sec-fetch-site"))
-        .is_none_or(|s| s == "same-origin" || s == "none");
-    if !(own_host && own_origin && same_site) {
+    if !own_host || crate::own_origin::from_another_page(h, host) {
         return proxy_error(
             StatusCode::FORBIDDEN,
             "only the playground page served here may use its proxy",
         );
     }
-    if req.method() == axum::http::Method::POST {
-        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-        });
-        if !json {
-            return proxy_error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "a turn is sent as application/json",
-            );
-        }
+    if req.method() == axum::http::Method::POST && !crate::own_origin::is_json(h) {
+        return proxy_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a turn is sent as application/json",
+        );
     }
     next.run(req).await
 }
 
 async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response {
-    let Ok(body) = to_bytes(req.into_body(), MAX_RUN_BODY_BYTES).await else {
-        return proxy_error(StatusCode::PAYLOAD_TOO_LARGE, "the turn body is over 1 MiB");
+    let body = match crate::request_body::read_within(req.into_body(), MAX_RUN_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(refused) => {
+            let mut r = refused.map(Body::from).into_response();
+            r.headers_mut()
+                .insert(PROXY_ERROR_HEADER, HeaderValue::from_static("1"));
+            return r;
+        }
     };
     // Logged with the turn's ids (never the headers): the body is the page's own JSON.
     let ids: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();

@@ -360,6 +360,7 @@ fn interrupts_are_validated_before_leaving() {
         w.finish(Ending::Interrupt(Interrupt::Review {
             prompt: "ok?".into(),
             items: vec![ReviewItem {
+                id: None,
                 name: String::new(),
                 arguments: json!({}),
             }],

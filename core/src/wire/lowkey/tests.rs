@@ -362,6 +362,7 @@ fn an_invalid_interrupt_is_an_error() {
         w.finish(Ending::Interrupt(Interrupt::Review {
             prompt: "ok?".into(),
             items: vec![ReviewItem {
+                id: None,
                 name: String::new(),
                 arguments: json!({}),
             }],

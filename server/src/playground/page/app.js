@@ -750,12 +750,14 @@ function interruptCard(turn, it) {
       break;
     }
     case "review": {
+      // Each call shows its id: an edit names the call it changes, so two calls of one tool
+      // are never mixed up.
       const items = (Array.isArray(it.items) ? it.items : []).map((item) => {
         const args = el("textarea", { class: "review-args", rows: 5, "aria-label": `Arguments of ${item.name}` });
         args.value = JSON.stringify(item.arguments ?? {}, null, 2);
-        card.append(
-          el("div", { class: "review-item" }, el("div", { class: "tool-name" }, el("span", { class: "tag", text: "tool" }), el("strong", { text: item.name })), args),
-        );
+        const head = el("div", { class: "tool-name" }, el("span", { class: "tag", text: "tool" }), el("strong", { text: item.name }));
+        if (item.id != null) head.append(el("code", { class: "call-id", title: "call id", text: String(item.id) }));
+        card.append(el("div", { class: "review-item", "data-call-id": item.id != null ? String(item.id) : "" }, head, args));
         return { item, args };
       });
       const problem = el("p", { class: "problem", role: "alert" });
@@ -767,16 +769,27 @@ function interruptCard(turn, it) {
           { class: "actions" },
           decisionButton("approve", "Approve", (b) => answer("", { decision: "approve" }, "Approved", b), "primary"),
           decisionButton("edit", "Send edited", (b) => {
-            const edited = items.find((x) => x.args.value !== JSON.stringify(x.item.arguments ?? {}, null, 2)) || items[0];
-            if (!edited) return;
-            let parsed;
-            try {
-              parsed = JSON.parse(edited.args.value);
-            } catch (e) {
-              problem.textContent = `The arguments are not JSON: ${e.message}`;
+            // Every edited call, each with its id and the arguments it was shown with.
+            const edited = items.filter((x) => x.args.value !== JSON.stringify(x.item.arguments ?? {}, null, 2));
+            if (!edited.length) {
+              problem.textContent = "Nothing was edited: change a call's arguments, or use Approve.";
               return;
             }
-            answer("", { decision: "edit", editedAction: { name: edited.item.name, arguments: parsed } }, `Edited ${edited.item.name}`, b);
+            const actions = [];
+            for (const x of edited) {
+              let parsed;
+              try {
+                parsed = JSON.parse(x.args.value);
+              } catch (e) {
+                problem.textContent = `The arguments of ${x.item.name} are not JSON: ${e.message}`;
+                return;
+              }
+              const action = { name: x.item.name, arguments: parsed, originalArguments: x.item.arguments ?? {} };
+              if (x.item.id != null) action.id = String(x.item.id);
+              actions.push(action);
+            }
+            const editedAction = actions.length === 1 ? actions[0] : actions;
+            answer("", { decision: "edit", editedAction }, `Edited ${edited.map((x) => x.item.name).join(", ")}`, b);
           }),
           decisionButton("reject", "Reject", (b) => answer("", { decision: "reject" }, "Rejected", b)),
         ),
