@@ -889,8 +889,9 @@ mod tests {
         let manifest = read(&beside, "Cargo.toml");
         assert!(
             manifest.contains("runway-core = { path = \"../../src/runway/core\" }")
-                && manifest
-                    .contains("runway-cloudflare = { path = \"../../src/runway/cloudflare\" }"),
+                && manifest.contains(
+                    "runway-cloudflare = { path = \"../../src/runway/cloudflare\", features = [\"model\"] }"
+                ),
             "{manifest}"
         );
         assert!(!manifest.contains("[workspace]"), "{manifest}");
@@ -955,7 +956,7 @@ mod tests {
         let manifest = read(&dir, "Cargo.toml");
         for (_, package) in RUNWAY_CRATES {
             assert!(
-                manifest.contains(&format!("{package} = {{ version = \"=0.1.0\" }}")),
+                manifest.contains(&format!("{package} = {{ version = \"=0.1.0\"")),
                 "{package}: {manifest}"
             );
         }

@@ -442,8 +442,19 @@ async fn lowkey_turns_over_loopback() {
         let msg = v["error"].as_str().unwrap_or_default();
         assert!(msg.contains(&expected[&name]), "{name}: {msg}");
     }
-    let r = lk.http.post(&lk.url).body("{nope").send().await.unwrap();
+    let r = lk
+        .http
+        .post(&lk.url)
+        .header("content-type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
+    // Without auth, `runway serve` takes JSON bodies only (another web page cannot post a
+    // form at it).
+    let r = lk.http.post(&lk.url).body("{nope").send().await.unwrap();
+    assert_eq!(r.status(), 415);
     let r = lk.http.get(&lk.url).send().await.unwrap();
     assert_eq!(r.status(), 405);
 
