@@ -192,13 +192,8 @@ fn workers_from_file<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
 #[cfg(feature = "model")]
 fn workers_from_file<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
     let code = Workers::from_agent(agent);
-    let kv = env
-        .kv(FILES_BINDING)
-        .map_err(|_| format!("the {FILES_BINDING} KV binding is missing"))?;
-    let prepare = |m: ModelAgent<WorkersRuntime>| {
-        m.with_download_client(Arc::new(DownloadClient))
-            .with_attachment_store(Arc::new(KvAttachmentStore::new(kv.clone())))
-    };
+    let files = files_kv(env)?;
+    let prepare = |m: ModelAgent<WorkersRuntime>| model_on_workers(m, files.clone());
     let no_files = |_: &str| -> Result<String, String> {
         Err("a Worker has no files: give the tools inline (tools = '''…''')".into())
     };
@@ -210,6 +205,29 @@ fn workers_from_file<A: Agent>(agent: A, env: &Env) -> Result<Workers, String> {
         &prepare,
     )?
     .ok_or_else(|| "no workers file".into())
+}
+
+/// A model agent as every Worker serves it: downloads, HTTP tools and MCP servers through
+/// `fetch` without following redirects (the agent re-checks each hop and keeps a tool's
+/// headers on its own origin), kept attachments in the hosted files' KV namespace `files`.
+/// Used by the repo's Worker and by a workers file's model workers alike.
+#[cfg(feature = "model")]
+pub(crate) fn model_on_workers(
+    model: ModelAgent<WorkersRuntime>,
+    files: worker::kv::KvStore,
+) -> ModelAgent<WorkersRuntime> {
+    model
+        .with_download_client(Arc::new(DownloadClient))
+        .with_tool_client(Arc::new(DownloadClient))
+        .with_mcp_client(Arc::new(DownloadClient))
+        .with_attachment_store(Arc::new(KvAttachmentStore::new(files)))
+}
+
+/// The hosted files' KV namespace, where a model agent keeps attachments.
+#[cfg(feature = "model")]
+pub(crate) fn files_kv(env: &Env) -> Result<worker::kv::KvStore, String> {
+    env.kv(FILES_BINDING)
+        .map_err(|_| format!("the {FILES_BINDING} KV binding is missing"))
 }
 
 /// [`fetch_with`] for one agent type.
