@@ -58,15 +58,6 @@ pub fn claim_wins(held: Option<(&str, u64)>, claim: &ActionClaim) -> bool {
     }
 }
 
-/// The SQLite table of action claims (in [`crate::store::sql_store::SCHEMA`]).
-pub const ACTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_actions (
-        thread_key TEXT NOT NULL,
-        action     TEXT NOT NULL,
-        holder     TEXT NOT NULL,
-        expires_at INTEGER NOT NULL,
-        PRIMARY KEY (thread_key, action)
-    )";
-
 impl<S: Sql> SqlStore<S> {
     /// [`crate::adapter::TurnStore::claim_action`]: reads the action's row and, as
     /// [`claim_wins`] says, writes the claim; true if it is the claimant's. Atomic as every

@@ -20,6 +20,7 @@ pub mod action_claims;
 pub mod conformance;
 pub(crate) mod memory;
 pub mod sql;
+mod sql_schema;
 pub mod sql_store;
 mod sql_tally;
 pub mod tally;

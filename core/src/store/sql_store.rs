@@ -23,35 +23,7 @@ use crate::store::turn_state::{
 };
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit, TurnStart};
 
-/// The schema, one statement each.
-pub const SCHEMA: [&str; 5] = [
-    "CREATE TABLE IF NOT EXISTS turn_runs (
-        run_key     TEXT PRIMARY KEY,
-        fingerprint TEXT NOT NULL,
-        done        INTEGER NOT NULL,
-        token       TEXT NOT NULL,
-        parts       INTEGER NOT NULL,
-        expires_at  INTEGER NOT NULL
-    )",
-    // `expires_at` is the row's lifetime (the context's expiry, or a running claim's lease if
-    // later); `context_expires_at` is the context's own, exact on read.
-    "CREATE TABLE IF NOT EXISTS turn_threads (
-        thread_key         TEXT PRIMARY KEY,
-        version            INTEGER NOT NULL,
-        arrivals           INTEGER NOT NULL,
-        parts              INTEGER NOT NULL,
-        context_expires_at INTEGER NOT NULL,
-        expires_at         INTEGER NOT NULL
-    )",
-    "CREATE TABLE IF NOT EXISTS turn_parts (
-        owner TEXT NOT NULL,
-        seq   INTEGER NOT NULL,
-        data  TEXT NOT NULL,
-        PRIMARY KEY (owner, seq)
-    )",
-    crate::store::action_claims::ACTIONS_TABLE,
-    crate::store::sql_tally::TALLY_TABLE,
-];
+pub use crate::store::sql_schema::SCHEMA;
 
 fn run_owner(run_key: &str) -> String {
     format!("r/{run_key}")

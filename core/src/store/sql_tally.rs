@@ -8,30 +8,6 @@ use crate::store::sql::{DbError, Sql, SqlValue};
 use crate::store::sql_store::SqlStore;
 use crate::store::tally::{Tally, TallyKey};
 
-/// The table: one row per key, a column per [`Tally::FIELDS`] entry.
-pub(crate) const TALLY_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tallies (
-        part             TEXT NOT NULL,
-        item             TEXT NOT NULL,
-        turns            INTEGER NOT NULL DEFAULT 0,
-        succeeded        INTEGER NOT NULL DEFAULT 0,
-        interrupted      INTEGER NOT NULL DEFAULT 0,
-        rate_limited     INTEGER NOT NULL DEFAULT 0,
-        quota_exceeded   INTEGER NOT NULL DEFAULT 0,
-        failed           INTEGER NOT NULL DEFAULT 0,
-        model_calls      INTEGER NOT NULL DEFAULT 0,
-        input_tokens     INTEGER NOT NULL DEFAULT 0,
-        output_tokens    INTEGER NOT NULL DEFAULT 0,
-        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-        tool_calls       INTEGER NOT NULL DEFAULT 0,
-        tool_failures    INTEGER NOT NULL DEFAULT 0,
-        attachment_bytes INTEGER NOT NULL DEFAULT 0,
-        cost_micro_usd   INTEGER NOT NULL DEFAULT 0,
-        first_frame_ms   INTEGER NOT NULL DEFAULT 0,
-        duration_ms      INTEGER NOT NULL DEFAULT 0,
-        expires_at       INTEGER NOT NULL,
-        PRIMARY KEY (part, item)
-    )";
-
 fn int(v: u64) -> SqlValue {
     SqlValue::from(v)
 }

@@ -158,3 +158,13 @@ impl<A: Agent> TestRunway<A> {
         &self.runway
     }
 }
+
+impl TestTurn {
+    /// Serves `agent` (see [`TestRunway::new`]), sends this turn and reads it to its end.
+    ///
+    /// Any `A: Agent` works, also `&'static A` (`run(&MyAgent)`) and `Arc<A>` (to look at the
+    /// agent afterwards).
+    pub async fn run<A: Agent>(self, agent: A) -> Frames {
+        TestRunway::new(agent).send(self).await
+    }
+}

@@ -4,24 +4,21 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::agent::Agent;
 use crate::agent::context::{Message, Role, ThreadContext};
 use crate::http_client::HttpClient;
 use crate::protocol::{Attachment, Interrupt, Resume};
 use crate::testing::clock::VirtualRuntime;
-use crate::testing::frames::Frames;
 use crate::testing::held_http::HeldHttp;
 use crate::testing::scripted_http::ScriptedHttp;
-use crate::testing::test_runway::TestRunway;
 
 /// One chat turn, built like Console sends it, to run through the real engine: the agent's
 /// unit test.
 ///
-/// [`TestTurn::run`] serves the agent with a fresh [`TestRunway`] (the real
+/// [`TestTurn::run`] serves the agent with a fresh [`TestRunway`](crate::testing::TestRunway) (the real
 /// [`Runway`](crate::adapter::Runway), a memory store and a virtual clock), sends the turn,
-/// reads the whole stream and returns it parsed ([`Frames`]). Several turns on one thread, or
-/// a failing store: send them through one [`TestRunway`]. Lowkey, `/health`, hosted files:
-/// [`TestRunway::request`].
+/// reads the whole stream and returns it parsed ([`Frames`](crate::testing::Frames)). Several turns on one thread, or
+/// a failing store: send them through one [`TestRunway`](crate::testing::TestRunway). Lowkey, `/health`, hosted files:
+/// [`TestRunway::request`](crate::testing::TestRunway::request).
 ///
 /// Defaults: thread `thread-1` of Digital Worker `agent-1` in workspace `workspace-1`, a new
 /// `runId` per turn, no history, no HTTP client (requests fail with `HttpError::Unavailable`).
@@ -134,7 +131,7 @@ impl TestTurn {
         }
     }
 
-    /// The turn's `runId` (default: `run-<n>`, new for every turn a [`TestRunway`] sends).
+    /// The turn's `runId` (default: `run-<n>`, new for every turn a [`TestRunway`](crate::testing::TestRunway) sends).
     /// Sending one `runId` twice is a retry: the second is replayed from the recording.
     #[must_use]
     pub fn run_id(mut self, id: impl Into<String>) -> Self {
@@ -232,7 +229,7 @@ impl TestTurn {
         self
     }
 
-    /// A request header (the auth headers of a [`TestRunway`] whose config requires them).
+    /// A request header (the auth headers of a [`TestRunway`](crate::testing::TestRunway) whose config requires them).
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
@@ -247,14 +244,6 @@ impl TestTurn {
     pub fn http_client(mut self, client: impl HttpClient) -> Self {
         self.http = Some(TurnClient::of(client));
         self
-    }
-
-    /// Serves `agent` (see [`TestRunway::new`]), sends this turn and reads it to its end.
-    ///
-    /// Any `A: Agent` works, also `&'static A` (`run(&MyAgent)`) and `Arc<A>` (to look at the
-    /// agent afterwards).
-    pub async fn run<A: Agent>(self, agent: A) -> Frames {
-        TestRunway::new(agent).send(self).await
     }
 
     /// The store key of the turn's thread ([`crate::adapter::thread_key`]).

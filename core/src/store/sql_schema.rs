@@ -1,0 +1,67 @@
+//! The SQL store's schema (SQLite on `runway serve`, a Durable Object's SQL on Workers): every
+//! table in one place, created by the adapter before the store is used. The statements that
+//! read and write them live with their concept (`sql_store.rs`, `action_claims.rs`,
+//! `sql_tally.rs`).
+
+/// The schema, one statement each.
+pub const SCHEMA: [&str; 5] = [
+    "CREATE TABLE IF NOT EXISTS turn_runs (
+        run_key     TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        done        INTEGER NOT NULL,
+        token       TEXT NOT NULL,
+        parts       INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL
+    )",
+    // `expires_at` is the row's lifetime (the context's expiry, or a running claim's lease if
+    // later); `context_expires_at` is the context's own, exact on read.
+    "CREATE TABLE IF NOT EXISTS turn_threads (
+        thread_key         TEXT PRIMARY KEY,
+        version            INTEGER NOT NULL,
+        arrivals           INTEGER NOT NULL,
+        parts              INTEGER NOT NULL,
+        context_expires_at INTEGER NOT NULL,
+        expires_at         INTEGER NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS turn_parts (
+        owner TEXT NOT NULL,
+        seq   INTEGER NOT NULL,
+        data  TEXT NOT NULL,
+        PRIMARY KEY (owner, seq)
+    )",
+    ACTIONS_TABLE,
+    TALLY_TABLE,
+];
+
+/// The SQLite table of action claims (used by [`crate::store::action_claims`]).
+const ACTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_actions (
+        thread_key TEXT NOT NULL,
+        action     TEXT NOT NULL,
+        holder     TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (thread_key, action)
+    )";
+
+/// The tally table (used by `sql_tally.rs`): one row per key, a column per [`Tally::FIELDS`] entry.
+const TALLY_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tallies (
+        part             TEXT NOT NULL,
+        item             TEXT NOT NULL,
+        turns            INTEGER NOT NULL DEFAULT 0,
+        succeeded        INTEGER NOT NULL DEFAULT 0,
+        interrupted      INTEGER NOT NULL DEFAULT 0,
+        rate_limited     INTEGER NOT NULL DEFAULT 0,
+        quota_exceeded   INTEGER NOT NULL DEFAULT 0,
+        failed           INTEGER NOT NULL DEFAULT 0,
+        model_calls      INTEGER NOT NULL DEFAULT 0,
+        input_tokens     INTEGER NOT NULL DEFAULT 0,
+        output_tokens    INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        tool_calls       INTEGER NOT NULL DEFAULT 0,
+        tool_failures    INTEGER NOT NULL DEFAULT 0,
+        attachment_bytes INTEGER NOT NULL DEFAULT 0,
+        cost_micro_usd   INTEGER NOT NULL DEFAULT 0,
+        first_frame_ms   INTEGER NOT NULL DEFAULT 0,
+        duration_ms      INTEGER NOT NULL DEFAULT 0,
+        expires_at       INTEGER NOT NULL,
+        PRIMARY KEY (part, item)
+    )";
