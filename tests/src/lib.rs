@@ -55,6 +55,10 @@ pub trait Target {
     fn supports_disconnect(&self) -> bool;
     /// Stops the agent and starts it again with the same storage.
     fn restart(&mut self) -> impl Future<Output = ()>;
+    /// How many concurrent turns the pilot's burst sends against a limit of 10 per minute.
+    fn burst_turns(&self) -> usize {
+        100
+    }
 }
 
 /// Runs every check against `target`; panics listing each failed check.

@@ -368,6 +368,14 @@ impl Target for LambdaStack {
         self.stop().await;
         self.spawn().await;
     }
+
+    /// moto is served one request at a time (its threaded server let two conditional writes
+    /// both win), so 100 turns' store calls queue past the engine's 8 s store timeout and end
+    /// as STORE_UNAVAILABLE: 30 turns still check "exactly 10 of a burst run" across the
+    /// function's instances.
+    fn burst_turns(&self) -> usize {
+        30
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
