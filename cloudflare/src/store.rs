@@ -24,8 +24,8 @@ use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH,
-    LatestRequest, ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH,
-    TakeTurn,
+    LatestRequest, ListTallies, RETURN_TURN_PATH, ReturnTurn, START_PATH, TAKE_TURN_PATH,
+    TALLIES_PATH, TakeTurn,
 };
 use runway_core::store::tally::{Tally, TallyKey};
 
@@ -133,11 +133,13 @@ impl TurnStore for CloudflareStore {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
         let body = to_json(&TakeTurn {
             key: key.clone(),
             limit,
             expires_at_ms,
+            write_id: write_id.to_owned(),
         })?;
         let text = self
             .call(&object_name(&key.part), TAKE_TURN_PATH, body)
@@ -145,8 +147,12 @@ impl TurnStore for CloudflareStore {
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("take reply: {e}")))
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
-        self.call(&object_name(&key.part), RETURN_TURN_PATH, to_json(key)?)
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
+        let body = to_json(&ReturnTurn {
+            key: key.clone(),
+            write_id: write_id.to_owned(),
+        })?;
+        self.call(&object_name(&key.part), RETURN_TURN_PATH, body)
             .await
             .map(drop)
     }
@@ -156,11 +162,13 @@ impl TurnStore for CloudflareStore {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
         let body = to_json(&AddTally {
             key: key.clone(),
             tally: *tally,
             expires_at_ms,
+            write_id: write_id.to_owned(),
         })?;
         self.call(&object_name(&key.part), ADD_TALLY_PATH, body)
             .await

@@ -24,7 +24,7 @@ pub const CLAIM_ACTION_PATH: &str = "/claim-action";
 
 /// Path of a turns-per-minute count: [`TakeTurn`] in, `true`/`false` out.
 pub const TAKE_TURN_PATH: &str = "/tally/take";
-/// Path of a turn given back: [`TallyKey`] in, `null` out.
+/// Path of a turn given back: [`ReturnTurn`] in, `null` out.
 pub const RETURN_TURN_PATH: &str = "/tally/return";
 /// Path of an addition to a tally row: [`AddTally`] in, `null` out.
 pub const ADD_TALLY_PATH: &str = "/tally/add";
@@ -42,6 +42,18 @@ pub struct TakeTurn {
     pub limit: u64,
     /// The row's expiry.
     pub expires_at_ms: u64,
+    /// The turn's write id (a write counts once).
+    pub write_id: String,
+}
+
+/// `POST /tally/return`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReturnTurn {
+    /// The row.
+    pub key: TallyKey,
+    /// The write id the turn was taken with.
+    pub write_id: String,
 }
 
 /// `POST /tally/add`.
@@ -54,6 +66,8 @@ pub struct AddTally {
     pub tally: Tally,
     /// The row's expiry.
     pub expires_at_ms: u64,
+    /// The turn's write id (a write counts once).
+    pub write_id: String,
 }
 
 /// `POST /tally/list`.
@@ -148,17 +162,17 @@ pub fn answer<S: Sql>(
         }
         TAKE_TURN_PATH => {
             let req: TakeTurn = serde_json::from_str(body).map_err(bad)?;
-            let taken = db.take_turn(&req.key, req.limit, req.expires_at_ms)?;
+            let taken = db.take_turn(&req.key, req.limit, req.expires_at_ms, &req.write_id)?;
             Ok((json(&taken), Some(db.next_expiry()?)))
         }
         RETURN_TURN_PATH => {
-            let key: TallyKey = serde_json::from_str(body).map_err(bad)?;
-            db.return_turn(&key)?;
+            let req: ReturnTurn = serde_json::from_str(body).map_err(bad)?;
+            db.return_turn(&req.key, &req.write_id)?;
             Ok(("null".into(), None))
         }
         ADD_TALLY_PATH => {
             let req: AddTally = serde_json::from_str(body).map_err(bad)?;
-            db.add_tally(&req.key, &req.tally, req.expires_at_ms)?;
+            db.add_tally(&req.key, &req.tally, req.expires_at_ms, &req.write_id)?;
             Ok(("null".into(), Some(db.next_expiry()?)))
         }
         TALLIES_PATH => {

@@ -9,7 +9,8 @@ use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest,
-    ListTallies, RETURN_TURN_PATH, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn, answer,
+    ListTallies, RETURN_TURN_PATH, ReturnTurn, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn,
+    answer,
 };
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
@@ -84,19 +85,25 @@ impl TurnStore for NativeThreadObjects {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
         let body = serde_json::to_string(&TakeTurn {
             key: key.clone(),
             limit,
             expires_at_ms,
+            write_id: write_id.to_owned(),
         })
         .unwrap();
         let text = self.call(&format!("#tally/{}", key.part), TAKE_TURN_PATH, body)?;
         Ok(serde_json::from_str(&text).unwrap())
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
-        let body = serde_json::to_string(key).unwrap();
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
+        let body = serde_json::to_string(&ReturnTurn {
+            key: key.clone(),
+            write_id: write_id.to_owned(),
+        })
+        .unwrap();
         self.call(&format!("#tally/{}", key.part), RETURN_TURN_PATH, body)
             .map(drop)
     }
@@ -106,11 +113,13 @@ impl TurnStore for NativeThreadObjects {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
         let body = serde_json::to_string(&AddTally {
             key: key.clone(),
             tally: *tally,
             expires_at_ms,
+            write_id: write_id.to_owned(),
         })
         .unwrap();
         self.call(&format!("#tally/{}", key.part), ADD_TALLY_PATH, body)

@@ -309,3 +309,58 @@ async fn kept_attachments_small_and_in_parts_first_write_wins() {
     s.put_if_absent("a/t", "big", big.clone()).await.unwrap();
     assert_eq!(s.get("a/t", "big").await.unwrap(), Some(big));
 }
+
+/// The AWS SDK retries a request whose answer came after its attempt timeout, though DynamoDB
+/// applied it. A turn's count and its usage must still count once (they counted twice before
+/// tally writes carried write ids: 194 turns recorded for 100 against an overloaded moto).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn a_tally_write_retried_after_a_late_answer_counts_once() {
+    use runway_core::store::tally::{Tally, TallyKey};
+    let db = moto("late").await;
+    let proxy = support::LateAnswers::start(&db.endpoint, Duration::from_millis(1500)).await;
+    let s =
+        support::store_with_attempt_timeout(&proxy.endpoint, "late", Duration::from_millis(500))
+            .await;
+    let (direct, _) = store(&db.endpoint, "late").await;
+
+    let minute = TallyKey::new("meter/workspace/w", "m/1");
+    assert!(
+        s.take_turn(&minute, 10, u64::MAX / 2, "turn-1")
+            .await
+            .unwrap()
+    );
+    let usage = TallyKey::new("usage/2026-12-02", "w/a");
+    let one = Tally {
+        turns: 1,
+        input_tokens: 120,
+        output_tokens: 30,
+        cost_micro_usd: 36,
+        ..Tally::default()
+    };
+    s.add_tally(&usage, &one, u64::MAX / 2, "turn-1")
+        .await
+        .unwrap();
+    s.return_turn(&minute, "turn-1").await.unwrap();
+    assert!(
+        s.take_turn(&minute, 10, u64::MAX / 2, "turn-2")
+            .await
+            .unwrap()
+    );
+
+    // The SDK did send each write twice...
+    let repeated = proxy.repeated.lock().unwrap().clone();
+    for op in ["UpdateItem", "TransactWriteItems"] {
+        assert!(
+            repeated.iter().any(|r| r == op),
+            "the SDK never retried a late {op}: {repeated:?}"
+        );
+    }
+    assert_eq!(repeated.len(), 4, "{repeated:?}");
+    // ...and each counted once: turn-1 taken and given back, turn-2 taken; one usage addition.
+    let rows = direct.tallies("meter/workspace/w", 0).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1.turns, 1, "{rows:?}");
+    let rows = direct.tallies("usage/2026-12-02", 0).await.unwrap();
+    assert_eq!(rows, vec![("w/a".to_owned(), one)]);
+}

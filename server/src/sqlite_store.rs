@@ -152,15 +152,16 @@ impl TurnStore for SqliteStore {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
-        let key = key.clone();
-        self.in_transaction(move |db| Ok(db.take_turn(&key, limit, expires_at_ms)?))
+        let (key, write_id) = (key.clone(), write_id.to_owned());
+        self.in_transaction(move |db| Ok(db.take_turn(&key, limit, expires_at_ms, &write_id)?))
             .await
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
-        let key = key.clone();
-        self.in_transaction(move |db| Ok(db.return_turn(&key)?))
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
+        let (key, write_id) = (key.clone(), write_id.to_owned());
+        self.in_transaction(move |db| Ok(db.return_turn(&key, &write_id)?))
             .await
     }
 
@@ -169,9 +170,10 @@ impl TurnStore for SqliteStore {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
-        let (key, tally) = (key.clone(), *tally);
-        self.in_transaction(move |db| Ok(db.add_tally(&key, &tally, expires_at_ms)?))
+        let (key, tally, write_id) = (key.clone(), *tally, write_id.to_owned());
+        self.in_transaction(move |db| Ok(db.add_tally(&key, &tally, expires_at_ms, &write_id)?))
             .await
     }
 
@@ -261,7 +263,11 @@ mod tests {
         let takes = (0..40).map(|i| {
             let s = if i % 2 == 0 { a.clone() } else { b.clone() };
             let key = key.clone();
-            async move { s.take_turn(&key, 10, u64::MAX / 2).await.unwrap() }
+            async move {
+                s.take_turn(&key, 10, u64::MAX / 2, &format!("w{i}"))
+                    .await
+                    .unwrap()
+            }
         });
         let taken = futures::future::join_all(takes).await;
         assert_eq!(taken.iter().filter(|t| **t).count(), 10);

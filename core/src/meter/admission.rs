@@ -29,12 +29,14 @@ pub(crate) fn meter_part(scope: &str) -> String {
     format!("meter/{scope}")
 }
 
-/// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`. `Ok`: it
-/// may run (its budget is set on `usage`); `Err`: the ending that refuses it.
+/// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`, its counts
+/// written as `write_id`. `Ok`: it may run (its budget is set on `usage`); `Err`: the ending
+/// that refuses it.
 pub(crate) async fn admit<S: TurnStore>(
     store: &S,
     policy: &Policy,
     usage: &TurnUsage,
+    write_id: &str,
     agent_id: &str,
     workspace_id: &str,
     now_ms: u64,
@@ -48,7 +50,7 @@ pub(crate) async fn admit<S: TurnStore>(
         .await
         .map_err(|e| store_failed(&e))??;
     usage.set_budget(budget);
-    take_turns(store, &scopes, &windows, now_ms).await
+    take_turns(store, &scopes, &windows, now_ms, write_id).await
 }
 
 fn store_failed(e: &StoreError) -> Ending {
@@ -149,6 +151,7 @@ async fn take_turns<S: TurnStore>(
     scopes: &[Scope],
     windows: &Windows,
     now_ms: u64,
+    write_id: &str,
 ) -> Result<(), Ending> {
     let item = windows.minute_item();
     let expires = windows.minute_end_ms() + MINUTE_KEPT_MS;
@@ -159,7 +162,7 @@ async fn take_turns<S: TurnStore>(
             continue;
         };
         let key = TallyKey::new(meter_part(&scope.key), item.clone());
-        match store.take_turn(&key, limit, expires).await {
+        match store.take_turn(&key, limit, expires, write_id).await {
             Ok(true) => taken.push(key),
             Ok(false) => {
                 tracing::warn!(
@@ -187,7 +190,7 @@ async fn take_turns<S: TurnStore>(
         return Ok(());
     };
     for key in &taken {
-        if let Err(e) = store.return_turn(key).await {
+        if let Err(e) = store.return_turn(key, write_id).await {
             tracing::warn!(error = %e, part = %key.part, "could not give back a counted turn");
         }
     }

@@ -44,11 +44,13 @@ pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime>(engine: &Engine<A, S
         return;
     };
     let report = report_of(turn, &engine.policy, outcome, engine.rt.now_ms());
+    let write_id = turn.usage.write_id();
     let write = store_report(
         &engine.store,
         &engine.policy,
         &report,
         engine.config.usage_ttl,
+        &write_id,
     )
     .fuse();
     let timer = engine.rt.sleep(RECORD_TIMEOUT).fuse();
@@ -99,13 +101,14 @@ pub(crate) fn report_of(
     }
 }
 
-/// Writes `report` to the usage row and the budget counters (concurrently; a failure is
-/// logged, never fails the turn, which has ended).
+/// Writes `report` to the usage row and the budget counters as `write_id` (concurrently; a
+/// failure is logged, never fails the turn, which has ended).
 pub(crate) async fn store_report<S: TurnStore>(
     store: &S,
     policy: &Policy,
     report: &TurnReport,
     usage_ttl: Duration,
+    write_id: &str,
 ) {
     let windows = Windows::at(report.started_at_ms);
     let day = windows.day.to_string();
@@ -146,7 +149,7 @@ pub(crate) async fn store_report<S: TurnStore>(
     let results = join_all(
         writes
             .iter()
-            .map(|(key, tally, expires)| store.add_tally(key, tally, *expires)),
+            .map(|(key, tally, expires)| store.add_tally(key, tally, *expires, write_id)),
     )
     .await;
     for ((key, _, _), r) in writes.iter().zip(results) {

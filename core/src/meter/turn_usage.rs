@@ -71,6 +71,7 @@ struct State {
     first_output_ms: Option<u64>,
     outcome: Option<TurnOutcome>,
     unpriced: Vec<String>,
+    write_id: String,
 }
 
 /// What a turn has used so far: model calls and tokens, tool calls, attachment bytes, and the
@@ -198,10 +199,18 @@ impl TurnUsage {
         self.lock().used
     }
 
-    pub(crate) fn start(&self, now_ms: u64, policy: Arc<Policy>) {
+    /// Starts the turn's record: its start, its limits, and the write id its tally writes
+    /// carry (one per delivery, so a repeated store write counts once).
+    pub(crate) fn start(&self, now_ms: u64, policy: Arc<Policy>, write_id: String) {
         let mut s = self.lock();
         s.started_at_ms = now_ms;
         s.policy = Some(policy);
+        s.write_id = write_id;
+    }
+
+    /// The write id of this delivery's tally writes (see [`crate::store::tally`]).
+    pub(crate) fn write_id(&self) -> String {
+        self.lock().write_id.clone()
     }
 
     pub(crate) fn set_budget(&self, budget: Budget) {
@@ -250,7 +259,7 @@ mod tests {
             },
         );
         let u = TurnUsage::default();
-        u.start(0, Arc::new(p));
+        u.start(0, Arc::new(p), "w".into());
         u.set_budget(Budget {
             tokens_left: Some(100),
             resets_at_ms: 7_200_000,

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::agent::context::{ContextPolicy, Message, Role, ThreadContext};
 use crate::error::TurnErrorCode;
+use crate::meter::admission::admit;
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::{Limits, Policy};
 use crate::store::tally::{Tally, TallyKey};
@@ -33,6 +34,7 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     hosted_files(store, &format!("{prefix}-files")).await;
     action_claims_have_one_winner_until_they_expire(store, &format!("{prefix}-actions")).await;
     tallies_add_up_and_expire(store, &format!("{prefix}-tally")).await;
+    a_repeated_tally_write_counts_once(store, &format!("{prefix}-once")).await;
     a_turn_limit_holds_under_concurrency(store, &format!("{prefix}-limit")).await;
     limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
 }
@@ -463,12 +465,12 @@ pub async fn tallies_add_up_and_expire<S: TurnStore>(s: &S, p: &str) {
         cost_micro_usd: 3,
         ..Tally::default()
     };
-    s.add_tally(&a, &one, 1000).await.expect("add_tally");
-    s.add_tally(&a, &one, 2000).await.expect("add_tally");
-    s.add_tally(&TallyKey::new(&part, "b"), &one, 500)
+    s.add_tally(&a, &one, 1000, "w1").await.expect("add_tally");
+    s.add_tally(&a, &one, 2000, "w2").await.expect("add_tally");
+    s.add_tally(&TallyKey::new(&part, "b"), &one, 500, "w1")
         .await
         .expect("add_tally");
-    s.add_tally(&TallyKey::new(format!("{p}/other"), "a"), &one, 5000)
+    s.add_tally(&TallyKey::new(format!("{p}/other"), "a"), &one, 5000, "w1")
         .await
         .expect("add_tally");
     let rows = s.tallies(&part, 0).await.expect("tallies");
@@ -485,14 +487,92 @@ pub async fn tallies_add_up_and_expire<S: TurnStore>(s: &S, p: &str) {
             .expect("tallies")
             .is_empty()
     );
-    // A turn given back never goes below zero.
-    s.return_turn(&TallyKey::new(&part, "a"))
+}
+
+/// A tally write sent again with its write id (an SDK retry after an answer that came too late,
+/// a request resent) counts once: a turn taken twice is one turn (and still admitted), a turn
+/// given back twice is given back once, a usage addition repeated adds once. Other write ids
+/// still count.
+pub async fn a_repeated_tally_write_counts_once<S: TurnStore>(s: &S, p: &str) {
+    let part = format!("{p}/part");
+    let minute = TallyKey::new(&part, "m/1");
+    let turns = |rows: Vec<(String, Tally)>, item: &str| {
+        rows.into_iter()
+            .find(|(i, _)| i == item)
+            .map(|(_, t)| t.turns)
+            .unwrap_or(0)
+    };
+    // A limit of 2: the same turn taken three times leaves room for a second turn.
+    for _ in 0..3 {
+        assert!(
+            s.take_turn(&minute, 2, 9000, "w-a")
+                .await
+                .expect("take_turn")
+        );
+    }
+    assert_eq!(turns(s.tallies(&part, 0).await.expect("tallies"), "m/1"), 1);
+    assert!(
+        s.take_turn(&minute, 2, 9000, "w-b")
+            .await
+            .expect("take_turn")
+    );
+    assert!(
+        !s.take_turn(&minute, 2, 9000, "w-c")
+            .await
+            .expect("take_turn")
+    );
+    // Given back twice: once. A write that was never counted gives nothing back.
+    s.return_turn(&minute, "w-a").await.expect("return_turn");
+    s.return_turn(&minute, "w-a").await.expect("return_turn");
+    s.return_turn(&minute, "w-c").await.expect("return_turn");
+    assert_eq!(turns(s.tallies(&part, 0).await.expect("tallies"), "m/1"), 1);
+    // The turn given back may be taken again (a re-delivery of its run).
+    assert!(
+        s.take_turn(&minute, 2, 9000, "w-a")
+            .await
+            .expect("take_turn")
+    );
+    assert!(
+        !s.take_turn(&minute, 2, 9000, "w-d")
+            .await
+            .expect("take_turn")
+    );
+
+    let usage = TallyKey::new(&part, "u");
+    let one = Tally {
+        turns: 1,
+        input_tokens: 7,
+        cost_micro_usd: 3,
+        ..Tally::default()
+    };
+    let writes = join_all((0..4).map(|_| s.add_tally(&usage, &one, 9000, "w-a"))).await;
+    for w in writes {
+        w.expect("add_tally");
+    }
+    s.add_tally(&usage, &one, 9000, "w-a")
         .await
-        .expect("return_turn");
-    s.return_turn(&TallyKey::new(&part, "zzz"))
+        .expect("add_tally");
+    s.add_tally(&usage, &one, 9000, "w-b")
         .await
-        .expect("return_turn");
-    assert_eq!(s.tallies(&part, 0).await.expect("tallies")[0].1.turns, 1);
+        .expect("add_tally");
+    let rows = s.tallies(&part, 0).await.expect("tallies");
+    let mut two = one;
+    two.add(&one);
+    assert_eq!(
+        rows.into_iter().find(|(i, _)| i == "u").map(|(_, t)| t),
+        Some(two),
+        "a usage addition repeated with its write id counted more than once"
+    );
+    // A write id is per row: the same id adds to another row.
+    let other = TallyKey::new(&part, "v");
+    s.add_tally(&other, &one, 9000, "w-a")
+        .await
+        .expect("add_tally");
+    let rows = s.tallies(&part, 0).await.expect("tallies");
+    assert_eq!(
+        rows.iter().find(|(i, _)| i == "v").map(|(_, t)| *t),
+        Some(one)
+    );
 }
 
 fn policy_with(workspace: &str, worker: &str, ws: Limits, wk: Limits) -> Policy {
@@ -515,10 +595,12 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     // 30 s into a minute, so every call falls in the same window.
     let now = 1_800_000_030_000;
     let usages: Vec<TurnUsage> = (0..100).map(|_| TurnUsage::default()).collect();
+    let ids: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
     let results = join_all(
         usages
             .iter()
-            .map(|u| crate::meter::admission::admit(s, &policy, u, &worker, &ws, now)),
+            .zip(&ids)
+            .map(|(u, id)| admit(s, &policy, u, id, &worker, &ws, now)),
     )
     .await;
     let admitted = results.iter().filter(|r| r.is_ok()).count();
@@ -535,7 +617,7 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     // The next minute is a new window.
     let u = TurnUsage::default();
     assert!(
-        crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now + 60_000)
+        admit(s, &policy, &u, "w-next", &worker, &ws, now + 60_000)
             .await
             .is_ok()
     );
@@ -552,7 +634,8 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     let results = join_all(
         usages
             .iter()
-            .map(|u| crate::meter::admission::admit(s, &policy, u, &worker, &ws, now)),
+            .zip(&ids)
+            .map(|(u, id)| admit(s, &policy, u, id, &worker, &ws, now)),
     )
     .await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 4);
@@ -583,7 +666,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
     let now = 1_800_000_030_000;
     let windows = crate::meter::window::Windows::at(now);
     let u = TurnUsage::default();
-    crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now)
+    admit(s, &policy, &u, "w1", &worker, &ws, now)
         .await
         .expect("admitted under its limits");
     assert!(!u.budget_spent());
@@ -593,11 +676,11 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         ..Tally::default()
     };
     let day = TallyKey::new(format!("meter/worker/{worker}"), windows.day_item());
-    s.add_tally(&day, &used, now + 86_400_000)
+    s.add_tally(&day, &used, now + 86_400_000, "w1")
         .await
         .expect("add_tally");
     let u = TurnUsage::default();
-    crate::meter::admission::admit(s, &policy, &u, &worker, &ws, now)
+    admit(s, &policy, &u, "w2", &worker, &ws, now)
         .await
         .expect("still under");
     // 10 tokens left: a model call of 12 spends the turn's budget.
@@ -610,13 +693,12 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         },
     );
     assert!(u.budget_spent());
-    s.add_tally(&day, &used, now + 86_400_000)
+    s.add_tally(&day, &used, now + 86_400_000, "w2")
         .await
         .expect("add_tally");
-    let refused =
-        crate::meter::admission::admit(s, &policy, &TurnUsage::default(), &worker, &ws, now)
-            .await
-            .expect_err("over the token limit");
+    let refused = admit(s, &policy, &TurnUsage::default(), "w3", &worker, &ws, now)
+        .await
+        .expect_err("over the token limit");
     assert!(
         matches!(&refused, Ending::Error { code: TurnErrorCode::QuotaExceeded, message } if message.contains("today")),
         "{refused:?}"
@@ -631,13 +713,21 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         &TallyKey::new(format!("meter/workspace/{ws}"), windows.day_item()),
         &spent,
         now + 86_400_000,
+        "w3",
     )
     .await
     .expect("add_tally");
-    let refused =
-        crate::meter::admission::admit(s, &policy, &TurnUsage::default(), &other_worker, &ws, now)
-            .await
-            .expect_err("over the spend limit");
+    let refused = admit(
+        s,
+        &policy,
+        &TurnUsage::default(),
+        "w4",
+        &other_worker,
+        &ws,
+        now,
+    )
+    .await
+    .expect_err("over the spend limit");
     assert!(
         matches!(
             &refused,

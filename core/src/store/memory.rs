@@ -50,8 +50,16 @@ struct Tables {
     files: HashMap<String, HostedFile>,
     /// Action claims by (thread, action): holder and expiry.
     actions: HashMap<(String, String), (String, u64)>,
-    /// Tally rows and when they expire.
-    tallies: std::collections::BTreeMap<TallyKey, (Tally, u64)>,
+    /// Tally rows.
+    tallies: std::collections::BTreeMap<TallyKey, TallyRow>,
+}
+
+/// A tally row, the writes it counts and when it expires.
+#[derive(Debug, Default)]
+struct TallyRow {
+    tally: Tally,
+    writes: std::collections::HashSet<String>,
+    expires_at_ms: u64,
 }
 
 /// A [`TurnStore`] in memory.
@@ -201,20 +209,27 @@ impl TurnStore for MemoryStore {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
         let mut t = self.lock();
         let row = t.tallies.entry(key.clone()).or_default();
-        if row.0.turns >= limit {
+        if row.writes.contains(write_id) {
+            return Ok(true);
+        }
+        if row.tally.turns >= limit {
             return Ok(false);
         }
-        row.0.turns += 1;
-        row.1 = row.1.max(expires_at_ms);
+        row.tally.turns += 1;
+        row.writes.insert(write_id.to_owned());
+        row.expires_at_ms = row.expires_at_ms.max(expires_at_ms);
         Ok(true)
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
-        if let Some(row) = self.lock().tallies.get_mut(key) {
-            row.0.turns = row.0.turns.saturating_sub(1);
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
+        if let Some(row) = self.lock().tallies.get_mut(key)
+            && row.writes.remove(write_id)
+        {
+            row.tally.turns = row.tally.turns.saturating_sub(1);
         }
         Ok(())
     }
@@ -224,11 +239,14 @@ impl TurnStore for MemoryStore {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
         let mut t = self.lock();
         let row = t.tallies.entry(key.clone()).or_default();
-        row.0.add(tally);
-        row.1 = row.1.max(expires_at_ms);
+        if row.writes.insert(write_id.to_owned()) {
+            row.tally.add(tally);
+        }
+        row.expires_at_ms = row.expires_at_ms.max(expires_at_ms);
         Ok(())
     }
 
@@ -237,8 +255,8 @@ impl TurnStore for MemoryStore {
             .lock()
             .tallies
             .iter()
-            .filter(|(k, (_, exp))| k.part == part && *exp > now_ms)
-            .map(|(k, (t, _))| (k.item.clone(), *t))
+            .filter(|(k, row)| k.part == part && row.expires_at_ms > now_ms)
+            .map(|(k, row)| (k.item.clone(), row.tally))
             .collect())
     }
 }

@@ -214,10 +214,14 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         now_ms: u64,
     ) -> impl Future<Output = Result<Option<HostedFile>, StoreError>> + MaybeSend;
 
-    /// Counts one turn in the row `key` (created if absent, to expire at `expires_at_ms`)
-    /// unless its `turns` already reached `limit`; `true` if counted. Atomic with every other
-    /// call on the key, across processes: of 100 concurrent calls with a limit of 10, exactly
-    /// 10 return `true`. A turns-per-minute limit ([`crate::meter`]).
+    /// Counts one turn, the write `write_id`, in the row `key` (created if absent, to expire
+    /// at `expires_at_ms`) unless its `turns` already reached `limit`; `true` if counted.
+    /// Atomic with every other call on the key, across processes: of 100 concurrent calls
+    /// with a limit of 10, exactly 10 return `true`. A turns-per-minute limit
+    /// ([`crate::meter`]).
+    ///
+    /// Idempotent per write (see [`crate::store::tally`]): a `write_id` this row already
+    /// counted with `take_turn` returns `true` and counts nothing more.
     ///
     /// The default refuses with [`StoreError::Unavailable`]: a store that keeps no counters
     /// cannot serve limits, and a turn under a limit fails closed.
@@ -226,31 +230,37 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
-        let _ = (key, limit, expires_at_ms);
+        let _ = (key, limit, expires_at_ms, write_id);
         std::future::ready(Err(no_counters()))
     }
 
-    /// Takes back one turn counted by [`TurnStore::take_turn`] (never below zero): the turn
-    /// was refused by another limit.
+    /// Takes back the turn `write_id` counted by [`TurnStore::take_turn`] (the turn was
+    /// refused by another limit). Once: a write the row does not count (never taken, or
+    /// already given back) changes nothing.
     fn return_turn(
         &self,
         key: &TallyKey,
+        write_id: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
-        let _ = key;
+        let _ = (key, write_id);
         std::future::ready(Err(no_counters()))
     }
 
-    /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent).
-    /// Its expiry becomes `expires_at_ms`: the callers give every write of a row the same
-    /// expiry or a later one.
+    /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent),
+    /// once per `write_id`: a write already added to this row changes nothing (see
+    /// [`crate::store::tally`]). Rows take either `take_turn` or `add_tally` writes, never
+    /// both. Its expiry becomes `expires_at_ms`: the callers give every
+    /// write of a row the same expiry or a later one.
     fn add_tally(
         &self,
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
-        let _ = (key, tally, expires_at_ms);
+        let _ = (key, tally, expires_at_ms, write_id);
         std::future::ready(Err(no_counters()))
     }
 

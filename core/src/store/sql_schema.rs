@@ -4,7 +4,7 @@
 //! `sql_tally.rs`).
 
 /// The schema, one statement each.
-pub const SCHEMA: [&str; 5] = [
+pub const SCHEMA: [&str; 6] = [
     "CREATE TABLE IF NOT EXISTS turn_runs (
         run_key     TEXT PRIMARY KEY,
         fingerprint TEXT NOT NULL,
@@ -31,6 +31,7 @@ pub const SCHEMA: [&str; 5] = [
     )",
     ACTIONS_TABLE,
     TALLY_TABLE,
+    TALLY_WRITES_TABLE,
 ];
 
 /// The SQLite table of action claims (used by [`crate::store::action_claims`]).
@@ -64,4 +65,14 @@ const TALLY_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tallies (
         duration_ms      INTEGER NOT NULL DEFAULT 0,
         expires_at       INTEGER NOT NULL,
         PRIMARY KEY (part, item)
+    )";
+
+/// The write ids each tally row counts (used by `sql_tally.rs`: a write counts once), kept
+/// until the write's expiry, which is never after its row's.
+const TALLY_WRITES_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tally_writes (
+        part       TEXT NOT NULL,
+        item       TEXT NOT NULL,
+        write_id   TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (part, item, write_id)
     )";

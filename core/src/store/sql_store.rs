@@ -290,8 +290,14 @@ impl<S: Sql> SqlStore<S> {
             "DELETE FROM turn_actions WHERE expires_at <= ?",
             std::slice::from_ref(&now),
         )?;
-        self.sql
-            .exec("DELETE FROM turn_tallies WHERE expires_at <= ?", &[now])?;
+        self.sql.exec(
+            "DELETE FROM turn_tallies WHERE expires_at <= ?",
+            std::slice::from_ref(&now),
+        )?;
+        self.sql.exec(
+            "DELETE FROM turn_tally_writes WHERE expires_at <= ?",
+            &[now],
+        )?;
         self.next_expiry()
     }
 

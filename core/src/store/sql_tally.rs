@@ -22,7 +22,11 @@ impl<S: Sql> SqlStore<S> {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, DbError> {
+        if self.counts_write(key, write_id)? {
+            return Ok(true);
+        }
         let rows = self.sql().exec(
             "SELECT turns FROM turn_tallies WHERE part = ? AND item = ?",
             &[key.part.as_str().into(), key.item.as_str().into()],
@@ -41,6 +45,7 @@ impl<S: Sql> SqlStore<S> {
                 ..Tally::default()
             },
             expires_at_ms,
+            write_id,
         )?;
         Ok(true)
     }
@@ -49,7 +54,18 @@ impl<S: Sql> SqlStore<S> {
     ///
     /// # Errors
     /// SQLite failed.
-    pub fn return_turn(&self, key: &TallyKey) -> Result<(), DbError> {
+    pub fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), DbError> {
+        if !self.counts_write(key, write_id)? {
+            return Ok(());
+        }
+        self.sql().exec(
+            "DELETE FROM turn_tally_writes WHERE part = ? AND item = ? AND write_id = ?",
+            &[
+                key.part.as_str().into(),
+                key.item.as_str().into(),
+                write_id.into(),
+            ],
+        )?;
         self.sql().exec(
             "UPDATE turn_tallies SET turns = MAX(turns - 1, 0) WHERE part = ? AND item = ?",
             &[key.part.as_str().into(), key.item.as_str().into()],
@@ -66,7 +82,20 @@ impl<S: Sql> SqlStore<S> {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), DbError> {
+        if self.counts_write(key, write_id)? {
+            return Ok(());
+        }
+        self.sql().exec(
+            "INSERT INTO turn_tally_writes (part, item, write_id, expires_at) VALUES (?, ?, ?, ?)",
+            &[
+                key.part.as_str().into(),
+                key.item.as_str().into(),
+                write_id.into(),
+                int(expires_at_ms),
+            ],
+        )?;
         let columns = Tally::FIELDS.join(", ");
         let marks = vec!["?"; Tally::FIELDS.len()].join(", ");
         let sums: Vec<String> = Tally::FIELDS
@@ -85,6 +114,19 @@ impl<S: Sql> SqlStore<S> {
         params.push(int(expires_at_ms));
         self.sql().exec(&query, &params)?;
         Ok(())
+    }
+
+    /// Whether the row `key` counts the write `write_id`.
+    fn counts_write(&self, key: &TallyKey, write_id: &str) -> Result<bool, DbError> {
+        let rows = self.sql().exec(
+            "SELECT 1 FROM turn_tally_writes WHERE part = ? AND item = ? AND write_id = ?",
+            &[
+                key.part.as_str().into(),
+                key.item.as_str().into(),
+                write_id.into(),
+            ],
+        )?;
+        Ok(!rows.is_empty())
     }
 
     /// [`crate::adapter::TurnStore::tallies`].

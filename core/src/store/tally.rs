@@ -11,6 +11,15 @@
 //! mean is decided here and in [`crate::meter`], and checked by the conformance suite. A row's
 //! key names its window, so a row is never reused once its window has passed: its expiry only
 //! says when it may be deleted (and an expired row reads as absent).
+//!
+//! ## Each write counts once
+//! Every write names itself with a write id: one per delivery of a turn (random, made when the
+//! turn starts), so all of a turn's writes to one row share it. A row remembers the write ids
+//! it counts for as long as it lives, and a write it already counts changes nothing. Without
+//! this a store call that was applied but answered too late — an AWS SDK retry after an
+//! attempt timeout, a 500 after the write — would count a turn twice: a pilot's usage and
+//! spend over-stated, its limits refusing turns they should admit. Measured before the ids:
+//! 100 turns against a slow DynamoDB recorded 194.
 
 use serde::{Deserialize, Serialize};
 

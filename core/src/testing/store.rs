@@ -208,14 +208,17 @@ impl TurnStore for TestStore {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
         self.enter(StoreCall::TakeTurn).await?;
-        self.inner.take_turn(key, limit, expires_at_ms).await
+        self.inner
+            .take_turn(key, limit, expires_at_ms, write_id)
+            .await
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
         self.enter(StoreCall::ReturnTurn).await?;
-        self.inner.return_turn(key).await
+        self.inner.return_turn(key, write_id).await
     }
 
     async fn add_tally(
@@ -223,9 +226,12 @@ impl TurnStore for TestStore {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
         self.enter(StoreCall::AddTally).await?;
-        self.inner.add_tally(key, tally, expires_at_ms).await
+        self.inner
+            .add_tally(key, tally, expires_at_ms, write_id)
+            .await
     }
 
     async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {

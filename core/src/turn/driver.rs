@@ -106,12 +106,17 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
         // Action claims are held per delivery: a re-delivery of this run is another holder.
         let mut holder = [0u8; 16];
         self.rt.fill_random(&mut holder);
+        // The same id names this delivery's tally writes: a store write repeated (an SDK retry
+        // after a late answer) counts once.
+        let delivery = hex::encode(holder);
         plan.turn.actions = TurnActions::new(
             Arc::clone(self) as _,
             plan.thread_key.clone(),
-            hex::encode(holder),
+            delivery.clone(),
         );
-        plan.turn.usage.start(started_ms, Arc::clone(&self.policy));
+        plan.turn
+            .usage
+            .start(started_ms, Arc::clone(&self.policy), delivery);
         let engine = Arc::clone(self);
         // Boxed where it is made: a turn's future is kilobytes, not moved again.
         let turn = Box::pin(async move {
@@ -294,10 +299,12 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// is why the agent does not run.
     async fn admit(&mut self, turn: &Turn) -> Result<(), Stop> {
         let engine = self.engine;
+        let write_id = turn.usage.write_id();
         let checked = admit(
             &engine.store,
             &engine.policy,
             &turn.usage,
+            &write_id,
             &turn.agent_id,
             &turn.workspace_id,
             self.now(),

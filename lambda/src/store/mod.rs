@@ -180,12 +180,14 @@ impl TurnStore for DynamoStore {
         key: &TallyKey,
         limit: u64,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<bool, StoreError> {
-        self.take_turn_item(key, limit, expires_at_ms).await
+        self.take_turn_item(key, limit, expires_at_ms, write_id)
+            .await
     }
 
-    async fn return_turn(&self, key: &TallyKey) -> Result<(), StoreError> {
-        self.return_turn_item(key).await
+    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
+        self.return_turn_item(key, write_id).await
     }
 
     async fn add_tally(
@@ -193,8 +195,10 @@ impl TurnStore for DynamoStore {
         key: &TallyKey,
         tally: &Tally,
         expires_at_ms: u64,
+        write_id: &str,
     ) -> Result<(), StoreError> {
-        self.add_tally_item(key, tally, expires_at_ms).await
+        self.add_tally_item(key, tally, expires_at_ms, write_id)
+            .await
     }
 
     async fn tallies(&self, part: &str, now_ms: u64) -> Result<Vec<(String, Tally)>, StoreError> {
