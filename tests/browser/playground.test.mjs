@@ -2,12 +2,15 @@
 // client, no browser download). Starts the real `runway` binary (RUNWAY_BIN) on free loopback
 // ports: `runway serve` with the demo agent, `runway playground` against a `runway serve` that
 // requires two auth headers, and `runway playground` against a small agent (in this file) that
-// breaks the contract. Every request the browser makes outside 127.0.0.1 is aborted.
+// breaks the contract; for the usage figures, `runway serve` with a workers file whose model
+// agent calls a scripted model reporting known token usage, and agents without a usage report.
+// Every request the browser makes outside 127.0.0.1 is aborted.
 //
 // PLAYGROUND_SCREENSHOT=path also saves a screenshot of a full conversation there.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
@@ -60,6 +63,12 @@ function startBrokenAgent() {
     if (req.url === "/health") {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ status: "ok", protocolVersions: ["1"], name: "broken agent" }));
+      return;
+    }
+    if (req.url.startsWith("/usage")) {
+      // Not a runway agent: no usage report.
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "no such endpoint" }));
       return;
     }
     let body = "";
@@ -156,6 +165,17 @@ async function finished(page, index) {
   return turn;
 }
 
+/** The usage line of the thread on screen, as shown: counts and the estimated cost. */
+async function threadUsage(page) {
+  const line = page.locator("#thread-usage");
+  const shown = {};
+  for (const field of ["turns", "modelCalls", "inputTokens", "outputTokens", "toolCalls", "cost", "unavailable"]) {
+    const node = line.locator(`[data-usage="${field}"]`);
+    if (await node.count()) shown[field] = await node.innerText();
+  }
+  return shown;
+}
+
 async function findingCodes(page) {
   return page.locator("#findings li[data-code]").evaluateAll((lis) => lis.map((li) => li.dataset.code));
 }
@@ -244,6 +264,15 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
       await second.locator(".bubble.assistant").innerText(),
       'You said "Hello again". Before that you said "/slow 2".',
     );
+    // The demo agent calls no model: two turns, nothing else.
+    assert.deepEqual(await threadUsage(page), {
+      turns: "2",
+      modelCalls: "0",
+      inputTokens: "0",
+      outputTokens: "0",
+      toolCalls: "0",
+      cost: "$0",
+    });
   });
 
   test("a tool card, collapsed reasoning, a file card and a RUN_ERROR marker", async () => {
@@ -409,9 +438,13 @@ describe("runway playground", () => {
     await page.goto(`${url}/`);
     await page.locator("#agent.ok").waitFor(WAIT);
     assert.match(await page.locator("#target").innerText(), new RegExp(agent.replace(/[.]/g, "\\.")));
+    // Any agentId (the demo serves them all): one over 128 characters runway stores hashed.
+    await page.locator("#agent-id").fill(`desk-${"7".repeat(130)}`);
     const turn = await say(page, "Hello through the proxy");
     assert.match(await turn.locator(".bubble.assistant").innerText(), /You said "Hello through the proxy"/);
     assert.deepEqual(await findingCodes(page), []);
+    // The proxy forwards GET usage with the headers: the turn is counted.
+    assert.equal((await threadUsage(page)).turns, "1");
     // The proxy streams: STEP_STARTED shows while the agent is still silent.
     const box = page.locator('form textarea[name="input"]');
     await box.fill("/slow 2");
@@ -445,6 +478,16 @@ describe("runway playground", () => {
       req.end();
     });
     assert.equal(rebound, 403, "a request naming another Host (DNS rebinding) is refused");
+    const usage = (headers) => fetch(`${url}/usage?from=2020-01-01&to=2020-01-02`, { headers });
+    assert.equal((await usage({ origin: "http://evil.example" })).status, 403, "usage for another origin");
+    const report = await usage({ origin: `http://${host}` });
+    assert.equal(report.status, 200, "usage relayed with the headers added");
+    assert.deepEqual((await report.json()).rows, []);
+    const badDays = await fetch(`${url}/usage?from=yesterday`);
+    assert.equal(badDays.status, 400, "the agent's own 400 for a bad day comes through");
+    assert.match((await badDays.json()).error, /from must be a day/);
+    const posted = await fetch(`${url}/usage`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    assert.equal(posted.status, 405, "POST /usage on the playground");
     for (const [method, path, status] of [
       ["GET", "/runs", 405],
       ["GET", "/files/x/y", 404],
@@ -494,6 +537,10 @@ describe("runway playground", () => {
     const turn = await say(page, "Hello?");
     assert.match(await turn.locator(".error-marker").innerText(), /could not reach the agent/);
     assert.deepEqual(await findingCodes(page), ["UPSTREAM_UNAVAILABLE"]);
+    assert.match(
+      (await threadUsage(page)).unavailable,
+      /^Usage unavailable: GET usage answered HTTP 502: the playground could not reach the agent: /,
+    );
     await page.close();
   });
 
@@ -511,7 +558,8 @@ describe("runway playground", () => {
       assert.ok(codes.includes(code), `${code} in ${codes}`);
     }
     assert.match(await turn.locator(".badge").innerText(), /RUN_STARTED_SENT/);
-    assert.deepEqual(page.problems, []);
+    // The browser logs the one GET usage the agent refused (404): the page does not ask again.
+    assert.deepEqual(page.problems, ["Failed to load resource: the server responded with a status of 404 (Not Found)"]);
     await page.close();
   });
 });
@@ -627,6 +675,180 @@ approval = true
     } finally {
       model.server.close();
       refunds.server.close();
+    }
+  });
+});
+
+describe("issue 18: the page shows the current thread's usage", () => {
+  test("each thread shows what its turns used (turns, model calls, tokens, tool calls, cost) as the deployment recorded it", async () => {
+    // An OpenAI-compatible model reporting known usage on every call: a tool call, then an
+    // answer after the tool's result, or a plain answer.
+    const sse = (chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n";
+    const delta = (d, finish = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+    const usage = (input, output) => ({ choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } });
+    const model = await startServer((req, body) => {
+      const messages = JSON.parse(body || "{}").messages || [];
+      const last = messages[messages.length - 1] || {};
+      let chunks;
+      if (last.role === "tool") {
+        chunks = [delta({ role: "assistant", content: "The lookup says 42." }), delta({}, "stop"), usage(1500, 40)];
+      } else if (String(last.content).includes("look up")) {
+        chunks = [
+          delta({ role: "assistant", tool_calls: [{ index: 0, id: "call-1", type: "function", function: { name: "lookup", arguments: '{"q":"answer"}' } }] }),
+          delta({}, "tool_calls"),
+          usage(1200, 25),
+        ];
+      } else {
+        chunks = [delta({ role: "assistant", content: "Just talking." }), delta({}, "stop"), usage(800, 12)];
+      }
+      return [200, { "content-type": "text/event-stream" }, sse(chunks)];
+    });
+    const lookups = await startServer(() => [200, { "content-type": "application/json" }, '{"answer":42}']);
+    // An agentId a workers file accepts but runway stores hashed (`~` is not kept verbatim):
+    // the page must match the row's id exactly.
+    const agentId = "desk~7";
+    try {
+      const url = await startRunway(["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir()], "base_url:", {
+        RUNWAY_WORKERS: `[defaults]
+agent = "model"
+base_url = "${model.url}/v1"
+model = "test-model"
+
+[prices."test-model"]
+input_per_million = 2.0
+output_per_million = 10.0
+
+[workers.${JSON.stringify(agentId)}]
+name = "Usage desk"
+tools = '''
+[[tools]]
+name = "lookup"
+parameters = { type = "object", properties = { q = { type = "string" } } }
+method = "POST"
+url = "${lookups.url}/lookup"
+'''
+`,
+      });
+      const page = await openPage(url);
+      await page.locator("#agent-id").fill(agentId);
+      assert.match(await page.locator("#thread-usage").innerText(), /no turns yet/);
+      assert.match(await page.locator("#thread-usage").getAttribute("title"), /estimates by the deployment/i);
+
+      // Two model calls (1200+25, then 1500+40 tokens) and one tool call: at $2 and $10 per
+      // million tokens, 2700 × 2 + 65 × 10 = 6050 millionths of a dollar.
+      const first = await say(page, "Please look up the answer");
+      assert.equal(await first.locator(".bubble.assistant").last().innerText(), "The lookup says 42.");
+      assert.deepEqual(await threadUsage(page), {
+        turns: "1",
+        modelCalls: "2",
+        inputTokens: "2,700",
+        outputTokens: "65",
+        toolCalls: "1",
+        cost: "$0.00605",
+      });
+      const second = await say(page, "How are you?");
+      assert.equal(await second.locator(".bubble.assistant").innerText(), "Just talking.");
+      assert.deepEqual(await threadUsage(page), {
+        turns: "2",
+        modelCalls: "3",
+        inputTokens: "3,500",
+        outputTokens: "77",
+        toolCalls: "1",
+        cost: "$0.00777",
+      });
+      // The selected turn's own figures, in the inspector.
+      assert.match(
+        await page.locator("#timing").innerText(),
+        /usage\s+1 turn · 1 model call · 800 input \/ 12 output tokens · 0 tool calls · \$0\.00172/,
+      );
+
+      // Another thread starts from nothing and counts only its own turns.
+      await page.locator("#new-thread").click();
+      assert.match(await page.locator("#thread-usage").innerText(), /no turns yet/);
+      await say(page, "Hi");
+      assert.deepEqual(await threadUsage(page), {
+        turns: "1",
+        modelCalls: "1",
+        inputTokens: "800",
+        outputTokens: "12",
+        toolCalls: "0",
+        cost: "$0.00172",
+      });
+      await page.locator("#thread-select").selectOption({ label: "Thread 1" });
+      assert.equal((await threadUsage(page)).cost, "$0.00777");
+
+      // The figures are the deployment's own: its row for the page's ids holds the three turns.
+      const report = await (await fetch(`${url}/usage`)).json();
+      const stored = "~" + createHash("sha256").update(agentId).digest("hex");
+      const rows = report.rows.filter((r) => r.agentId === stored);
+      assert.equal(rows.length, 1, JSON.stringify(report.rows));
+      const { turns, modelCalls, inputTokens, outputTokens, toolCalls, costMicroUsd } = rows[0];
+      assert.deepEqual(
+        { turns, modelCalls, inputTokens, outputTokens, toolCalls, costMicroUsd },
+        { turns: 3, modelCalls: 4, inputTokens: 4300, outputTokens: 89, toolCalls: 1, costMicroUsd: 9490 },
+      );
+      assert.deepEqual(page.problems, []);
+      await page.close();
+    } finally {
+      model.server.close();
+      lookups.server.close();
+    }
+  });
+
+  test("usage unavailable: the page says why instead of showing zeros, and the chat goes on", async () => {
+    // An agent that is not runway: GET usage is a 404.
+    const broken = await startRunway(["playground", brokenAgent.url, "--listen", "127.0.0.1:0"], "open:");
+    const page = await openPage(broken);
+    const turn = await say(page, "Hello");
+    assert.equal(await turn.locator(".bubble.assistant").innerText(), "Half an answ");
+    assert.deepEqual(await threadUsage(page), {
+      unavailable: "Usage unavailable: GET usage answered HTTP 404: no such endpoint",
+    });
+    // The agent has no usage report: the page asked once, and says so for every later turn.
+    const again = await say(page, "Hello again");
+    assert.equal(await again.locator(".bubble.assistant").innerText(), "Half an answ");
+    assert.deepEqual(await threadUsage(page), {
+      unavailable: "Usage unavailable: GET usage answered HTTP 404: no such endpoint (2 turns)",
+    });
+    assert.equal(page.problems.length, 1, page.problems.join("\n"));
+    await page.close();
+
+    // An agent that answers GET usage but records nothing (a store without counters).
+    const frames = [
+      { type: "STEP_STARTED", stepName: "thinking" },
+      { type: "STEP_FINISHED", stepName: "thinking" },
+      { type: "TEXT_MESSAGE_START", messageId: "m1", role: "assistant" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: "m1", delta: "Fine, thanks." },
+      { type: "TEXT_MESSAGE_END", messageId: "m1" },
+      { type: "RUN_FINISHED", outcome: { type: "success" } },
+    ];
+    const uncounted = await startServer((req) => {
+      if (req.url === "/health") return [200, { "content-type": "application/json" }, '{"status":"ok","protocolVersions":["1"]}'];
+      if (req.url.startsWith("/usage")) {
+        return [200, { "content-type": "application/json" }, JSON.stringify({ from: "2026-12-01", to: "2026-12-03", rows: [], totals: {}, totalCostUsd: 0 })];
+      }
+      const body = frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join("");
+      return [200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" }, body];
+    });
+    try {
+      const url = await startRunway(["playground", uncounted.url, "--listen", "127.0.0.1:0"], "open:");
+      const quiet = await openPage(url);
+      for (const text of ["How are you?", "Still there?"]) {
+        const answered = await say(quiet, text);
+        assert.equal(await answered.locator(".bubble.assistant").innerText(), "Fine, thanks.");
+      }
+      assert.deepEqual(await threadUsage(quiet), {
+        unavailable: "Usage unavailable: the deployment recorded no usage for a turn that ran (2 turns)",
+      });
+      assert.match(await quiet.locator("#timing").innerText(), /usage\s+unavailable: the deployment recorded no usage for a turn that ran/);
+      // The usage reads went through the proxy, for yesterday to tomorrow (UTC).
+      const reads = uncounted.seen.filter((r) => r.url.startsWith("/usage"));
+      assert.ok(reads.length >= 2, `${reads.length} usage reads`);
+      for (const r of reads) assert.match(r.url, /^\/usage\?from=\d{4}-\d\d-\d\d&to=\d{4}-\d\d-\d\d$/);
+      assert.deepEqual(quiet.problems, []);
+      await quiet.close();
+    } finally {
+      uncounted.server.close();
     }
   });
 });

@@ -9,7 +9,9 @@
 //! The page (plain HTML, CSS and JS in [`page`], embedded in the binary) plays the turns itself:
 //! it posts to `runs` relative to its own URL and records every chunk with its arrival time. It
 //! then posts that recording to `POST /playground/findings` ([`findings`]), which judges it
-//! with runway-conformance's rules, the same ones `runway check` applies.
+//! with runway-conformance's rules, the same ones `runway check` applies. Around each turn it
+//! reads the deployment's `GET usage` (the row of its own random `workspaceId` × the turn's
+//! `agentId`) and shows what the row gained as the turn's, and its thread's, usage.
 
 pub mod findings;
 pub mod page;
@@ -54,8 +56,8 @@ impl PageSettings {
 }
 
 /// The page, its assets, its settings and the findings endpoint, for any router state, below
-/// `base_path` (`""` or `/a/b`): the page at `{base_path}/` calls `runs` and `health` by
-/// relative URLs, so it reaches the agent's routes under the same base path.
+/// `base_path` (`""` or `/a/b`): the page at `{base_path}/` calls `runs`, `health` and `usage`
+/// by relative URLs, so it reaches the agent's routes under the same base path.
 pub fn page_routes<S: Clone + Send + Sync + 'static>(
     settings: PageSettings,
     base_path: &str,

@@ -1,8 +1,8 @@
 //! `runway playground BASE_URL [--header 'Name: value']... [--listen ADDR]`: the playground page
-//! for any External Agent. The page talks to this local server only; it forwards `POST /runs`
-//! and `GET /health` to `BASE_URL`, and nowhere else, with the agreed headers added (they never
-//! reach the browser and are never logged), and streams the agent's answer back chunk by chunk
-//! as it arrives.
+//! for any External Agent. The page talks to this local server only; it forwards `POST /runs`,
+//! `GET /health` and `GET /usage` (the page's usage figures) to `BASE_URL`, and nowhere else,
+//! with the agreed headers added (they never reach the browser and are never logged), and
+//! streams the agent's answer back chunk by chunk as it arrives.
 //!
 //! The headers come from `--header` (visible in the process list, like any argument), or,
 //! kept out of it, from `--header-file PATH` or `RUNWAY_PLAYGROUND_HEADERS` (one `Name: value`
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,6 +27,10 @@ use super::{PageSettings, json_status, method_not_allowed, page_routes};
 
 /// Console's `POST /runs` body limit: the page never needs more.
 const MAX_RUN_BODY_BYTES: usize = 1024 * 1024;
+
+/// The longest query `GET /usage` forwards: the page sends `from=YYYY-MM-DD&to=YYYY-MM-DD`
+/// (29 bytes); the agent judges the parameters.
+const MAX_USAGE_QUERY_BYTES: usize = 256;
 
 /// Console's connect deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -93,6 +97,7 @@ struct Upstream {
     client: reqwest::Client,
     runs: reqwest::Url,
     health: reqwest::Url,
+    usage: reqwest::Url,
     headers: HeaderSet,
 }
 
@@ -156,6 +161,7 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         client,
         runs: endpoint(&base, "runs"),
         health: endpoint(&base, "health"),
+        usage: endpoint(&base, "usage"),
         headers,
     });
     let header_names: Vec<String> = upstream
@@ -178,6 +184,7 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
     let app = Router::new()
         .route("/runs", post(forward_run).fallback(method_not_allowed))
         .route("/health", get(forward_health).fallback(method_not_allowed))
+        .route("/usage", get(forward_usage).fallback(method_not_allowed))
         .with_state(upstream)
         .merge(page_routes(settings, ""))
         .fallback(|| async { json_status(StatusCode::NOT_FOUND, "unknown path") })
@@ -272,6 +279,31 @@ async fn forward_health(State(up): State<Arc<Upstream>>) -> Response {
     relay(request, "GET /health").await
 }
 
+/// `GET /usage?…`: the deployment's usage report, which the page reads before and after a turn
+/// to show what the turn used.
+async fn forward_usage(State(up): State<Arc<Upstream>>, RawQuery(query): RawQuery) -> Response {
+    let Some(url) = usage_url(&up.usage, query.as_deref()) else {
+        return proxy_error(
+            StatusCode::BAD_REQUEST,
+            "the usage query is too long: use from=YYYY-MM-DD&to=YYYY-MM-DD",
+        );
+    };
+    let request = up.client.get(url).headers(agreed_headers(&up.headers));
+    relay(request, "GET /usage").await
+}
+
+/// The agent's usage endpoint with the page's query (`None`: a query over
+/// [`MAX_USAGE_QUERY_BYTES`]).
+fn usage_url(usage: &reqwest::Url, query: Option<&str>) -> Option<reqwest::Url> {
+    let query = query.filter(|q| !q.is_empty());
+    if query.is_some_and(|q| q.len() > MAX_USAGE_QUERY_BYTES) {
+        return None;
+    }
+    let mut url = usage.clone();
+    url.set_query(query);
+    Some(url)
+}
+
 fn agreed_headers(set: &HeaderSet) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (name, value) in &set.0 {
@@ -351,6 +383,10 @@ mod tests {
             endpoint(&base, "health").as_str(),
             "http://127.0.0.1:8787/health"
         );
+        assert_eq!(
+            endpoint(&base, "usage").as_str(),
+            "http://127.0.0.1:8787/usage"
+        );
         for bad in [
             "ftp://x.example",
             "https://u:p@x.example",
@@ -359,5 +395,32 @@ mod tests {
         ] {
             assert!(parse_base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn usage_url_carries_the_page_query_within_its_bound() {
+        let usage = endpoint(
+            &parse_base_url("https://agent.example.com/v1").unwrap(),
+            "usage",
+        );
+        assert_eq!(
+            usage_url(&usage, Some("from=2026-12-01&to=2026-12-03"))
+                .unwrap()
+                .as_str(),
+            "https://agent.example.com/v1/usage?from=2026-12-01&to=2026-12-03"
+        );
+        for none in [None, Some("")] {
+            assert_eq!(
+                usage_url(&usage, none).unwrap().as_str(),
+                "https://agent.example.com/v1/usage"
+            );
+        }
+        let longest = "x".repeat(MAX_USAGE_QUERY_BYTES);
+        assert!(usage_url(&usage, Some(&longest)).is_some());
+        assert_eq!(usage_url(&usage, Some(&format!("{longest}x"))), None);
+        // Only the query changes: the base path and host stay the agent's.
+        let odd = usage_url(&usage, Some("to=../../x&from=@evil.example")).unwrap();
+        assert_eq!(odd.host_str(), Some("agent.example.com"));
+        assert_eq!(odd.path(), "/v1/usage");
     }
 }

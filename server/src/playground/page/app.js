@@ -2,7 +2,8 @@
 // Each turn is a POST to `runs` (relative to this page: runway serve itself, or the local proxy
 // of `runway playground`), read as a stream; every chunk is kept with its arrival time, the
 // frames are rendered as Console renders them, and the recording is sent to
-// `playground/findings`, where runway-conformance's rules judge it.
+// `playground/findings`, where runway-conformance's rules judge it. Around each turn it reads
+// the deployment's `usage` report to show what the turn, and so its thread, used.
 // Agent content is only ever inserted as text (textContent), never as HTML.
 "use strict";
 
@@ -53,6 +54,7 @@ let selected = null; // the turn shown in the inspector
 
 const form = $("#composer");
 const input = form.elements.namedItem("input");
+const agentIdBox = $("#agent-id");
 
 function authHeaders() {
   const headers = {};
@@ -84,6 +86,7 @@ function showThread(thread) {
   for (const t of threads) t.list.hidden = t !== thread;
   $("#thread-select").value = thread.id;
   $("#thread-title").textContent = `threadId ${thread.id}`;
+  renderThreadUsage(thread);
   const last = thread.turns[thread.turns.length - 1];
   if (last) select(last);
 }
@@ -129,7 +132,7 @@ function send(text, resume, label) {
     protocolVersion: "1",
     runId: id63(),
     threadId: thread.id,
-    agentId: caller.agentId,
+    agentId: agentIdBox.value.trim() || caller.agentId,
     workspaceId: caller.workspaceId,
     userId: caller.userId,
     input: text,
@@ -203,6 +206,8 @@ async function play(turn, body) {
   const controller = new AbortController();
   playing = { controller, turn };
   setBusy(true);
+  if (turn.thread === current) renderThreadUsage(current);
+  await usageBefore(turn);
   const t0 = performance.now();
   const since = () => Math.round(performance.now() - t0);
   const headers = { "content-type": "application/json", accept: "text/event-stream", ...authHeaders() };
@@ -282,8 +287,10 @@ async function finishTurn(turn, verdict) {
   playing = null;
   setBusy(false);
   closeOpen(turn.view);
+  const measured = usageAfter(turn);
   if (verdict) {
     turn.verdict = verdict;
+    await measured;
     return showFinished(turn);
   }
   turn.badge.textContent = "checking…";
@@ -313,6 +320,7 @@ async function finishTurn(turn, verdict) {
   } catch (e) {
     turn.verdict = { error: String(e.message || e), findings: [] };
   }
+  await measured;
   showFinished(turn);
 }
 
@@ -349,6 +357,212 @@ function showVerdict(turn) {
   badge.textContent = v.findings.length
     ? `${errors} error(s), ${warnings} warning(s): ${[...new Set(v.findings.map((f) => f.code))].join(", ")}`
     : `no findings · first frame ${v.ttfbMs ?? "–"} ms · ${v.totalMs} ms`;
+}
+
+// ---- usage: what each turn used, as the deployment recorded it ---------------------------------
+// runway counts usage per workspace × worker × UTC day (`GET usage`), not per thread. This page's
+// workspaceId is random per page load, so the row of (that workspaceId, the agentId a turn is
+// sent with) holds only this page's turns, and the page plays one turn at a time: what the row
+// gained between a reading before a turn and one after it is that turn's usage. A turn stopped
+// or broken mid-way can be recorded after the page's reading: anything the row gains before the
+// next turn is added to the turn played last.
+
+const USAGE_FIELDS = ["turns", "modelCalls", "inputTokens", "outputTokens", "toolCalls", "costMicroUsd"];
+const USAGE_READ_TIMEOUT_MS = 10_000;
+const DAY_MS = 86_400_000;
+
+/** The last reading: the row's figures at `key` (ids and days), and the turn played since. */
+let meter = { key: null, seen: null, lastTurn: null, settled: false, reason: null };
+let meterQueue = Promise.resolve();
+/** Why the agent has no usage report at all (it answered 404: not runway): not asked again. */
+let noUsageReport = null;
+
+/** Runs `op` after every reading queued before it: readings and turns never interleave. */
+function metered(op) {
+  const next = meterQueue.then(op);
+  meterQueue = next.catch(() => {});
+  return next;
+}
+
+function zeroTally() {
+  return Object.fromEntries(USAGE_FIELDS.map((f) => [f, 0]));
+}
+
+function addTally(into, from, sign = 1) {
+  for (const f of USAGE_FIELDS) into[f] += sign * (from[f] || 0);
+  return into;
+}
+
+const isZero = (tally) => USAGE_FIELDS.every((f) => !tally[f]);
+
+/** An id as runway stores it in the usage row (`storage_id`): verbatim when short and plain,
+ * otherwise `~` and the SHA-256 of its UTF-8 bytes in hex. */
+async function storageForm(id) {
+  if (/^[A-Za-z0-9.:_\-@+=]{1,128}$/.test(id)) return id;
+  if (!crypto.subtle) throw new Error(`agentId ${JSON.stringify(id)} needs hashing, which this page can only do on https or localhost`);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id));
+  return `~${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+const utcDay = (ms) => new Date(ms).toISOString().slice(0, 10);
+
+/** What a turn is measured on: its ids, and yesterday to tomorrow (UTC), which holds the day the
+ * deployment records the turn under even if the two clocks disagree by hours. */
+function usageScope(turn) {
+  const now = Date.now();
+  const scope = { workspaceId: turn.body.workspaceId, agentId: turn.body.agentId, from: utcDay(now - DAY_MS), to: utcDay(now + DAY_MS) };
+  scope.key = JSON.stringify(scope);
+  return scope;
+}
+
+/** Reads the row of `scope`: `{ tally }`, or `{ unavailable: why }`. */
+async function readUsage(scope) {
+  if (noUsageReport) return { unavailable: noUsageReport };
+  try {
+    const r = await fetch(`usage?from=${scope.from}&to=${scope.to}`, {
+      headers: authHeaders(),
+      cache: "no-store",
+      signal: AbortSignal.timeout(USAGE_READ_TIMEOUT_MS),
+    });
+    const body = await r.json().catch(() => null);
+    if (!r.ok) {
+      const why = body && typeof body.error === "string" ? `: ${body.error.slice(0, 200)}` : "";
+      const unavailable = `GET usage answered HTTP ${r.status}${why}`;
+      // A proxy error (the agent unreachable) may pass; a 404 from the agent itself will not.
+      if (r.status === 404 && !r.headers.get("x-playground-proxy-error")) noUsageReport = unavailable;
+      return { unavailable };
+    }
+    if (!body || !Array.isArray(body.rows)) return { unavailable: "GET usage did not answer a usage report" };
+    const [workspaceId, agentId] = await Promise.all([storageForm(scope.workspaceId), storageForm(scope.agentId)]);
+    const tally = zeroTally();
+    for (const row of body.rows) {
+      if (row && row.workspaceId === workspaceId && row.agentId === agentId) {
+        for (const f of USAGE_FIELDS) tally[f] += Number.isSafeInteger(row[f]) ? row[f] : 0;
+      }
+    }
+    return { tally };
+  } catch (e) {
+    const why = e && e.name === "TimeoutError" ? `no answer within ${USAGE_READ_TIMEOUT_MS / 1000} s` : String((e && e.message) || e);
+    return { unavailable: `GET usage failed: ${why}` };
+  }
+}
+
+/** Adds `delta` to what `turn` used, and shows it. */
+function credit(turn, delta) {
+  addTally(turn.usage.tally, delta);
+  if (turn.thread === current) renderThreadUsage(current);
+  if (selected === turn) renderInspector(turn);
+}
+
+/** Before a turn: the reading it is measured from (the last one, if nothing can have changed
+ * since: the last turn ended with its final frame, on the same ids and days). */
+function usageBefore(turn) {
+  turn.usageScope = usageScope(turn);
+  return metered(async () => {
+    const scope = turn.usageScope;
+    if (meter.key === scope.key && meter.settled) return;
+    const read = await readUsage(scope);
+    if (read.unavailable) {
+      meter = { key: null, seen: null, lastTurn: null, settled: false, reason: read.unavailable };
+      return;
+    }
+    // Recorded since the last reading: the last turn's (stopped, broken, or refused).
+    if (meter.key === scope.key && meter.lastTurn && meter.lastTurn.usage && !meter.lastTurn.usage.unavailable) {
+      const late = addTally({ ...read.tally }, meter.seen, -1);
+      if (!isZero(late)) credit(meter.lastTurn, late);
+    }
+    meter = { key: scope.key, seen: read.tally, lastTurn: null, settled: true, reason: null };
+  });
+}
+
+/** After a turn: its usage is what the row gained since the reading before it. */
+function usageAfter(turn) {
+  return metered(async () => {
+    const scope = turn.usageScope;
+    const read = await readUsage(scope);
+    if (read.unavailable || meter.key !== scope.key) {
+      const reason = read.unavailable || `no reading before the turn (${meter.reason || "the ids or days changed"})`;
+      turn.usage = { tally: zeroTally(), unavailable: reason };
+      meter = read.unavailable
+        ? { key: null, seen: null, lastTurn: null, settled: false, reason }
+        : { key: scope.key, seen: read.tally, lastTurn: null, settled: false, reason: null };
+    } else {
+      const tally = addTally({ ...read.tally }, meter.seen, -1);
+      // A turn that ran to its final frame is recorded before its stream ends: none recorded
+      // means the deployment keeps no usage (or could not write it), not that it used nothing.
+      const unrecorded = turn.view.final && tally.turns === 0;
+      turn.usage = { tally, unavailable: unrecorded ? "the deployment recorded no usage for a turn that ran" : null };
+      meter = { key: scope.key, seen: read.tally, lastTurn: turn, settled: Boolean(turn.view.final), reason: null };
+    }
+    if (turn.thread === current) renderThreadUsage(current);
+  });
+}
+
+function plural(n, word) {
+  return `${word}${n === 1 ? "" : "s"}`;
+}
+
+function usd(micro) {
+  if (!micro) return "$0";
+  const text = (micro / 1e6).toFixed(micro >= 1e6 ? 2 : 6).replace(/0+$/, "");
+  return `$${text.replace(/\.(\d?)$/, (_, d) => `.${d.padEnd(2, "0")}`)}`;
+}
+
+/** A tally as a line of text and figures: `1 turn · 2 model calls · …`. */
+function usageLine(t) {
+  const n = (field, value) => el("b", { "data-usage": field, text: value });
+  const count = (v) => v.toLocaleString("en-US");
+  return [
+    n("turns", count(t.turns)),
+    ` ${plural(t.turns, "turn")} · `,
+    n("modelCalls", count(t.modelCalls)),
+    ` ${plural(t.modelCalls, "model call")} · `,
+    n("inputTokens", count(t.inputTokens)),
+    " input / ",
+    n("outputTokens", count(t.outputTokens)),
+    " output tokens · ",
+    n("toolCalls", count(t.toolCalls)),
+    ` ${plural(t.toolCalls, "tool call")} · `,
+    el("b", { "data-usage": "cost", text: usd(t.costMicroUsd), title: `${t.costMicroUsd} millionths of a US dollar` }),
+  ];
+}
+
+function turnUsageText(turn) {
+  if (!turn.usage) return "measured when the turn ends";
+  if (turn.usage.unavailable) return `unavailable: ${turn.usage.unavailable}`;
+  return usageLine(turn.usage.tally)
+    .map((x) => (x instanceof Node ? x.textContent : x))
+    .join("");
+}
+
+function renderThreadUsage(thread) {
+  const line = $("#thread-usage");
+  line.title =
+    `Estimates by the deployment, from its GET usage: the row of this page's workspaceId ${caller.workspaceId} × the ` +
+    "agentId each turn was sent with, read before and after every turn; a turn's figures are what the row gained. " +
+    "Tokens are what the model endpoint reported; the cost uses the prices in the deployment's workers file ($0 without one). " +
+    "The workspaceId is random for this page load, so other clients' turns are not counted unless they send the same ids. " +
+    "A stopped turn may be recorded after the page reads it: it is added when the next turn starts.";
+  const total = zeroTally();
+  const missing = [];
+  let measured = 0;
+  for (const t of thread.turns) {
+    if (!t.usage) continue;
+    if (t.usage.unavailable) missing.push(t.usage.unavailable);
+    else {
+      addTally(total, t.usage.tally);
+      measured += 1;
+    }
+  }
+  const unavailable = (text) => el("span", { class: "usage-unavailable", "data-usage": "unavailable", text });
+  const why = missing.length ? `${missing[missing.length - 1]}${missing.length > 1 ? ` (${missing.length} turns)` : ""}` : "";
+  if (!thread.turns.length) line.replaceChildren("Usage: no turns yet");
+  else if (!measured && !missing.length) line.replaceChildren("Usage: measured when the turn ends");
+  else if (!measured) line.replaceChildren(unavailable(`Usage unavailable: ${why}`));
+  else {
+    line.replaceChildren("Usage (the deployment's estimate): ", ...usageLine(total));
+    if (missing.length) line.append(" · ", unavailable(`not counted: ${why}`));
+  }
 }
 
 // ---- Console's minimal SSE reader --------------------------------------------------------------
@@ -850,6 +1064,7 @@ function renderInspector(turn) {
   const row = (k, val) => timing.append(el("dt", { text: k }), el("dd", { text: val }));
   row("threadId", turn.threadId);
   row("HTTP", turn.status === null ? "no response" : String(turn.status));
+  row("usage", turnUsageText(turn));
   if (v && !v.error && !v.note) {
     row("headers", ms(v.headersMs));
     row("first frame", ms(v.ttfbMs));
@@ -962,6 +1177,7 @@ async function start() {
     // keep the defaults: same origin, no headers
   }
   if (settings.target) $("#target").textContent = `→ ${settings.target}`;
+  agentIdBox.value = caller.agentId;
   if (settings.authHeaderNames.length) {
     const fields = $("#auth-fields");
     for (const name of settings.authHeaderNames) {
