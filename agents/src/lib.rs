@@ -37,5 +37,5 @@ pub use model::*;
 pub use settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
 #[cfg(feature = "model")]
 pub use workers_file::{
-    MAIN_AGENT, Served, WorkersFileError, load_workers, served_from_env, workers_from_settings,
+    MAIN_AGENT, WorkersFileError, load_workers, workers_from_env, workers_from_settings,
 };

@@ -39,6 +39,13 @@ pub fn workers_file_set(get: impl Fn(&str) -> Option<String>) -> bool {
         .any(|k| get(k).is_some_and(|v| !v.trim().is_empty()))
 }
 
+/// [`workers_file_set`] in the process environment (a native binary: `runway serve`, Lambda).
+/// A value that is not UTF-8 counts as set: the file's limits are never skipped (reading it
+/// then fails).
+pub fn workers_file_in_env() -> bool {
+    workers_file_set(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
+}
+
 /// A setting present but unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{setting}: {reason}")]

@@ -45,7 +45,7 @@ use toml::Spanned;
 use crate::BuiltinAgent;
 use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
-use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING, workers_file_set};
+use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
 
 /// The name a workers file gives the one agent a binary serves in code
 /// (`runway::serve(MyAgent)`): `agent = "main"`.
@@ -201,35 +201,26 @@ pub fn workers_from_settings<R: Runtime + Clone>(
     }
 }
 
-/// What a native binary serves: its own agent, or the workers of a workers file.
-pub enum Served<A> {
-    /// No workers file: the binary's agent, for every `agentId`.
-    One(A),
-    /// The workers of the file.
-    Workers(Box<Workers>),
-}
-
-/// For a native binary (`runway serve`, Lambda): the workers of `RUNWAY_WORKERS_FILE` (read
-/// from disk) or `RUNWAY_WORKERS` in the process environment if one is set, with `agent` as
-/// `agent = "main"` (or its registered names, if it is a [`Workers`]); else `agent`.
+/// For a native binary (`runway serve`, Lambda), once
+/// [`workers_file_set`](crate::settings::workers_file_set) found a workers
+/// file in the process environment: the workers of `RUNWAY_WORKERS_FILE` (read from disk) or
+/// `RUNWAY_WORKERS`, with `agent` as `agent = "main"` (or its registered names, if it is a
+/// [`Workers`]). `setting` reads the settings, `${NAME}` references included (each runtime
+/// says where they come from); `prepare` finishes each model agent as the runtime runs its
+/// built-in one (its attachment store, its clients).
 ///
 /// # Errors
-/// As [`workers_from_settings`].
-pub fn served_from_env<A: runway_core::Agent, R: Runtime + Clone>(
+/// As [`workers_from_settings`], and no workers file in `setting`.
+pub fn workers_from_env<A: runway_core::Agent, R: Runtime + Clone>(
     agent: A,
     rt: &R,
-) -> Result<Served<A>, String> {
-    // A value that is not UTF-8 still counts as set: the file's limits are never skipped.
-    let env = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-    if !workers_file_set(env) {
-        return Ok(Served::One(agent));
-    }
+    setting: &dyn Fn(&str) -> Option<String>,
+    prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
+) -> Result<Workers, String> {
     let code = Workers::from_agent(agent);
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-    let setting = |k: &str| std::env::var(k).ok();
-    workers_from_settings(&code, rt, &setting, &read, &|m| m)?
-        .map(|w| Served::Workers(Box::new(w)))
-        .ok_or_else(|| "no workers file".into())
+    workers_from_settings(&code, rt, setting, &read, prepare)?
+        .ok_or_else(|| format!("no workers file: set {WORKERS_FILE_SETTING} or {WORKERS_SETTING}"))
 }
 
 /// Parses and checks a workers file and builds its workers. `origin` names it in errors;
@@ -507,6 +498,9 @@ fn model_settings(
         .ok_or_else(|| err_at(at, format!("worker {id:?} is a model agent without model")))?;
     let mut s = ModelSettings::new(filled(base)?.trim(), filled(model)?.trim())
         .map_err(|e| err_at(base.span().start, e.to_string()))?;
+    // Downloads and tool calls as the deployment's built-in model agent does them.
+    s.apply_deployment_settings(setting)
+        .map_err(|e| err_at(at, e.to_string()))?;
     if let Some(key) = &w.api_key {
         let key = filled(key)?;
         if http::HeaderValue::try_from(format!("Bearer {}", key.trim())).is_err() {
@@ -618,6 +612,63 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
         assert_eq!(p.price("gpt-4o-mini").unwrap().output_per_million, 0.60);
         assert!(w.agent_for("918273688800000200", "x").is_some());
         assert!(w.agent_for("918273688800000999", "x").is_none());
+    }
+
+    /// A model worker downloads and calls tools under the settings the built-in model agent
+    /// reads (`RUNWAY_ATTACHMENTS_*`, `RUNWAY_MAX_PARALLEL_TOOL_CALLS`), and reaches `prepare`
+    /// with them, as the runtime's built-in one would.
+    #[test]
+    fn model_workers_take_the_runtimes_download_and_tool_call_settings() {
+        let runtime = |k: &str| match k {
+            "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK" => Some("1".to_owned()),
+            "RUNWAY_ATTACHMENTS_MAX_BYTES" => Some("2000".to_owned()),
+            "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES" => Some("9000".to_owned()),
+            "RUNWAY_MAX_PARALLEL_TOOL_CALLS" => Some("2".to_owned()),
+            k => setting(k),
+        };
+        let prepared = std::sync::Mutex::new(Vec::new());
+        let prepare = |m: ModelAgent<TokioRuntime>| {
+            prepared.lock().unwrap().push(m.settings().clone());
+            m
+        };
+        load_workers(
+            MINIMAL,
+            "w.toml",
+            &Workers::new(),
+            &TokioRuntime,
+            &runtime,
+            &read,
+            &prepare,
+        )
+        .unwrap();
+        let prepared = prepared.into_inner().unwrap();
+        assert_eq!(prepared.len(), 2);
+        for s in prepared {
+            assert!(s.attachments.policy.allow_loopback);
+            assert_eq!(s.attachments.max_bytes, 2000);
+            assert_eq!(s.attachments.max_thread_bytes, 9000);
+            assert_eq!(s.max_tool_calls_per_reply, 2);
+            assert_eq!(s.api_key.as_ref().map(|k| k.expose()), Some("sk-test"));
+        }
+        // A value the built-in agent refuses is refused here too.
+        let bad = |k: &str| match k {
+            "RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK" => Some("yes".to_owned()),
+            k => setting(k),
+        };
+        let e = load_workers(
+            MINIMAL,
+            "w.toml",
+            &Workers::new(),
+            &TokioRuntime,
+            &bad,
+            &read,
+            &|m| m,
+        )
+        .unwrap_err();
+        assert!(
+            e.reason.contains("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,10 +4,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lambda_http::service_fn;
-use runway_agents::Served;
 use runway_core::Agent;
-use runway_core::adapter::{OsSettings, TokioRuntime};
+use runway_core::adapter::OsSettings;
 
+use crate::model_agents::LambdaModels;
 use crate::settings::{InitError, builtin_agent, init_agent};
 
 /// Serves `agent` on Lambda until the runtime stops the process: logs as Lambda expects
@@ -30,30 +30,38 @@ pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
 
 /// [`run`] for this crate's own `bootstrap`: the workers of a workers file if one is set (it
 /// names each worker's agent, and `RUNWAY_AGENT` is not used), else the built-in agent named by
-/// `RUNWAY_AGENT` ([`builtin_agent`]). Either is built once logging is installed, so what it
-/// logs while it is built (the model agent's start-up warnings) is seen.
+/// `RUNWAY_AGENT`. Either is built once logging is installed, so what it logs while it is built
+/// (the model agent's start-up warnings) is seen.
 ///
 /// # Errors
 /// As [`run`], and an agent that cannot be built from its settings.
 pub async fn run_builtin() -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
-    // A value that is not UTF-8 still counts as set: the file's limits are never skipped.
-    let set = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-    if runway_agents::settings::workers_file_set(set) {
-        return serve_configured(runway_core::Workers::new(), started).await;
+    if runway_agents::settings::workers_file_in_env() {
+        return serve_workers(runway_core::Workers::new(), started).await;
     }
-    let agent = builtin_agent(|k| std::env::var(k).ok()).await?;
+    let agent = builtin_agent(|k| std::env::var(k).ok(), std::env::vars_os()).await?;
     serve(agent, started).await
 }
 
 /// Serves the workers of `RUNWAY_WORKERS_FILE` (a file in the package) or `RUNWAY_WORKERS` (a
 /// SAM parameter) if one is set, else `agent`.
 async fn serve_configured<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
-    match runway_agents::served_from_env(agent, &TokioRuntime).map_err(InitError::Config)? {
-        Served::One(agent) => serve(agent, started).await,
-        Served::Workers(workers) => serve(*workers, started).await,
+    if runway_agents::settings::workers_file_in_env() {
+        return serve_workers(agent, started).await;
     }
+    serve(agent, started).await
+}
+
+/// Serves the workers of the workers file, with `agent` as `agent = "main"`: model workers
+/// made as the built-in model agent is, `${NAME}` read from SSM or the environment
+/// ([`LambdaModels`]).
+async fn serve_workers<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
+    let get = |k: &str| std::env::var(k).ok();
+    let models = LambdaModels::start(&get, std::env::vars_os()).await?;
+    let workers = models.workers(agent, &get)?;
+    serve(workers, started).await
 }
 
 /// Initialises the app for `agent` and answers invocations until the runtime stops.

@@ -1,16 +1,19 @@
 //! Start-up: settings from the environment, the SDK clients, the auth header set.
 
+use std::ffi::OsString;
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use runway_agents::BuiltinAgent;
+use runway_agents::{BuiltinAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
 use runway_core::Agent;
 use runway_core::adapter::{Config, Runway, TokioRuntime};
 use runway_core::http_client::ReqwestClient;
 
 use crate::App;
+use crate::model_agents::LambdaModels;
+use crate::ssm::{PARAMETER_SUFFIX, read_parameter};
 use crate::store::DynamoStore;
 
 /// Why the function could not start. Lambda reports it as an init error and retries init on
@@ -28,11 +31,16 @@ pub enum InitError {
         /// What went wrong (never the value).
         reason: String,
     },
-    /// The SSM parameter holding the model's API key could not be read.
-    #[error("cannot read the model API key from SSM parameter {name}: {reason}")]
-    ModelKeyParameter {
+    /// The SSM parameter holding a setting (`NAME_SSM_PARAMETER`: a model agent's key, a
+    /// workers file's `${NAME}`) could not be read, or is empty.
+    #[error(
+        "cannot read {setting} from SSM parameter {parameter} (named by {setting}_SSM_PARAMETER): {reason}"
+    )]
+    SettingParameter {
+        /// The setting (`NAME`).
+        setting: String,
         /// The parameter's name.
-        name: String,
+        parameter: String,
         /// What went wrong (never the value).
         reason: String,
     },
@@ -65,6 +73,17 @@ impl Settings {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
+        // Whether a workers file is served is decided from the environment before any
+        // parameter is read: one in SSM would be ignored, never silently.
+        for setting in [WORKERS_SETTING, WORKERS_FILE_SETTING] {
+            if non_empty(&format!("{setting}{PARAMETER_SUFFIX}")).is_some() {
+                return Err(InitError::Config(format!(
+                    "{setting}{PARAMETER_SUFFIX}: the workers file cannot come from SSM; set \
+                     {WORKERS_SETTING} (the template's Workers parameter) or ship the file \
+                     and set {WORKERS_FILE_SETTING}"
+                )));
+            }
+        }
         let dynamodb_endpoint = non_empty("RUNWAY_DYNAMODB_ENDPOINT");
         if let Some(e) = &dynamodb_endpoint
             && !(e.starts_with("http://") || e.starts_with("https://"))
@@ -111,38 +130,25 @@ pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
         .await
 }
 
-/// The built-in agent named by `RUNWAY_AGENT` in `get` (default `demo`).
+/// The built-in agent named by `RUNWAY_AGENT` in `get` (default `demo`); the model agent as
+/// [`LambdaModels`] makes it, with the settings `environment` gives as SSM parameters.
 ///
 /// # Errors
-/// An invalid setting, an unknown agent name, or (for `model`) an unreadable key parameter.
-pub async fn builtin_agent(
+/// An invalid setting, an unknown agent name (found before any network request), or (for
+/// `model`) an unreadable parameter.
+pub(crate) async fn builtin_agent(
     get: impl Fn(&str) -> Option<String>,
+    environment: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
     let settings = Settings::from_lookup(&get)?;
     if settings.agent == "model" {
-        let sdk = sdk_config(&get).await;
-        return Ok(match model_agent(&get, &sdk, &TokioRuntime).await? {
-            // Downloaded attachments are kept in the table, for every instance.
-            BuiltinAgent::Model(model) => BuiltinAgent::Model(
-                model.with_attachment_store(std::sync::Arc::new(dynamo_store(&settings, &sdk))),
-            ),
-            other => other,
-        });
+        return LambdaModels::start(&get, environment).await?.builtin(&get);
     }
     BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
 }
 
-/// [`init_agent`] with the built-in agent named by `RUNWAY_AGENT` (see [`builtin_agent`]).
-///
-/// # Errors
-/// As [`init_agent`], and an unknown agent name (found before any network request).
-pub async fn init(get: impl Fn(&str) -> Option<String>) -> Result<App, InitError> {
-    let agent = builtin_agent(&get).await?;
-    init_agent(agent, get).await
-}
-
 /// The DynamoDB store on the table (and endpoint) of `settings`. Makes no request.
-fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore {
+pub(crate) fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore {
     let mut dynamo = aws_sdk_dynamodb::config::Builder::from(sdk);
     if let Some(endpoint) = &settings.dynamodb_endpoint {
         dynamo = dynamo.endpoint_url(endpoint);
@@ -201,43 +207,10 @@ pub async fn init_agent<A: Agent>(
         .with_metrics(crate::emf::EmfLine::new(&namespace)))
 }
 
-/// The model agent (`RUNWAY_AGENT=model`): its API key from the SSM SecureString named by
-/// `RUNWAY_MODEL_API_KEY_SSM_PARAMETER` when set (like the auth header set), else
-/// `RUNWAY_MODEL_API_KEY`; the tools from `RUNWAY_TOOLS` or `RUNWAY_TOOLS_FILE` (a file in
-/// the deployment package).
-async fn model_agent(
-    get: &impl Fn(&str) -> Option<String>,
-    sdk: &SdkConfig,
-    rt: &TokioRuntime,
-) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
-    let key = match get(MODEL_KEY_PARAMETER).filter(|n| !n.trim().is_empty()) {
-        Some(name) => Some(read_parameter(sdk, name.trim()).await.map_err(|reason| {
-            InitError::ModelKeyParameter {
-                name: name.trim().to_owned(),
-                reason,
-            }
-        })?),
-        None => None,
-    };
-    let setting = |k: &str| match (&key, k) {
-        (Some(key), "RUNWAY_MODEL_API_KEY") => Some(key.clone()),
-        _ => get(k),
-    };
-    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-    BuiltinAgent::model(rt, setting, read).map_err(InitError::Config)
-}
-
 /// The setting naming the SSM SecureString that holds the auth header set.
-const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
+pub(crate) const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
 
-/// The setting naming the SSM SecureString that holds the model's API key.
-const MODEL_KEY_PARAMETER: &str = "RUNWAY_MODEL_API_KEY_SSM_PARAMETER";
-
-/// Reads of the auth parameter at init before giving up. A burst of cold starts can be
-/// throttled by SSM (`GetParameter` allows 40 requests per second by default), and a
-/// transient error must not cost a whole failed init; each read also has the SDK's own retries.
-const SSM_ATTEMPTS: u32 = 3;
-
+/// The auth header set from the SSM SecureString `name`.
 pub(crate) async fn read_secure_parameter(
     sdk: &SdkConfig,
     name: &str,
@@ -248,51 +221,6 @@ pub(crate) async fn read_secure_parameter(
             name: name.to_owned(),
             reason,
         })
-}
-
-/// An SSM SecureString's value, retried on transient errors; the error never contains the
-/// value.
-async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
-    use aws_sdk_ssm::error::ProvideErrorMetadata;
-    let client = aws_sdk_ssm::Client::new(sdk);
-    let mut backoff = Duration::from_millis(200);
-    let mut attempt = 1;
-    loop {
-        let result = client
-            .get_parameter()
-            .name(name)
-            .with_decryption(true)
-            .send()
-            .await;
-        let e = match result {
-            Ok(out) => {
-                return out
-                    .parameter
-                    .and_then(|p| p.value)
-                    .ok_or_else(|| "the parameter has no value".to_owned());
-            }
-            Err(e) => e,
-        };
-        // Retrying cannot help a parameter that does not exist or may not be read.
-        let permanent = matches!(
-            e.code(),
-            Some(
-                "ParameterNotFound"
-                    | "ParameterVersionNotFound"
-                    | "AccessDeniedException"
-                    | "InvalidKeyId"
-                    | "ValidationException"
-            )
-        );
-        let detail = aws_sdk_ssm::error::DisplayErrorContext(&e).to_string();
-        if permanent || attempt >= SSM_ATTEMPTS {
-            return Err(format!("{detail} (after {attempt} attempt(s))"));
-        }
-        tracing::warn!(parameter = %name, attempt, error = %detail, "reading an SSM parameter failed: retrying");
-        tokio::time::sleep(backoff + Duration::from_millis(fastrand::u64(0..100))).await;
-        backoff *= 2;
-        attempt += 1;
-    }
 }
 
 #[cfg(test)]
@@ -330,6 +258,17 @@ mod tests {
     }
 
     #[test]
+    fn the_workers_file_cannot_come_from_a_parameter() {
+        for setting in [
+            "RUNWAY_WORKERS_SSM_PARAMETER",
+            "RUNWAY_WORKERS_FILE_SSM_PARAMETER",
+        ] {
+            let e = Settings::from_lookup(lookup(&[(setting, "/runway/workers")])).unwrap_err();
+            assert!(e.to_string().contains(setting), "{e}");
+        }
+    }
+
+    #[test]
     fn bad_endpoint_is_refused() {
         assert!(
             Settings::from_lookup(lookup(&[("RUNWAY_DYNAMODB_ENDPOINT", "localhost:8000")]))
@@ -337,103 +276,12 @@ mod tests {
         );
     }
 
-    /// A loopback stand-in for SSM: answers `GetParameter` with `ThrottlingException` for the
-    /// first `throttle` requests, then with the parameter. Returns its URL and a request count.
-    async fn fake_ssm(throttle: usize) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-        use std::sync::atomic::Ordering;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let seen = std::sync::Arc::clone(&count);
-        tokio::spawn(async move {
-            while let Ok((mut sock, _)) = listener.accept().await {
-                let seen = std::sync::Arc::clone(&seen);
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    loop {
-                        let text = String::from_utf8_lossy(&buf).to_string();
-                        if let Some(end) = text.find("\r\n\r\n") {
-                            let len = text[..end]
-                                .lines()
-                                .find_map(|l| {
-                                    let (k, v) = l.split_once(':')?;
-                                    k.eq_ignore_ascii_case("content-length")
-                                        .then(|| v.trim().parse::<usize>().ok())?
-                                })
-                                .unwrap_or(0);
-                            if buf.len() >= end + 4 + len {
-                                let n = seen.fetch_add(1, Ordering::SeqCst);
-                                let (status, body) = if n < throttle {
-                                    ("400 Bad Request", r#"{"__type":"ThrottlingException","message":"Rate exceeded"}"#.to_owned())
-                                } else {
-                                    ("200 OK", r#"{"Parameter":{"Name":"/runway/auth","Type":"SecureString","Value":"X-API-Key: k1","Version":1}}"#.to_owned())
-                                };
-                                let resp = format!(
-                                    "HTTP/1.1 {status}\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\n\r\n{body}",
-                                    body.len()
-                                );
-                                if sock.write_all(resp.as_bytes()).await.is_err() {
-                                    return;
-                                }
-                                buf.clear();
-                                continue;
-                            }
-                        }
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                });
-            }
-        });
-        (url, count)
-    }
-
-    /// SDK config against `endpoint` without the SDK's own retries, so every attempt counted is
-    /// one of `read_secure_parameter`'s.
-    fn sdk_for(endpoint: &str) -> SdkConfig {
-        SdkConfig::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .endpoint_url(endpoint)
-            .credentials_provider(aws_sdk_ssm::config::SharedCredentialsProvider::new(
-                aws_sdk_ssm::config::Credentials::new("AKIDTEST", "secret", None, None, "test"),
-            ))
-            .retry_config(RetryConfig::standard().with_max_attempts(1))
-            .build()
-    }
-
-    #[tokio::test]
-    async fn the_ssm_read_is_retried_at_init() {
-        let (url, count) = fake_ssm(2).await;
-        let value = read_secure_parameter(&sdk_for(&url), "/runway/auth")
-            .await
-            .unwrap();
-        assert_eq!(value, "X-API-Key: k1");
-        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
-    }
-
-    #[tokio::test]
-    async fn a_failed_ssm_read_names_the_parameter() {
-        let (url, count) = fake_ssm(usize::MAX).await;
-        let e = read_secure_parameter(&sdk_for(&url), "/runway/auth")
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("/runway/auth"), "{e}");
-        assert!(e.contains("ThrottlingException"), "{e}");
-        assert_eq!(
-            count.load(std::sync::atomic::Ordering::SeqCst),
-            SSM_ATTEMPTS as usize
-        );
-    }
-
     #[tokio::test]
     async fn unknown_agent_fails_init_without_network() {
         let get = lookup(&[("RUNWAY_AGENT", "nope"), ("AWS_ACCESS_KEY_ID", "x")]);
-        assert!(matches!(init(get).await, Err(InitError::Config(_))));
+        assert!(matches!(
+            builtin_agent(get, []).await,
+            Err(InitError::Config(_))
+        ));
     }
 }

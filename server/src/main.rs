@@ -111,9 +111,7 @@ fn main() -> ExitCode {
             // Before the agent is built: what it logs then (the model agent's warnings) is seen.
             runway::init_logging();
             let env = |k: &str| std::env::var(k).ok();
-            // A value that is not UTF-8 still counts as set: the file's limits are never skipped.
-            let set = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-            if runway_agents::settings::workers_file_set(set) {
+            if runway_agents::settings::workers_file_in_env() {
                 // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
                 return rt.block_on(runway::run(runway_core::Workers::new(), serve));
             }
@@ -133,18 +131,13 @@ fn main() -> ExitCode {
             };
             // The model agent keeps downloaded attachments in the data directory.
             let agent = match agent {
-                BuiltinAgent::Model(model) => {
-                    let path = serve.data_dir.join("attachments.sqlite3");
-                    match runway::SqliteAttachmentStore::open(&path) {
-                        Ok(files) => BuiltinAgent::Model(
-                            model.with_attachment_store(std::sync::Arc::new(files)),
-                        ),
-                        Err(e) => {
-                            eprintln!("runway: data directory: {e}");
-                            return ExitCode::FAILURE;
-                        }
+                BuiltinAgent::Model(model) => match runway::ServeModels::open(&serve.data_dir) {
+                    Ok(models) => BuiltinAgent::Model(models.prepare(model)),
+                    Err(e) => {
+                        eprintln!("runway: data directory: {e}");
+                        return ExitCode::FAILURE;
                     }
-                }
+                },
                 other => other,
             };
             rt.block_on(runway::run(agent, serve))

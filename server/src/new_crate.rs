@@ -65,9 +65,10 @@ const FILES: [(&str, &str); 10] = [
 ];
 
 /// The new crate's SAM template: runway's own, serving the crate's agent instead of a built-in
-/// one (no `AgentName` parameter, no `RUNWAY_AGENT`, and none of the built-in model agent's
-/// parameters, environment lines, condition and key-reading permission), built from the
-/// crate's directory, reading its auth header set from its own SSM parameter
+/// one (no `AgentName` parameter, no `RUNWAY_AGENT`, and none of the parameters and
+/// environment lines only the built-in model agent reads; the model key's parameter, its
+/// condition and its permission stay, for the model workers of a workers file), built from
+/// the crate's directory, reading its auth header set from its own SSM parameter
 /// (`/<name>/auth-headers`, what its README creates). `None` if runway's template no longer
 /// has what this edits.
 fn sam_template(repo: &str, name: &str) -> Option<String> {
@@ -108,16 +109,8 @@ fn sam_template(repo: &str, name: &str) -> Option<String> {
         let names_model_parameter = BUILTIN_MODEL_PARAMETERS
             .iter()
             .any(|p| line.trim_end().ends_with(&format!("!Ref {p}")));
-        if names_model_parameter || line.trim().starts_with("HasModelKey:") {
-            continue;
-        }
-        if line.trim() == "- !If" && lines.peek().is_some_and(|l| l.trim() == "- HasModelKey") {
-            // The key-reading statement: up to its `!Ref AWS::NoValue` branch.
-            for l in lines.by_ref() {
-                if l.trim() == "- !Ref AWS::NoValue" {
-                    break;
-                }
-            }
+        // A description's line about the built-in model agent (the model key's parameter).
+        if names_model_parameter || line.contains("(AgentName model)") {
             continue;
         }
         if line.trim() == "CodeUri: ../.." {
@@ -137,13 +130,8 @@ fn sam_template(repo: &str, name: &str) -> Option<String> {
 }
 
 /// Parameters of runway's template that only the built-in model agent reads.
-const BUILTIN_MODEL_PARAMETERS: [&str; 5] = [
-    "ModelBaseUrl",
-    "ModelName",
-    "ModelApiKeyParameterName",
-    "SystemPrompt",
-    "Tools",
-];
+/// (`ModelApiKeyParameterName` is a workers file's `${RUNWAY_MODEL_API_KEY}` too.)
+const BUILTIN_MODEL_PARAMETERS: [&str; 4] = ["ModelBaseUrl", "ModelName", "SystemPrompt", "Tools"];
 
 /// Why `runway new` wrote nothing.
 #[derive(Debug, thiserror::Error)]
@@ -1013,10 +1001,17 @@ mod tests {
         for p in BUILTIN_MODEL_PARAMETERS {
             assert!(!t.contains(p), "{p} is the built-in model agent's: {t}");
         }
-        assert!(
-            !t.contains("RUNWAY_MODEL") && !t.contains("HasModelKey"),
-            "{t}"
-        );
+        // The model key's parameter stays, for a workers file's model workers
+        // (`${RUNWAY_MODEL_API_KEY}`), with its permission.
+        for kept in [
+            "  ModelApiKeyParameterName:",
+            "RUNWAY_MODEL_API_KEY_SSM_PARAMETER: !Ref ModelApiKeyParameterName",
+            "HasModelKey: !Not",
+            "Sid: ModelApiKey",
+        ] {
+            assert!(t.contains(kept), "{kept}: {t}");
+        }
+        assert!(!t.contains("RUNWAY_MODEL_BASE_URL"), "{t}");
         assert!(t.contains("      CodeUri: .\n"), "{t}");
         // Everything else is runway's, in order: what was dropped is only the parameter's
         // block and the environment line naming it.

@@ -9,16 +9,16 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use runway_agents::Served;
-use runway_core::Agent;
 use runway_core::adapter::{
     ALLOW_UNAUTHENTICATED, Access, Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply,
     Runtime, Runway, TokioRuntime,
 };
 use runway_core::http_client::ReqwestClient;
+use runway_core::{Agent, Workers};
 
 use crate::data_dir::{DataDir, DataDirError};
 use crate::playground::PageSettings;
+use crate::serve_models::ServeModels;
 use crate::sqlite_store::SqliteStore;
 
 type App<A> = Runway<A, SqliteStore, TokioRuntime>;
@@ -47,10 +47,13 @@ pub struct ServeArgs {
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
     crate::logging::init();
     // The workers of RUNWAY_WORKERS_FILE / RUNWAY_WORKERS if one is set, else `agent`.
-    let served = match runway_agents::served_from_env(agent, &TokioRuntime) {
-        Ok(Served::One(agent)) => serve(agent, args).await,
-        Ok(Served::Workers(workers)) => serve(*workers, args).await,
-        Err(e) => Err(ServeError::Config(e)),
+    let served = if runway_agents::settings::workers_file_in_env() {
+        match workers(agent, &args) {
+            Ok(workers) => serve(workers, args).await,
+            Err(e) => Err(e),
+        }
+    } else {
+        serve(agent, args).await
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -59,6 +62,16 @@ pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The workers of the workers file, with `agent` as `agent = "main"`: `${NAME}` read from the
+/// environment, model workers run as the built-in model agent is ([`ServeModels`]).
+fn workers<A: Agent>(agent: A, args: &ServeArgs) -> Result<Workers, ServeError> {
+    let models = ServeModels::open(&args.data_dir)
+        .map_err(|e| ServeError::DataDir(args.data_dir.clone(), e))?;
+    let env = |k: &str| std::env::var(k).ok();
+    runway_agents::workers_from_env(agent, &TokioRuntime, &env, &|m| models.prepare(m))
+        .map_err(ServeError::Config)
 }
 
 #[derive(Debug, thiserror::Error)]

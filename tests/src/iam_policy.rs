@@ -608,8 +608,18 @@ pub fn policy_problems(
             ));
         }
     }
-    // Each parameter the code reads by a setting the template sets: GetParameter on it.
-    for setting in ssm_parameter_settings(sources) {
+    // Each parameter the code reads by a setting the template sets: GetParameter on it. The
+    // code reads every `NAME_SSM_PARAMETER` it is given (a workers file's `${NAME}`), so each
+    // such setting of the template counts, not only the ones the code names.
+    let given = env
+        .keys()
+        .filter(|k| k.ends_with("_SSM_PARAMETER"))
+        .cloned();
+    let settings: BTreeSet<String> = ssm_parameter_settings(sources)
+        .into_iter()
+        .chain(given)
+        .collect();
+    for setting in settings {
         let Some(parameter) = env.get(&setting).and_then(|v| v.strip_prefix("!Ref ")) else {
             continue;
         };
@@ -721,5 +731,28 @@ mod tests {
         assert_eq!(statements[0].resources, ["!GetAtt Table.Arn"]);
         assert_eq!(statements[1].condition.as_deref(), Some("HasKey"));
         assert_eq!(statements[1].actions, ["kms:Decrypt"]);
+    }
+
+    /// The Lambda code reads every `NAME_SSM_PARAMETER` setting it is given (a workers file's
+    /// `${NAME}`), not only the ones it names: each the template sets needs its grant.
+    #[test]
+    fn every_parameter_setting_of_the_template_needs_its_grant() {
+        let template = |grant: &str| {
+            format!(
+                "Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n      Environment:\n        Variables:\n          OPENAI_KEY_SSM_PARAMETER: !Ref OpenAiKey\n      Policies:\n        - Version: \"2012-10-17\"\n          Statement:\n            - Sid: Key\n              Effect: Allow\n              Action:\n                - ssm:GetParameter\n              Resource: !Sub arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter${{{grant}}}\n"
+            )
+        };
+        let sources = vec![(
+            "a.rs".to_owned(),
+            "client.get_parameter().send();".to_owned(),
+        )];
+        let about_key = |t: &str| -> Vec<String> {
+            policy_problems(t, &sources, &ops())
+                .into_iter()
+                .filter(|p| p.contains("OPENAI_KEY_SSM_PARAMETER"))
+                .collect()
+        };
+        assert_eq!(about_key(&template("OtherParameter")).len(), 1);
+        assert!(about_key(&template("OpenAiKey")).is_empty());
     }
 }

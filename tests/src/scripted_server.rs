@@ -169,6 +169,9 @@ pub mod chunk {
     }
 }
 
+/// A 1×1 PNG, a file to attach.
+pub const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
+
 type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
 
 /// The server; dropping it stops accepting.

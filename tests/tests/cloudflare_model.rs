@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
-use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
+use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, TurnStream, target_auth};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -43,8 +43,6 @@ const TOOL_TOKEN: &str = "tooltok-cf-5d2e";
 /// A prompt with what a dotenv file would mangle: quotes, a backslash, `$NAME` and `${NAME}`.
 const SYSTEM: &str = r#"Be brief. Prices are in "$USD" \ say ${price} as written.
 Second line."#;
-/// A 1×1 PNG.
-const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
 
 async fn start_worker(model: &ScriptedServer, tools: &ScriptedServer) -> AgentProcess {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");

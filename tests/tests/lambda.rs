@@ -658,25 +658,79 @@ async fn lambda_store_budget_and_faults() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
-async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
-    // moto serves SSM on the same endpoint; the SDK's AWS_ENDPOINT_URL_SSM points there.
-    let moto = Moto::start("ssm").await;
-    let put = reqwest::Client::new()
+/// Sends one JSON request of `target` (`AmazonSSM.PutParameter`, `DynamoDB_20120810.Scan`)
+/// to moto, which checks no signature; its answer.
+async fn moto_call(moto: &Moto, target: &str, body: serde_json::Value) -> serde_json::Value {
+    let (service, json) = if target.starts_with("AmazonSSM") {
+        ("ssm", "application/x-amz-json-1.1")
+    } else {
+        ("dynamodb", "application/x-amz-json-1.0")
+    };
+    let resp = reqwest::Client::new()
         .post(format!("{}/", moto.endpoint))
-        .header("X-Amz-Target", "AmazonSSM.PutParameter")
-        .header("Content-Type", "application/x-amz-json-1.1")
+        .header("X-Amz-Target", target)
+        .header("Content-Type", json)
         .header(
             "Authorization",
-            "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/ssm/aws4_request, \
-             SignedHeaders=host, Signature=0",
+            format!(
+                "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/{service}/aws4_request, \
+                 SignedHeaders=host, Signature=0"
+            ),
         )
-        .body(r#"{"Name":"/runway/auth-headers","Type":"SecureString","Value":"X-API-Key: from-ssm\nX-Tenant: acme"}"#)
+        .body(body.to_string())
         .send()
         .await
-        .expect("PutParameter");
-    assert!(put.status().is_success(), "PutParameter: {}", put.status());
+        .unwrap_or_else(|e| panic!("{target}: {e}"));
+    let status = resp.status();
+    let answer = resp.text().await.unwrap_or_default();
+    assert!(status.is_success(), "{target}: {status} {answer}");
+    serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null)
+}
+
+/// The secrets a function reads from SSM at init: the auth header set
+/// (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`), and a workers file's `${OPENAI_KEY}`
+/// (`OPENAI_KEY_SSM_PARAMETER`), which its model worker sends to the model; that worker keeps a
+/// downloaded attachment in the table, like the built-in model agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
+async fn lambda_reads_the_auth_header_set_and_workers_keys_from_ssm_at_init() {
+    use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
+    const MODEL_KEY: &str = "sk-from-ssm-5e1d";
+    const MODEL_WORKER: &str = "918273688800000777";
+    // moto serves SSM on the same endpoint; the SDK's AWS_ENDPOINT_URL_SSM points there.
+    let moto = Moto::start("ssm").await;
+    for (name, value) in [
+        (
+            "/runway/auth-headers",
+            "X-API-Key: from-ssm\nX-Tenant: acme",
+        ),
+        ("/runway/openai-key", MODEL_KEY),
+    ] {
+        moto_call(
+            &moto,
+            "AmazonSSM.PutParameter",
+            serde_json::json!({"Name": name, "Type": "SecureString", "Value": value}),
+        )
+        .await;
+    }
+    let model = ScriptedServer::script(vec![Reply::sse(&[
+        chunk::role(),
+        chunk::text("A pixel."),
+        chunk::finish("stop"),
+    ])])
+    .await;
+    let files = ScriptedServer::start(|_| Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "image/png".into())],
+        pieces: vec![Piece::Bytes(PIXEL_PNG.to_vec())],
+    })
+    .await;
+    let workers = format!(
+        "[workers.\"{}\"]\nagent = \"demo\"\n\n[workers.\"{MODEL_WORKER}\"]\nagent = \"model\"\n\
+         base_url = \"{}/v1\"\nmodel = \"test-model\"\napi_key = \"${{OPENAI_KEY}}\"\n",
+        runway_e2e::client::AGENT_ID,
+        model.base_url
+    );
     let mut cmd = Command::new(local_script());
     cmd.args([
         "--dynamodb-endpoint",
@@ -689,6 +743,9 @@ async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
     .envs(TARGET_ENV)
     .env("AWS_ENDPOINT_URL_SSM", &moto.endpoint)
     .env("RUNWAY_AUTH_HEADERS_SSM_PARAMETER", "/runway/auth-headers")
+    .env("RUNWAY_WORKERS", &workers)
+    .env("OPENAI_KEY_SSM_PARAMETER", "/runway/openai-key")
+    .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
     .env("RUNWAY_LOG", "warn");
     let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
     let base = function.base_url().to_owned();
@@ -705,6 +762,11 @@ async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
     let t = from_ssm
         .turn(&run_body(&fresh_id(), &fresh_id(), "Hello"))
         .await;
+    let mut body = run_body(&fresh_id(), &fresh_id(), "What is this?");
+    body["agentId"] = MODEL_WORKER.into();
+    body["attachments"] = serde_json::json!([{"id": "p", "url": format!("{}/pixel.png?sig=1", files.base_url),
+        "name": "p.png", "mime": "image/png", "sizeBytes": PIXEL_PNG.len()}]);
+    let m = from_ssm.turn(&body).await;
     function.stop().await;
     assert_eq!(s_ssm, 200, "/health with the SSM header set");
     assert_eq!(s_env, 401, "/health with the environment's header set");
@@ -712,6 +774,25 @@ async fn lambda_reads_the_auth_header_set_from_ssm_at_init() {
         t.last()["type"],
         "RUN_FINISHED",
         "a turn with the SSM header set"
+    );
+    assert_eq!(m.text(), "A pixel.", "{:?}", m.frames);
+    let calls = model.requests();
+    assert_eq!(
+        calls[0].header("authorization"),
+        Some(format!("Bearer {MODEL_KEY}").as_str()),
+        "the key from SSM"
+    );
+    assert_eq!(files.requests().len(), 1);
+    let kept = moto_call(
+        &moto,
+        "DynamoDB_20120810.Scan",
+        serde_json::json!({"TableName": "ssm", "FilterExpression": "begins_with(pk, :a)",
+            "ExpressionAttributeValues": {":a": {"S": "attachment#"}}}),
+    )
+    .await;
+    assert_eq!(
+        kept["Count"], 1,
+        "the attachment is kept in the table: {kept}"
     );
 }
 

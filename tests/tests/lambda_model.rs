@@ -12,7 +12,7 @@ use std::time::Duration;
 use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
-use runway_e2e::scripted_server::{Piece, Reply, ScriptedServer, chunk};
+use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -29,8 +29,6 @@ url = "TOOLS_BASE/refunds"
 headers = { X-Token = "Bearer ${RUNWAY_TEST_TOOL_TOKEN}" }
 approval = true
 "#;
-/// A 1×1 PNG.
-const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
 
 fn data(c: Value) -> Piece {
     Piece::Data(format!("data: {c}\n\n"))

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use runway_e2e::approval_checks;
-use runway_e2e::client::{fresh_id, run_body};
-use runway_e2e::scripted_server::{Piece, Recorded, Reply, ScriptedServer, chunk};
+use runway_e2e::client::{AGENT_ID, fresh_id, run_body};
+use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -778,8 +778,6 @@ async fn an_edit_naming_another_tool_still_edits_the_only_pending_call() {
     assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 7}));
 }
 
-/// A 1×1 PNG.
-const PIXEL_PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
 /// The secret part of every attachment link: it must never reach a log.
 const LINK_SECRET: &str = "sig=7c1f0d9e2b5a";
 
@@ -1047,9 +1045,33 @@ async fn without_the_test_setting_loopback_links_are_refused_before_connecting()
 
 #[tokio::test]
 async fn kept_attachments_outlive_their_link_and_a_restart() {
+    kept_attachments_outlive_a_restart(|_| Vec::new()).await;
+}
+
+/// A workers file's model worker keeps its attachments where the built-in model agent does
+/// (the data directory's SQLite), not in the process's memory.
+#[tokio::test]
+async fn a_workers_file_model_worker_keeps_attachments_across_a_restart() {
+    kept_attachments_outlive_a_restart(|model| {
+        let file = format!(
+            "[workers.\"{AGENT_ID}\"]\nagent = \"model\"\nbase_url = \"{model}/v1\"\n\
+             model = \"test-model\"\napi_key = \"${{RUNWAY_MODEL_API_KEY}}\"\n\
+             system_prompt = \"{SYSTEM}\"\n"
+        );
+        vec![("RUNWAY_WORKERS".to_owned(), file)]
+    })
+    .await;
+}
+
+/// An image sent with one turn reaches the model again on a later turn of the thread after
+/// its link died and runway restarted on the same data directory, for the model agent that
+/// `settings` (given the model's base URL) configures on top of the built-in one.
+async fn kept_attachments_outlive_a_restart(settings: impl Fn(&str) -> Vec<(String, String)>) {
     let files = file_server().await;
     let model = ScriptedServer::script(vec![answer("A pixel."), answer("Still a pixel.")]).await;
-    let settings = [("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")];
+    let extra = settings(&model.base_url);
+    let mut settings = vec![("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")];
+    settings.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let s = serve_with(&model.base_url, None, false, &settings).await;
     let thread = fresh_id();
     let pixel = format!("{}/pixel.png?{LINK_SECRET}", files.base_url);

@@ -140,44 +140,7 @@ impl ModelSettings {
             });
         }
         s.system_prompt = non_empty("RUNWAY_SYSTEM_PROMPT");
-        s.attachments.policy.allow_loopback =
-            crate::settings::allow_loopback(&get).map_err(|e| ModelSettingsError::Invalid {
-                setting: e.setting,
-                reason: e.reason.into(),
-            })?;
-        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_BYTES") {
-            s.attachments.max_bytes = v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_ATTACHMENT_BYTES).contains(n))
-                .ok_or_else(|| ModelSettingsError::Invalid {
-                    setting: "RUNWAY_ATTACHMENTS_MAX_BYTES",
-                    reason: format!("must be a number of bytes from 1 to {MAX_ATTACHMENT_BYTES}"),
-                })?;
-        }
-        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES") {
-            s.attachments.max_thread_bytes = v
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| ModelSettingsError::Invalid {
-                    setting: "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
-                    reason: "must be a number of bytes".into(),
-                })?;
-        }
-        if let Some(v) = non_empty("RUNWAY_MAX_PARALLEL_TOOL_CALLS") {
-            s.max_tool_calls_per_reply = v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_PARALLEL_TOOL_CALLS).contains(n))
-                .ok_or_else(|| ModelSettingsError::Invalid {
-                    setting: "RUNWAY_MAX_PARALLEL_TOOL_CALLS",
-                    reason: format!("must be a number from 1 to {MAX_PARALLEL_TOOL_CALLS}"),
-                })?;
-        }
+        s.apply_deployment_settings(&get)?;
         let setting = |name: &str| get(name);
         let file = match (non_empty("RUNWAY_TOOLS"), non_empty("RUNWAY_TOOLS_FILE")) {
             (Some(_), Some(_)) => {
@@ -200,6 +163,60 @@ impl ModelSettings {
         s.tools = file.tools;
         s.mcp = file.mcp;
         Ok(s)
+    }
+
+    /// Applies the settings every model agent of a deployment shares, the built-in one and a
+    /// workers file's model workers alike: how attachments are downloaded
+    /// (`RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK`, `RUNWAY_ATTACHMENTS_MAX_BYTES`,
+    /// `RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES`) and how many tool calls of one reply run
+    /// (`RUNWAY_MAX_PARALLEL_TOOL_CALLS`).
+    ///
+    /// # Errors
+    /// The first of them that is set but unusable.
+    pub(crate) fn apply_deployment_settings(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ModelSettingsError> {
+        let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        self.attachments.policy.allow_loopback =
+            crate::settings::allow_loopback(get).map_err(|e| ModelSettingsError::Invalid {
+                setting: e.setting,
+                reason: e.reason.into(),
+            })?;
+        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_BYTES") {
+            self.attachments.max_bytes = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_ATTACHMENT_BYTES).contains(n))
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_ATTACHMENTS_MAX_BYTES",
+                    reason: format!("must be a number of bytes from 1 to {MAX_ATTACHMENT_BYTES}"),
+                })?;
+        }
+        if let Some(v) = non_empty("RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES") {
+            self.attachments.max_thread_bytes = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_ATTACHMENTS_MAX_THREAD_BYTES",
+                    reason: "must be a number of bytes".into(),
+                })?;
+        }
+        if let Some(v) = non_empty("RUNWAY_MAX_PARALLEL_TOOL_CALLS") {
+            self.max_tool_calls_per_reply = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_PARALLEL_TOOL_CALLS).contains(n))
+                .ok_or_else(|| ModelSettingsError::Invalid {
+                    setting: "RUNWAY_MAX_PARALLEL_TOOL_CALLS",
+                    reason: format!("must be a number from 1 to {MAX_PARALLEL_TOOL_CALLS}"),
+                })?;
+        }
+        Ok(())
     }
 
     /// `{base_url}/chat/completions`.

@@ -1,0 +1,384 @@
+//! SSM SecureStrings, read once at init: the auth header set (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`,
+//! read by [`crate::init_agent`]), and any setting `NAME` given instead as the parameter named
+//! by `NAME_SSM_PARAMETER` ([`ParameterSettings`]): the model agent's key
+//! (`RUNWAY_MODEL_API_KEY_SSM_PARAMETER`), a workers file's `${NAME}`, a tool's token.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+
+use crate::settings::{AUTH_PARAMETER, InitError};
+
+/// The suffix of a setting naming the SSM parameter that holds another setting:
+/// `OPENAI_KEY_SSM_PARAMETER` names the parameter holding `OPENAI_KEY`.
+pub(crate) const PARAMETER_SUFFIX: &str = "_SSM_PARAMETER";
+
+/// Reads of a parameter at init before giving up. A burst of cold starts can be throttled by
+/// SSM (`GetParameter` allows 40 requests per second by default), and a transient error must
+/// not cost a whole failed init; each read also has the SDK's own retries.
+pub(crate) const SSM_ATTEMPTS: u32 = 3;
+
+/// The settings given as SSM SecureStrings, read once at init. Holds secrets: no `Debug`.
+pub(crate) struct ParameterSettings {
+    /// Setting name → value.
+    values: BTreeMap<String, String>,
+}
+
+impl ParameterSettings {
+    /// Reads every setting `environment` (the function's environment variables) gives as a
+    /// parameter: for each `NAME_SSM_PARAMETER` set and not blank, the SecureString it names
+    /// becomes the setting `NAME`, over a `NAME` set too (as `RUNWAY_AUTH_HEADERS_SSM_PARAMETER`
+    /// is over `RUNWAY_AUTH_HEADERS`; logged). The auth header set's parameter is left to
+    /// [`crate::init_agent`].
+    ///
+    /// # Errors
+    /// A parameter that cannot be read (after [`SSM_ATTEMPTS`] for transient errors) or is
+    /// empty, or a `NAME_SSM_PARAMETER` that is not UTF-8: named, never with a value.
+    pub(crate) async fn read(
+        sdk: &SdkConfig,
+        environment: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Result<Self, InitError> {
+        let environment: Vec<(OsString, OsString)> = environment.into_iter().collect();
+        let mut values = BTreeMap::new();
+        for (key, value) in &environment {
+            let key = key.to_string_lossy();
+            let Some(setting) = key.strip_suffix(PARAMETER_SUFFIX) else {
+                continue;
+            };
+            if setting.is_empty() || key == AUTH_PARAMETER {
+                continue;
+            }
+            let Some(parameter) = value.to_str() else {
+                return Err(InitError::Config(format!("{key} is not UTF-8")));
+            };
+            let parameter = parameter.trim();
+            if parameter.is_empty() {
+                continue;
+            }
+            let failed = |reason: String| InitError::SettingParameter {
+                setting: setting.to_owned(),
+                parameter: parameter.to_owned(),
+                reason,
+            };
+            let read = read_parameter(sdk, parameter).await.map_err(failed)?;
+            if read.trim().is_empty() {
+                return Err(failed("the parameter is empty".into()));
+            }
+            let also_set = environment
+                .iter()
+                .any(|(k, v)| k.to_str() == Some(setting) && !v.is_empty());
+            if also_set {
+                tracing::warn!(
+                    setting,
+                    "{setting} is set, and {setting}{PARAMETER_SUFFIX} too: the parameter's value is used"
+                );
+            }
+            values.insert(setting.to_owned(), read);
+        }
+        if !values.is_empty() {
+            let names: Vec<&str> = values.keys().map(String::as_str).collect();
+            tracing::info!(settings = ?names, "settings read from SSM parameters");
+        }
+        Ok(Self { values })
+    }
+
+    /// `get` with the settings read from SSM over it.
+    pub(crate) fn over<'a>(
+        &'a self,
+        get: impl Fn(&str) -> Option<String> + 'a,
+    ) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| self.values.get(k).cloned().or_else(|| get(k))
+    }
+}
+
+/// An SSM SecureString's value, retried on transient errors; the error never contains the
+/// value.
+pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
+    use aws_sdk_ssm::error::ProvideErrorMetadata;
+    let client = aws_sdk_ssm::Client::new(sdk);
+    let mut backoff = Duration::from_millis(200);
+    let mut attempt = 1;
+    loop {
+        let result = client
+            .get_parameter()
+            .name(name)
+            .with_decryption(true)
+            .send()
+            .await;
+        let e = match result {
+            Ok(out) => {
+                return out
+                    .parameter
+                    .and_then(|p| p.value)
+                    .ok_or_else(|| "the parameter has no value".to_owned());
+            }
+            Err(e) => e,
+        };
+        // Retrying cannot help a parameter that does not exist or may not be read.
+        let permanent = matches!(
+            e.code(),
+            Some(
+                "ParameterNotFound"
+                    | "ParameterVersionNotFound"
+                    | "AccessDeniedException"
+                    | "InvalidKeyId"
+                    | "ValidationException"
+            )
+        );
+        let detail = aws_sdk_ssm::error::DisplayErrorContext(&e).to_string();
+        if permanent || attempt >= SSM_ATTEMPTS {
+            return Err(format!("{detail} (after {attempt} attempt(s))"));
+        }
+        tracing::warn!(parameter = %name, attempt, error = %detail, "reading an SSM parameter failed: retrying");
+        tokio::time::sleep(backoff + Duration::from_millis(fastrand::u64(0..100))).await;
+        backoff *= 2;
+        attempt += 1;
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::os::unix::ffi::OsStringExt;
+    use std::sync::{Arc, Mutex};
+
+    use aws_config::retry::RetryConfig;
+    use aws_config::{BehaviorVersion, Region};
+
+    use super::*;
+    use crate::settings::read_secure_parameter;
+
+    /// An environment of `pairs`.
+    pub(crate) fn environment(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+    }
+
+    /// The lookup of `environment`.
+    pub(crate) fn lookup(
+        environment: &[(OsString, OsString)],
+    ) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: BTreeMap<String, String> = environment
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    /// A loopback stand-in for SSM: answers `GetParameter` with `ThrottlingException` for the
+    /// first `throttle` requests, then with the parameter of `parameters` (name, value) it
+    /// names, or `ParameterNotFound`. Returns its URL and the names asked for, in order.
+    pub(crate) async fn fake_ssm(
+        throttle: usize,
+        parameters: &[(&str, &str)],
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requested = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requested);
+        let parameters: Arc<BTreeMap<String, String>> = Arc::new(
+            parameters
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let seen = Arc::clone(&seen);
+                let parameters = Arc::clone(&parameters);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                let request: serde_json::Value =
+                                    serde_json::from_slice(&buf[end + 4..end + 4 + len])
+                                        .unwrap_or_default();
+                                let name = request["Name"].as_str().unwrap_or_default().to_owned();
+                                let n = {
+                                    let mut seen = seen.lock().unwrap();
+                                    seen.push(name.clone());
+                                    seen.len() - 1
+                                };
+                                let (status, body) = if n < throttle {
+                                    (
+                                        "400 Bad Request",
+                                        serde_json::json!({"__type": "ThrottlingException", "message": "Rate exceeded"}),
+                                    )
+                                } else if let Some(value) = parameters.get(&name) {
+                                    (
+                                        "200 OK",
+                                        serde_json::json!({"Parameter": {"Name": name, "Type": "SecureString", "Value": value, "Version": 1}}),
+                                    )
+                                } else {
+                                    (
+                                        "400 Bad Request",
+                                        serde_json::json!({"__type": "ParameterNotFound", "message": "not found"}),
+                                    )
+                                };
+                                let body = body.to_string();
+                                let resp = format!(
+                                    "HTTP/1.1 {status}\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\n\r\n{body}",
+                                    body.len()
+                                );
+                                if sock.write_all(resp.as_bytes()).await.is_err() {
+                                    return;
+                                }
+                                buf.clear();
+                                continue;
+                            }
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        (url, requested)
+    }
+
+    /// SDK config against `endpoint` without the SDK's own retries, so every attempt counted is
+    /// one of `read_secure_parameter`'s.
+    pub(crate) fn sdk_for(endpoint: &str) -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(endpoint)
+            .credentials_provider(aws_sdk_ssm::config::SharedCredentialsProvider::new(
+                aws_sdk_ssm::config::Credentials::new("AKIDTEST", "secret", None, None, "test"),
+            ))
+            .retry_config(RetryConfig::standard().with_max_attempts(1))
+            .build()
+    }
+
+    #[tokio::test]
+    async fn the_ssm_read_is_retried_at_init() {
+        let (url, requested) = fake_ssm(2, &[("/runway/auth", "X-API-Key: k1")]).await;
+        let value = read_secure_parameter(&sdk_for(&url), "/runway/auth")
+            .await
+            .unwrap();
+        assert_eq!(value, "X-API-Key: k1");
+        assert_eq!(requested.lock().unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_ssm_read_names_the_parameter() {
+        let (url, requested) = fake_ssm(usize::MAX, &[]).await;
+        let e = read_secure_parameter(&sdk_for(&url), "/runway/auth")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/runway/auth"), "{e}");
+        assert!(e.contains("ThrottlingException"), "{e}");
+        assert_eq!(requested.lock().unwrap().len(), SSM_ATTEMPTS as usize);
+    }
+
+    #[tokio::test]
+    async fn settings_given_as_parameters_are_read_once_and_win_over_the_environment() {
+        let (url, requested) = fake_ssm(
+            0,
+            &[
+                ("/runway/openai", "sk-from-ssm"),
+                ("/runway/crm", "crm-token"),
+            ],
+        )
+        .await;
+        let env = environment(&[
+            ("OPENAI_KEY_SSM_PARAMETER", "/runway/openai"),
+            ("OPENAI_KEY", "sk-from-env"),
+            ("CRM_TOKEN_SSM_PARAMETER", " /runway/crm\n"),
+            ("SHOP_TOKEN", "shop-from-env"),
+            ("BLANK_SSM_PARAMETER", " "),
+            ("BLANK", "blank-from-env"),
+            // Read by init_agent for the auth header set, not here.
+            ("RUNWAY_AUTH_HEADERS_SSM_PARAMETER", "/runway/auth"),
+        ]);
+        let parameters = ParameterSettings::read(&sdk_for(&url), env.clone())
+            .await
+            .unwrap();
+        let get = parameters.over(lookup(&env));
+        assert_eq!(get("OPENAI_KEY").as_deref(), Some("sk-from-ssm"));
+        assert_eq!(get("CRM_TOKEN").as_deref(), Some("crm-token"));
+        assert_eq!(get("SHOP_TOKEN").as_deref(), Some("shop-from-env"));
+        assert_eq!(get("BLANK").as_deref(), Some("blank-from-env"));
+        assert_eq!(get("RUNWAY_AUTH_HEADERS"), None);
+        assert_eq!(get("MISSING"), None);
+        let mut asked = requested.lock().unwrap().clone();
+        asked.sort();
+        assert_eq!(asked, ["/runway/crm", "/runway/openai"]);
+    }
+
+    #[tokio::test]
+    async fn a_parameter_that_is_missing_or_empty_fails_init_naming_it() {
+        let (url, requested) =
+            fake_ssm(0, &[("/runway/empty", " "), ("/runway/ok", "sk-ok-1")]).await;
+        let sdk = sdk_for(&url);
+        let e = ParameterSettings::read(
+            &sdk,
+            environment(&[
+                ("OPENAI_KEY_SSM_PARAMETER", "/runway/missing"),
+                ("OPENAI_KEY", "sk-from-env"),
+            ]),
+        )
+        .await
+        .err()
+        .expect("a missing parameter fails init")
+        .to_string();
+        assert!(
+            e.contains("OPENAI_KEY")
+                && e.contains("/runway/missing")
+                && e.contains("ParameterNotFound"),
+            "{e}"
+        );
+        // Not retried: it cannot appear by itself; never the environment's value instead.
+        assert_eq!(requested.lock().unwrap().len(), 1);
+        assert!(!e.contains("sk-from-env"), "{e}");
+
+        let e = ParameterSettings::read(
+            &sdk,
+            environment(&[
+                ("CRM_TOKEN_SSM_PARAMETER", "/runway/ok"),
+                ("OPENAI_KEY_SSM_PARAMETER", "/runway/empty"),
+            ]),
+        )
+        .await
+        .err()
+        .expect("an empty parameter fails init")
+        .to_string();
+        assert!(e.contains("/runway/empty") && e.contains("empty"), "{e}");
+        assert!(!e.contains("sk-ok-1"), "{e}");
+
+        let mut not_utf8 = environment(&[]);
+        not_utf8.push((
+            "OPENAI_KEY_SSM_PARAMETER".into(),
+            OsString::from_vec(vec![0xff]),
+        ));
+        let e = ParameterSettings::read(&sdk, not_utf8)
+            .await
+            .err()
+            .expect("a parameter name that is not UTF-8 fails init")
+            .to_string();
+        assert!(e.contains("OPENAI_KEY_SSM_PARAMETER"), "{e}");
+    }
+}
