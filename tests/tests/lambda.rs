@@ -746,6 +746,8 @@ async fn lambda_reads_the_auth_header_set_and_workers_keys_from_ssm_at_init() {
     .env("RUNWAY_WORKERS", &workers)
     .env("OPENAI_KEY_SSM_PARAMETER", "/runway/openai-key")
     .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
+    // Room for the download within the turn (the 8 s of TARGET_ENV leave none).
+    .env("RUNWAY_TURN_DEADLINE_SECS", "30")
     .env("RUNWAY_LOG", "warn");
     let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
     let base = function.base_url().to_owned();
