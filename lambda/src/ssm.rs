@@ -334,17 +334,16 @@ pub(crate) mod tests {
         let (url, requested) =
             fake_ssm(0, &[("/runway/empty", " "), ("/runway/ok", "sk-ok-1")]).await;
         let sdk = sdk_for(&url);
-        let e = ParameterSettings::read(
-            &sdk,
-            environment(&[
-                ("OPENAI_KEY_SSM_PARAMETER", "/runway/missing"),
-                ("OPENAI_KEY", "sk-from-env"),
-            ]),
-        )
-        .await
-        .err()
-        .expect("a missing parameter fails init")
-        .to_string();
+        let refused =
+            async |env: Vec<(OsString, OsString)>| match ParameterSettings::read(&sdk, env).await {
+                Ok(_) => panic!("init went on"),
+                Err(e) => e.to_string(),
+            };
+        let e = refused(environment(&[
+            ("OPENAI_KEY_SSM_PARAMETER", "/runway/missing"),
+            ("OPENAI_KEY", "sk-from-env"),
+        ]))
+        .await;
         assert!(
             e.contains("OPENAI_KEY")
                 && e.contains("/runway/missing")
@@ -355,30 +354,19 @@ pub(crate) mod tests {
         assert_eq!(requested.lock().unwrap().len(), 1);
         assert!(!e.contains("sk-from-env"), "{e}");
 
-        let e = ParameterSettings::read(
-            &sdk,
-            environment(&[
-                ("CRM_TOKEN_SSM_PARAMETER", "/runway/ok"),
-                ("OPENAI_KEY_SSM_PARAMETER", "/runway/empty"),
-            ]),
-        )
-        .await
-        .err()
-        .expect("an empty parameter fails init")
-        .to_string();
+        let e = refused(environment(&[
+            ("CRM_TOKEN_SSM_PARAMETER", "/runway/ok"),
+            ("OPENAI_KEY_SSM_PARAMETER", "/runway/empty"),
+        ]))
+        .await;
         assert!(e.contains("/runway/empty") && e.contains("empty"), "{e}");
         assert!(!e.contains("sk-ok-1"), "{e}");
 
-        let mut not_utf8 = environment(&[]);
-        not_utf8.push((
-            "OPENAI_KEY_SSM_PARAMETER".into(),
+        let not_utf8 = vec![(
+            OsString::from("OPENAI_KEY_SSM_PARAMETER"),
             OsString::from_vec(vec![0xff]),
-        ));
-        let e = ParameterSettings::read(&sdk, not_utf8)
-            .await
-            .err()
-            .expect("a parameter name that is not UTF-8 fails init")
-            .to_string();
+        )];
+        let e = refused(not_utf8).await;
         assert!(e.contains("OPENAI_KEY_SSM_PARAMETER"), "{e}");
     }
 }
