@@ -439,7 +439,8 @@ async fn lambda_store_budget_and_faults() {
     // Budget: every ordinary turn of a growing thread costs at most 4 requests: the claim,
     // then (only once it is won) the arrival count and the thread read in one round trip,
     // and the commit (each request delayed so overlap is unambiguous); plus, after the final
-    // frame, one UpdateItem adding the turn to its usage row (workspace × worker × day).
+    // frame, one TransactWriteItems adding the turn to its usage row (workspace × worker ×
+    // day) with its write marker, so a retried write counts once.
     let thread = fresh_id();
     let mut r = Ok(());
     proxy.set_delay(Duration::from_millis(150));
@@ -463,7 +464,7 @@ async fn lambda_store_budget_and_faults() {
                     "PutItem",
                     "Query",
                     "TransactWriteItems",
-                    "UpdateItem",
+                    "TransactWriteItems",
                     "UpdateItem",
                 ]
         {
