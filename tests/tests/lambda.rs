@@ -100,6 +100,8 @@ struct Seen {
     start: Instant,
     end: Instant,
     faulted: bool,
+    /// A usage write (its transaction puts a tally write marker), not a turn's commit.
+    usage: bool,
 }
 
 struct ProxyState {
@@ -217,6 +219,7 @@ async fn serve(state: Arc<ProxyState>, mut client: TcpStream) -> std::io::Result
     let op = header("x-amz-target")
         .map(|t| t.rsplit('.').next().unwrap_or(&t).to_owned())
         .unwrap_or_default();
+    let usage = find(&buf[head_end..head_end + len], b"tallyw#").is_some();
     let start = Instant::now();
     let fault = {
         let mut f = state.fault.lock().unwrap();
@@ -235,6 +238,7 @@ async fn serve(state: Arc<ProxyState>, mut client: TcpStream) -> std::io::Result
             start,
             end: Instant::now(),
             faulted,
+            usage,
         });
     };
     match fault {
@@ -544,7 +548,7 @@ async fn lambda_store_budget_and_faults() {
     let seen = proxy.take();
     let tx: Vec<&Seen> = seen
         .iter()
-        .filter(|s| s.op == "TransactWriteItems")
+        .filter(|s| s.op == "TransactWriteItems" && !s.usage)
         .collect();
     check(
         "transient throttling is retried with backoff",
