@@ -15,6 +15,7 @@ pub mod iam_policy;
 mod lowkey;
 pub mod mcp_scenario;
 pub mod mcp_servers;
+pub mod model_workers;
 mod overlap;
 pub mod paced_server;
 pub mod pilot;

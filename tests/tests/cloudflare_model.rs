@@ -332,3 +332,35 @@ async fn the_model_agent_on_workers_uses_mcp_servers() {
         std::panic::resume_unwind(failure);
     }
 }
+
+/// A workers file of model workers on Workers (`RUNWAY_WORKERS`, key from the Worker's
+/// settings): each worker its prompt and HTTP tools, a workspace's model override, a token
+/// budget crossed mid-turn, and `/usage` equal to what the model reported
+/// (tests/src/model_workers.rs, the scenario `runway serve` runs too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler and the Workers toolchain: run scripts/test-cloudflare.sh"]
+async fn a_workers_file_of_model_workers_on_workers() {
+    use runway_e2e::model_workers::ModelWorkers;
+    let bench = ModelWorkers::start().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
+    let mut cmd = Command::new(script);
+    cmd.envs(TARGET_ENV)
+        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
+        .env("RUNWAY_WORKERS", bench.workers_file())
+        .env("RUNWAY_MODEL_API_KEY", ModelWorkers::KEY)
+        .env("RUNWAY_LOG", "warn")
+        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
+    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
+    if prebuilt {
+        cmd.arg("--no-build");
+    }
+    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
+    let worker = AgentProcess::start(cmd, within).await;
+    let client = Client::new(worker.base_url(), target_auth());
+    let result =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
+    worker.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}

@@ -100,6 +100,8 @@ struct Seen {
     start: Instant,
     end: Instant,
     faulted: bool,
+    /// A usage write (its transaction puts a tally write marker), not a turn's commit.
+    usage: bool,
 }
 
 struct ProxyState {
@@ -217,6 +219,7 @@ async fn serve(state: Arc<ProxyState>, mut client: TcpStream) -> std::io::Result
     let op = header("x-amz-target")
         .map(|t| t.rsplit('.').next().unwrap_or(&t).to_owned())
         .unwrap_or_default();
+    let usage = find(&buf[head_end..head_end + len], b"tallyw#").is_some();
     let start = Instant::now();
     let fault = {
         let mut f = state.fault.lock().unwrap();
@@ -235,6 +238,7 @@ async fn serve(state: Arc<ProxyState>, mut client: TcpStream) -> std::io::Result
             start,
             end: Instant::now(),
             faulted,
+            usage,
         });
     };
     match fault {
@@ -439,7 +443,8 @@ async fn lambda_store_budget_and_faults() {
     // Budget: every ordinary turn of a growing thread costs at most 4 requests: the claim,
     // then (only once it is won) the arrival count and the thread read in one round trip,
     // and the commit (each request delayed so overlap is unambiguous); plus, after the final
-    // frame, one UpdateItem adding the turn to its usage row (workspace × worker × day).
+    // frame, one TransactWriteItems adding the turn to its usage row (workspace × worker ×
+    // day) with its write marker, so a retried write counts once.
     let thread = fresh_id();
     let mut r = Ok(());
     proxy.set_delay(Duration::from_millis(150));
@@ -463,7 +468,7 @@ async fn lambda_store_budget_and_faults() {
                     "PutItem",
                     "Query",
                     "TransactWriteItems",
-                    "UpdateItem",
+                    "TransactWriteItems",
                     "UpdateItem",
                 ]
         {
@@ -543,7 +548,7 @@ async fn lambda_store_budget_and_faults() {
     let seen = proxy.take();
     let tx: Vec<&Seen> = seen
         .iter()
-        .filter(|s| s.op == "TransactWriteItems")
+        .filter(|s| s.op == "TransactWriteItems" && !s.usage)
         .collect();
     check(
         "transient throttling is retried with backoff",

@@ -1543,176 +1543,26 @@ async fn images_per_request_and_files_per_thread_are_bounded() {
     s.stop().await;
 }
 
-/// A workers file of model workers (issue 18): each worker its own prompt; a workspace's
-/// override of model and prompt; usage per workspace × worker equal to what the model
-/// reported, costed from the file's prices; a token budget crossed mid-turn stops the model
-/// calls (the tool the model asked for still runs) and ends with QUOTA_EXCEEDED, and the
-/// next turn is refused before the model is called.
+/// A workers file of model workers (issue 18) on `runway serve`: the scenario every runtime
+/// runs (tests/src/model_workers.rs).
 #[tokio::test]
 async fn a_workers_file_of_model_workers_with_usage_and_a_token_budget() {
-    let answer = || {
-        Reply::sse(&[
-            chunk::role(),
-            chunk::text("Hello."),
-            chunk::finish("stop"),
-            chunk::usage(),
-        ])
-    };
-    let wants_tool = Reply::sse(&[
-        chunk::role(),
-        chunk::tool_start(0, "call_w", "get_weather", "{\"city\":\"Hanoi\"}"),
-        chunk::finish("tool_calls"),
-        chunk::usage(),
-    ]);
-    let model = ScriptedServer::script(vec![answer(), answer(), wants_tool]).await;
-    let tools = ScriptedServer::start(|_| Reply::json(&json!({"temp_c": 31}))).await;
-    let (desk, hr, ws_a, ws_vn) = (
-        "918273688800000200",
-        "918273688800000300",
-        "918273600000000001",
-        "918273600000000042",
-    );
-    let workers = format!(
-        r#"
-[defaults]
-agent = "model"
-base_url = "{model}/v1"
-model = "test-model"
-api_key = "${{RUNWAY_MODEL_API_KEY}}"
-
-[prices."test-model"]
-input_per_million = 0.15
-output_per_million = 0.60
-
-[prices."vn-model"]
-input_per_million = 1.0
-output_per_million = 2.0
-
-[workers."{desk}"]
-name = "Order desk"
-system_prompt = "You are the order desk."
-tools = '''
-[[tools]]
-name = "get_weather"
-parameters = {{ type = "object", properties = {{ city = {{ type = "string" }} }} }}
-method = "GET"
-url = "{tools}/now?city={{city}}"
-'''
-limits = {{ tokens_per_day = 25 }}
-
-[workers."{hr}"]
-name = "HR helper"
-system_prompt = "You answer HR questions."
-
-[workspaces."{ws_vn}"]
-model = "vn-model"
-system_prompt_addition = "Answer in Vietnamese."
-"#,
-        model = model.base_url,
-        tools = tools.base_url,
-    );
+    let bench = runway_e2e::model_workers::ModelWorkers::start().await;
+    let workers = bench.workers_file();
     let s = serve_with(
-        &model.base_url,
+        "http://127.0.0.1:9",
         None,
         false,
-        &[("RUNWAY_WORKERS", &workers)],
+        &[
+            ("RUNWAY_WORKERS", &workers),
+            (
+                "RUNWAY_MODEL_API_KEY",
+                runway_e2e::model_workers::ModelWorkers::KEY,
+            ),
+        ],
     )
     .await;
-    let turn = |agent: &str, ws: &str, input: &str| {
-        json!({"protocolVersion": "1", "runId": fresh_id(), "threadId": fresh_id(),
-               "agentId": agent, "workspaceId": ws, "input": input})
-    };
-    let system = |req: &Value| {
-        req["messages"][0]["content"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    };
-
-    // Each worker its own prompt; the Vietnamese workspace its own model and addition.
-    let t = s.client.turn(&turn(hr, ws_a, "Leave policy?")).await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
-    let t = s.client.turn(&turn(hr, ws_vn, "Leave policy?")).await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
-    let calls = model_calls(&model);
-    assert_eq!(calls[0]["model"], "test-model");
-    assert!(system(&calls[0]).starts_with("You answer HR questions."));
-    assert!(!system(&calls[0]).contains("Vietnamese"));
-    assert_eq!(calls[1]["model"], "vn-model");
-    assert!(system(&calls[1]).contains("You answer HR questions.\n\nAnswer in Vietnamese."));
-    assert_eq!(calls[0]["stream_options"]["include_usage"], true);
-
-    // The desk's budget: 25 tokens a day. Its first call reports 30: the tool it asked for
-    // runs, the model is not called again, the turn ends with QUOTA_EXCEEDED.
-    let t = s.client.turn(&turn(desk, ws_a, "Weather in Hanoi?")).await;
-    assert_eq!(t.last()["type"], "RUN_ERROR", "{:?}", t.frames);
-    assert_eq!(t.last()["code"], "QUOTA_EXCEEDED");
-    assert!(
-        t.last()["message"]
-            .as_str()
-            .unwrap()
-            .contains("It can go on in about"),
-        "{}",
-        t.last()
-    );
-    assert_eq!(of_type(&t, "TOOL_CALL_RESULT").len(), 1, "{:?}", t.types());
-    assert_eq!(model_calls(&model).len(), 3);
-    assert!(system(&model_calls(&model)[2]).starts_with("You are the order desk."));
-    let t = s.client.turn(&turn(desk, ws_a, "And tomorrow?")).await;
-    assert_eq!(t.frames.first().unwrap()["type"], "STEP_STARTED");
-    assert_eq!(t.last()["code"], "QUOTA_EXCEEDED", "{:?}", t.frames);
-    assert_eq!(
-        model_calls(&model).len(),
-        3,
-        "the model was called past its budget"
-    );
-
-    // /usage: the scripted model reported 21 prompt and 9 completion tokens per call.
-    let (status, report) = s
-        .client
-        .raw(reqwest::Method::GET, "/usage", Vec::new())
-        .await;
-    assert_eq!(status, 200, "{report}");
-    let row = |ws: &str, agent: &str| {
-        report["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["workspaceId"] == ws && r["agentId"] == agent)
-            .cloned()
-            .unwrap_or_else(|| panic!("no row for {ws} × {agent}: {report}"))
-    };
-    let r = row(ws_a, hr);
-    assert_eq!(
-        (r["turns"].as_u64(), r["succeeded"].as_u64()),
-        (Some(1), Some(1)),
-        "{r}"
-    );
-    assert_eq!(
-        (r["inputTokens"].as_u64(), r["outputTokens"].as_u64()),
-        (Some(21), Some(9)),
-        "{r}"
-    );
-    assert_eq!(r["modelCalls"], 1);
-    // 21 × 0.15 + 9 × 0.60 = 8.55 micro-USD, counted in whole micro-USD.
-    assert_eq!(r["costMicroUsd"], 9, "{r}");
-    assert_eq!(r["workerName"], "HR helper");
-    let r = row(ws_vn, hr);
-    assert_eq!(r["costMicroUsd"], 21 + 18, "{r}");
-    let r = row(ws_a, desk);
-    assert_eq!(r["turns"], 2, "{r}");
-    assert_eq!(r["quotaExceeded"], 2, "{r}");
-    assert_eq!(
-        (r["inputTokens"].as_u64(), r["outputTokens"].as_u64()),
-        (Some(21), Some(9)),
-        "{r}"
-    );
-    assert_eq!(
-        (r["toolCalls"].as_u64(), r["toolFailures"].as_u64()),
-        (Some(1), Some(0)),
-        "{r}"
-    );
-    assert_eq!(report["totals"]["inputTokens"], 63, "{report}");
+    bench.check(&s.client).await;
     s.stop().await;
 }
 

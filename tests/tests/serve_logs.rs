@@ -1,11 +1,12 @@
 //! What `runway serve` logs about a turn names it: every line carries the run and thread ids
-//! (the turn id and session on Lowkey) at every `RUNWAY_LOG` level, including `warn`, the
+//! (the turn id and session on Lowkey), the agentId and the workspaceId (the plugin id on
+//! Lowkey) at every `RUNWAY_LOG` level, including `warn`, the
 //! level an operator picks to keep log costs down.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
 use runway_e2e::{Client, TARGET_ENV, free_data_dir, runway_binary, target_auth};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
@@ -86,8 +87,18 @@ async fn turn_warnings_carry_the_run_and_thread_ids_at_the_warn_level() {
         console.contains(&run_id) && console.contains(&thread_id),
         "the line about the Console turn lacks its run or thread id: {console}"
     );
+    // The worker and the customer too: a pilot's operator filters by them.
+    assert!(
+        console.contains(&format!("agentId={AGENT_ID}"))
+            && console.contains(&format!("workspaceId={WORKSPACE_ID}")),
+        "the line about the Console turn lacks its agentId or workspaceId: {console}"
+    );
     assert!(
         lowkey.contains(&turn_id) && lowkey.contains(&session),
         "the line about the Lowkey turn lacks its turn id or session: {lowkey}"
+    );
+    assert!(
+        lowkey.contains("agentId=runway-demo") && lowkey.contains("workspaceId=runway-e2e"),
+        "the line about the Lowkey turn lacks its agent or plugin id: {lowkey}"
     );
 }

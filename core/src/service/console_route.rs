@@ -44,7 +44,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         let fingerprint = fingerprint(&run);
         // At the error level so the span is enabled whatever `RUNWAY_LOG` says: a filter of
         // `warn` would otherwise drop an info span, and its warnings would lose the ids.
-        let span = tracing::error_span!("turn", runId = %run.run_id, threadId = %run.thread_id);
+        let span = tracing::error_span!(
+            "turn",
+            runId = %run.run_id,
+            threadId = %run.thread_id,
+            agentId = %run.agent_id,
+            workspaceId = %run.workspace_id,
+        );
         let mut user_message = run.input.clone();
         if let Some(resume) = &run.resume {
             let mut note = format!("[{}]", resume.decision.as_str());

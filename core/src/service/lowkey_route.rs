@@ -59,6 +59,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             "lowkey_turn",
             turnId = %storage_id(&req.turn.turn_id),
             sessionHandleId = %session_key,
+            agentId = %storage_id(&req.session_handle.agent_id),
+            workspaceId = %storage_id(&req.plugin_id),
         );
         let user_id = if req.turn.headless {
             None
