@@ -12,6 +12,7 @@ pub mod fail_closed;
 pub mod generated_crate;
 pub mod http_probe;
 pub mod iam_policy;
+mod local_worker;
 mod lowkey;
 pub mod mcp_scenario;
 pub mod mcp_servers;
@@ -25,6 +26,7 @@ pub mod scripted_server;
 mod stalled_reader;
 
 pub use client::{Client, TurnStream};
+pub use local_worker::start_local_worker;
 pub use pilot::PILOT_WORKERS;
 pub use process::{AgentProcess, free_data_dir, runway_binary, runway_check};
 

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::client::{Client, TurnStream, fresh_id, run_body};
 use crate::mcp_servers::{McpServerProcess, free_port};
 use crate::process::free_data_dir;
-use crate::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
+use crate::scripted_server::{Reply, ScriptedServer, chunk};
 
 /// The value of the `${RUNWAY_TEST_MCP_TOKEN}` header the orders server must receive.
 pub const MCP_TOKEN: &str = "mcp-tok-5e1f09";
@@ -219,12 +219,7 @@ headers = {{ X-Token = "Bearer ${{RUNWAY_TEST_MCP_TOKEN}}" }}
     }
 
     fn model_calls(&self) -> Vec<Value> {
-        self.model
-            .requests()
-            .iter()
-            .filter(|r| r.method == "POST" && r.target == "/v1/chat/completions")
-            .map(Recorded::json)
-            .collect()
+        self.model.chat_completions()
     }
 
     /// The tool results the last model request carried, by call id.

@@ -12,7 +12,7 @@
 use serde_json::{Value, json};
 
 use crate::client::{Client, TurnStream, fresh_id};
-use crate::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
+use crate::scripted_server::{Reply, ScriptedServer, chunk};
 
 /// The scripted model and tool a target's model workers call, and the ids of this run's
 /// workers and workspaces (fresh, so a deployment's stored usage and budgets from another run
@@ -105,12 +105,7 @@ system_prompt_addition = "Answer in Vietnamese."
     }
 
     fn model_calls(&self) -> Vec<Value> {
-        self.model
-            .requests()
-            .iter()
-            .filter(|r| r.method == "POST" && r.target == "/v1/chat/completions")
-            .map(Recorded::json)
-            .collect()
+        self.model.chat_completions()
     }
 
     /// Runs the turns against a target serving [`ModelWorkers::workers_file`] (panics on a

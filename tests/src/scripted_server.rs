@@ -221,6 +221,16 @@ impl ScriptedServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// The bodies of the chat-completions calls received so far (as a scripted model: `POST
+    /// /v1/chat/completions`), in order.
+    pub fn chat_completions(&self) -> Vec<Value> {
+        self.requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.target == "/v1/chat/completions")
+            .map(Recorded::json)
+            .collect()
+    }
 }
 
 impl Drop for ScriptedServer {

@@ -6,28 +6,16 @@
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use runway_e2e::http_probe::{check_http_probe, probe_pieces};
 use runway_e2e::paced_server::PacedServer;
-use runway_e2e::{AgentProcess, TARGET_ENV};
-use tokio::process::Command;
+use runway_e2e::{AgentProcess, start_local_worker};
 
 async fn start_worker(probe_url: &str) -> AgentProcess {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
-    let mut cmd = Command::new(script);
-    cmd.envs(TARGET_ENV)
-        .env("RUNWAY_AGENT", "http-probe")
-        .env("RUNWAY_HTTP_PROBE_URL", probe_url)
-        .env("RUNWAY_LOG", "warn")
-        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
-    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
-    if prebuilt {
-        cmd.arg("--no-build");
-    }
-    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
-    AgentProcess::start(cmd, within).await
+    start_local_worker([
+        ("RUNWAY_AGENT", "http-probe"),
+        ("RUNWAY_HTTP_PROBE_URL", probe_url),
+    ])
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

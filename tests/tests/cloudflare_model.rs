@@ -6,15 +6,13 @@
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
-use runway_e2e::{AgentProcess, Client, TARGET_ENV, TurnStream, target_auth};
+use runway_e2e::{AgentProcess, Client, TurnStream, start_local_worker, target_auth};
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 const KEY: &str = "sk-worker-test-3b81";
 
@@ -45,26 +43,18 @@ const SYSTEM: &str = r#"Be brief. Prices are in "$USD" \ say ${price} as written
 Second line."#;
 
 async fn start_worker(model: &ScriptedServer, tools: &ScriptedServer) -> AgentProcess {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
-    let mut cmd = Command::new(script);
-    cmd.envs(TARGET_ENV)
-        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
-        .env("RUNWAY_AGENT", "model")
-        .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url))
-        .env("RUNWAY_MODEL", "test-model")
-        .env("RUNWAY_MODEL_API_KEY", KEY)
-        .env("RUNWAY_SYSTEM_PROMPT", SYSTEM)
-        .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
-        .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
-        .env("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url))
-        .env("RUNWAY_LOG", "warn")
-        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
-    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
-    if prebuilt {
-        cmd.arg("--no-build");
-    }
-    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
-    AgentProcess::start(cmd, within).await
+    start_local_worker([
+        ("RUNWAY_TURN_DEADLINE_SECS", "30".to_owned()),
+        ("RUNWAY_AGENT", "model".to_owned()),
+        ("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url)),
+        ("RUNWAY_MODEL", "test-model".to_owned()),
+        ("RUNWAY_MODEL_API_KEY", KEY.to_owned()),
+        ("RUNWAY_SYSTEM_PROMPT", SYSTEM.to_owned()),
+        ("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN.to_owned()),
+        ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1".to_owned()),
+        ("RUNWAY_TOOLS", TOOLS.replace("TOOLS_BASE", &tools.base_url)),
+    ])
+    .await
 }
 
 fn of_type<'a>(t: &'a TurnStream, ty: &str) -> Vec<&'a Value> {
@@ -307,22 +297,15 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
 #[ignore = "needs wrangler, the Workers toolchain and scripts/setup-mcp.sh: run scripts/test-cloudflare.sh"]
 async fn the_model_agent_on_workers_uses_mcp_servers() {
     let mut bench = runway_e2e::mcp_scenario::McpBench::start().await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
-    let mut cmd = Command::new(script);
-    cmd.envs(TARGET_ENV)
-        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
-        .env("RUNWAY_AGENT", "model")
-        .env("RUNWAY_LOG", "warn")
-        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
-    for (k, v) in bench.settings() {
-        cmd.env(k, v);
-    }
-    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
-    if prebuilt {
-        cmd.arg("--no-build");
-    }
-    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
-    let worker = AgentProcess::start(cmd, within).await;
+    let worker = start_local_worker(
+        [
+            ("RUNWAY_TURN_DEADLINE_SECS", "30".to_owned()),
+            ("RUNWAY_AGENT", "model".to_owned()),
+        ]
+        .into_iter()
+        .chain(bench.settings()),
+    )
+    .await;
     let client = Client::new(worker.base_url(), target_auth());
     let result =
         futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
@@ -342,20 +325,12 @@ async fn the_model_agent_on_workers_uses_mcp_servers() {
 async fn a_workers_file_of_model_workers_on_workers() {
     use runway_e2e::model_workers::ModelWorkers;
     let bench = ModelWorkers::start().await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/cloudflare/local");
-    let mut cmd = Command::new(script);
-    cmd.envs(TARGET_ENV)
-        .env("RUNWAY_TURN_DEADLINE_SECS", "30")
-        .env("RUNWAY_WORKERS", bench.workers_file())
-        .env("RUNWAY_MODEL_API_KEY", ModelWorkers::KEY)
-        .env("RUNWAY_LOG", "warn")
-        .env("RUNWAY_CF_WRANGLER_LOG", "warn");
-    let prebuilt = std::env::var("RUNWAY_CF_PREBUILT").as_deref() == Ok("1");
-    if prebuilt {
-        cmd.arg("--no-build");
-    }
-    let within = Duration::from_secs(if prebuilt { 180 } else { 3600 });
-    let worker = AgentProcess::start(cmd, within).await;
+    let worker = start_local_worker([
+        ("RUNWAY_TURN_DEADLINE_SECS", "30".to_owned()),
+        ("RUNWAY_WORKERS", bench.workers_file()),
+        ("RUNWAY_MODEL_API_KEY", ModelWorkers::KEY.to_owned()),
+    ])
+    .await;
     let client = Client::new(worker.base_url(), target_auth());
     let result =
         futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;

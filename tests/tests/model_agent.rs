@@ -151,12 +151,7 @@ fn outcome(t: &TurnStream) -> Value {
 }
 
 fn model_calls(model: &ScriptedServer) -> Vec<Value> {
-    model
-        .requests()
-        .iter()
-        .filter(|r| r.method == "POST" && r.target == "/v1/chat/completions")
-        .map(Recorded::json)
-        .collect()
+    model.chat_completions()
 }
 
 fn roles(request: &Value) -> Vec<String> {
