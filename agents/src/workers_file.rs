@@ -43,6 +43,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::BuiltinAgent;
+use crate::model::mcp::may_offer;
 use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
 use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
@@ -404,12 +405,17 @@ pub fn load_workers<R: Runtime + Clone>(
                     });
                 }
                 if let Some(allowed) = &o.tools_allowed {
+                    // Tools by the names the model sees: an HTTP tool's, or an MCP server's
+                    // `{server}_{tool}` (the server is not contacted at start-up: its prefix,
+                    // and its `tools` list if it has one, must fit).
+                    let base = model_agent.settings();
                     for name in allowed.get_ref() {
-                        if !model_agent.settings().tools.iter().any(|t| &t.name == name) {
+                        let http = base.tools.iter().any(|t| &t.name == name);
+                        if !http && !base.mcp.iter().any(|m| may_offer(m, name)) {
                             return Err(err_at(
                                 allowed.span().start,
                                 format!(
-                                    "tools_allowed names {name:?}, which worker {id:?} does not have"
+                                    "tools_allowed names {name:?}, which worker {id:?} does not have (an MCP server's tool is named {{server}}_{{tool}})"
                                 ),
                             ));
                         }
@@ -417,6 +423,14 @@ pub fn load_workers<R: Runtime + Clone>(
                     settings
                         .tools
                         .retain(|t| allowed.get_ref().contains(&t.name));
+                    let narrowed = match settings.tools_allowed.take() {
+                        Some(before) => before
+                            .into_iter()
+                            .filter(|n| allowed.get_ref().contains(n))
+                            .collect(),
+                        None => allowed.get_ref().clone(),
+                    };
+                    settings.tools_allowed = Some(narrowed);
                 }
             }
             workers = workers.add_for_workspace(
@@ -730,4 +744,37 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
         let e = load(&src).unwrap_err();
         assert!(e.reason.contains("\"desk\""), "{e}");
     }
+    /// `tools_allowed` names MCP tools as the model sees them (`{server}_{tool}`): accepted by
+    /// the server's prefix (and its `tools` list if it has one), without contacting it; any
+    /// other name refuses start-up.
+    #[test]
+    fn tools_allowed_takes_mcp_tools_by_the_names_the_model_sees() {
+        let tools = r#"tools = '''
+[[mcp]]
+name = "crm"
+url = "https://crm.example.com/mcp"
+
+[[mcp]]
+name = "ops"
+url = "https://ops.example.com/mcp"
+tools = ["restart"]
+'''"#;
+        let file = |allowed: &str| {
+            MINIMAL.replace("tools_file = \"desk-tools.toml\"", tools)
+                + &format!(
+                    "[workspaces.\"918273600000000001\".workers.\"918273688800000200\"]\n\
+                     tools_allowed = {allowed}\n"
+                )
+        };
+        let w = load(&file(r#"["crm_search", "ops_restart"]"#)).unwrap();
+        assert!(
+            w.agent_for("918273688800000200", "918273600000000001")
+                .is_some()
+        );
+        for refused in ["crm", "crm_", "ops_wipe", "get_weather"] {
+            let e = load(&file(&format!("[\"{refused}\"]"))).unwrap_err();
+            assert!(e.reason.contains(&format!("{refused:?}")), "{refused}: {e}");
+        }
+    }
 }
+

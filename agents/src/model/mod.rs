@@ -4,7 +4,7 @@
 mod attachment_intake;
 mod chat_stream;
 mod log_budget;
-mod mcp;
+pub(crate) mod mcp;
 mod model_agent;
 mod redaction;
 mod secret;

@@ -289,7 +289,14 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             .mcp_client
             .as_ref()
             .and_then(|c| turn.http().with_client(c.clone()));
-        let tools = Toolbox::for_turn(&self.settings, &self.mcp, mcp_http, self.rt.now_ms()).await;
+        let tools = Toolbox::for_turn(
+            &self.settings,
+            &self.mcp,
+            &self.redactor,
+            mcp_http,
+            self.rt.now_ms(),
+        )
+        .await;
         let mut input_used = false;
         if !t.pending.is_empty() {
             match self.settle_pending(turn, out, &mut t, &tools, &log).await {
@@ -1020,9 +1027,9 @@ fn review_of(calls: &[ModelToolCall]) -> Interrupt {
 
 /// The pending call each edit is for (by index), with its edited arguments as JSON text;
 /// `None` for a call no edit names. An edit names its call by id, or, without one, by name
-/// (narrowed by `originalArguments` when sent) when that leaves exactly one call; a lone
-/// pending call takes a lone edit whatever its name. Anything else is refused with the
-/// reason, never guessed.
+/// (narrowed by `originalArguments` when sent) when that leaves exactly one call; either way
+/// its tool name must be the call's. Anything else is refused with the reason, never guessed:
+/// an edit of `ops_restart` must not run the pending `ops_wipe` with its arguments.
 fn match_edits(
     pending: &[ModelToolCall],
     edits: &[EditedAction],
@@ -1033,9 +1040,19 @@ fn match_edits(
     let mut out: Vec<Option<String>> = vec![None; pending.len()];
     for e in edits {
         let at = match &e.id {
-            Some(id) => pending.iter().position(|c| &c.id == id).ok_or_else(|| {
-                format!("the edit names call {id}, which is not waiting for a decision.")
-            })?,
+            Some(id) => {
+                let at = pending.iter().position(|c| &c.id == id).ok_or_else(|| {
+                    format!("the edit names call {id}, which is not waiting for a decision.")
+                })?;
+                let waiting = &pending[at].function.name;
+                if *waiting != e.name {
+                    return Err(format!(
+                        "the edit is for {}, but call {id} is a call of {waiting}.",
+                        e.name
+                    ));
+                }
+                at
+            }
             None => {
                 let original =
                     |c: &ModelToolCall| serde_json::from_str::<Value>(&c.function.arguments).ok();
@@ -1052,7 +1069,6 @@ fn match_edits(
                     .collect();
                 match candidates[..] {
                     [only] => only,
-                    [] if pending.len() == 1 && edits.len() == 1 => 0,
                     [] => {
                         return Err(format!(
                             "the edit of {} does not match any call waiting for a decision.",

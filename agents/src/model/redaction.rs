@@ -1,15 +1,31 @@
 //! [`Redactor`]: the model agent's secrets (the API key, the HTTP tools' and MCP servers'
-//! header values) taken out of every error text it logs, returns or hands to the model. An
-//! upstream may echo a credential in an error (a 401 body, an in-stream error object, a tool's
-//! error page); it must reach neither a log line nor the user.
+//! header values) taken out of every text it logs, streams to the user or hands to the model.
+//! An upstream may echo a credential in an error (a 401 body, a JSON-RPC error message, a
+//! tool's error page), whole or only its token; it must reach neither a log line, nor a frame,
+//! nor the model provider.
+//!
+//! Redact first, then cut ([`Redactor::redact_and_cut`]): a cut made first can leave a secret's
+//! first characters, which no longer match the whole secret. A text already cut elsewhere (a
+//! body read up to a limit) has any secret's start at its end, or just before a
+//! `… [truncated]` mark, taken out too.
+
+use base64::Engine as _;
 
 use super::settings::ModelSettings;
+use super::transcript::truncate;
 
-/// Secrets shorter than this are not redacted: they are not credentials (a header such as
-/// `X-Version: 2`), and cutting them out of every text would garble it.
+/// Secrets, and parts of secrets, shorter than this are not redacted: they are not
+/// credentials (a header such as `X-Version: 2`, a scheme such as `Basic`), and cutting them
+/// out of every text would garble it.
 const MIN_SECRET_CHARS: usize = 8;
+/// A secret's start this long or longer at the end of a cut text is taken out.
+const MIN_CUT_PREFIX_CHARS: usize = 4;
+/// What a cut text ends with ([`truncate`]'s mark).
+const CUT_MARK: &str = "… [truncated]";
+/// What a secret is replaced with.
+const REDACTED: &str = "<redacted>";
 
-/// Replaces each configured secret in a text with `<redacted>`.
+/// Replaces each configured secret, and each token part of it, in a text with `<redacted>`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Redactor {
     /// Longest first, so a secret containing another is replaced whole.
@@ -18,19 +34,36 @@ pub(crate) struct Redactor {
 
 impl Redactor {
     /// The secrets of `settings`: the API key, and each header value of a tool or an MCP
-    /// server, whole and each of its words (`Bearer tok-123` is also echoed as `tok-123`).
+    /// server.
     pub(crate) fn of(settings: &ModelSettings) -> Self {
-        let mut secrets: Vec<String> = Vec::new();
         let tool_headers = settings.tools.iter().flat_map(|t| &t.headers);
         let mcp_headers = settings.mcp.iter().flat_map(|m| &m.headers);
         let values = settings
             .api_key
             .iter()
-            .chain(tool_headers.chain(mcp_headers).map(|(_, v)| v));
+            .chain(tool_headers.chain(mcp_headers).map(|(_, v)| v))
+            .map(|v| v.expose());
+        Self::of_values(values)
+    }
+
+    /// The secrets `values`, each whole and by its token parts: each whitespace-separated
+    /// word (`Bearer tok-123` is also echoed as `tok-123`), and for `Basic` credentials the
+    /// decoded `user:password` and each side of it. Parts shorter than 8 characters are
+    /// left alone.
+    pub(crate) fn of_values<'a>(values: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut secrets: Vec<String> = Vec::new();
         for v in values {
-            let v = v.expose();
-            secrets.push(v.to_owned());
-            secrets.extend(v.split_whitespace().map(str::to_owned));
+            secrets.push(v.trim().to_owned());
+            let words: Vec<&str> = v.split_whitespace().collect();
+            secrets.extend(words.iter().map(|w| (*w).to_owned()));
+            if let [scheme, encoded] = words[..]
+                && scheme.eq_ignore_ascii_case("basic")
+                && let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(encoded)
+                && let Ok(pair) = String::from_utf8(raw)
+            {
+                secrets.extend(pair.split(':').map(str::to_owned));
+                secrets.push(pair);
+            }
         }
         secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -38,15 +71,49 @@ impl Redactor {
         Self { secrets }
     }
 
-    /// `text` with every secret replaced.
+    /// `text` with every secret replaced, and any secret's start left at the end of a cut
+    /// (the end of `text`, or just before a `… [truncated]` mark).
     pub(crate) fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for s in &self.secrets {
             if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "<redacted>");
+                out = out.replace(s.as_str(), REDACTED);
+            }
+        }
+        if self.secrets.is_empty() {
+            return out;
+        }
+        let mut cuts: Vec<usize> = out.match_indices(CUT_MARK).map(|(i, _)| i).collect();
+        cuts.push(out.len());
+        // From the last cut back, so earlier positions stay valid.
+        for end in cuts.into_iter().rev() {
+            if let Some(start) = self.cut_secret_start(&out[..end]) {
+                out.replace_range(start..end, REDACTED);
             }
         }
         out
+    }
+
+    /// `text` redacted, then cut to at most `max` bytes on a character boundary.
+    pub(crate) fn redact_and_cut(&self, text: &str, max: usize) -> String {
+        // The cut may split a `<redacted>` mark: harmless, it holds no secret.
+        truncate(&self.redact(text), max)
+    }
+
+    /// Where the longest start (at least [`MIN_CUT_PREFIX_CHARS`] characters, not the whole)
+    /// of a secret that `text` ends with begins.
+    fn cut_secret_start(&self, text: &str) -> Option<usize> {
+        self.secrets
+            .iter()
+            .filter_map(|s| {
+                s.char_indices()
+                    .map(|(i, _)| i)
+                    .skip(MIN_CUT_PREFIX_CHARS)
+                    .filter(|&i| text.ends_with(&s[..i]))
+                    .max()
+            })
+            .max()
+            .map(|len| text.len() - len)
     }
 }
 
@@ -72,5 +139,35 @@ mod tests {
             r.redact("Incorrect API key provided: sk-abcdefgh1234. Bearer tok-secret-99; tok-secret-99 v2"),
             "Incorrect API key provided: <redacted>. <redacted>; <redacted> v2"
         );
+    }
+
+    #[test]
+    fn basic_credentials_are_redacted_decoded_too() {
+        // "svc-user:pa55word-x" in base64.
+        let encoded = base64::engine::general_purpose::STANDARD.encode("svc-user:pa55word-x");
+        let r = Redactor::of_values([format!("Basic {encoded}").as_str()]);
+        assert_eq!(
+            r.redact(&format!("denied {encoded}: user svc-user, password pa55word-x")),
+            "denied <redacted>: user <redacted>, password <redacted>"
+        );
+    }
+
+    #[test]
+    fn a_secrets_start_left_by_a_cut_is_redacted_and_cutting_comes_after_redacting() {
+        let token = "tok-0123456789abcdef";
+        let r = Redactor::of_values([format!("Bearer {token}").as_str()]);
+        // Cut elsewhere first: the token's start before the mark, or at the very end.
+        let cut = truncate(&format!("{}{token}", "x".repeat(10)), 16);
+        assert_eq!(cut, "xxxxxxxxxxtok-01… [truncated]");
+        assert_eq!(r.redact(&cut), "xxxxxxxxxx<redacted>… [truncated]");
+        assert_eq!(r.redact("body: tok-0123"), "body: <redacted>");
+        // Too short a start, or text that only looks like one, stays.
+        assert_eq!(r.redact("a tok"), "a tok");
+        // Redacted first: nothing of the token is left whatever the cut.
+        for max in 0..40 {
+            let text = format!("{}{token} and more", "é".repeat(5));
+            let out = r.redact_and_cut(&text, max);
+            assert!(!out.contains("tok-0"), "{max}: {out}");
+        }
     }
 }

@@ -45,6 +45,10 @@ pub struct ModelSettings {
     pub tools: Vec<HttpTool>,
     /// MCP servers whose tools the model may call (listed when a turn needs them).
     pub mcp: Vec<McpServer>,
+    /// The only tools the model is offered and may call, by the names it sees (an HTTP tool's
+    /// `name`, an MCP tool's `{server}_{tool}`); `None`: every tool above. A workspace's
+    /// `tools_allowed` (workers file).
+    pub tools_allowed: Option<Vec<String>>,
     /// Model calls per turn at most (each tool round is one more call). Default 8.
     pub max_rounds: usize,
     /// Budget of the stored transcript sent back to the model, in bytes of JSON (default
@@ -100,6 +104,7 @@ impl ModelSettings {
             system_prompt: None,
             tools: Vec::new(),
             mcp: Vec::new(),
+            tools_allowed: None,
             max_rounds: 8,
             window_bytes: 40 * 1024,
             max_tool_result_bytes: 8 * 1024,
@@ -109,6 +114,14 @@ impl ModelSettings {
             max_response_bytes: 8 * 1024 * 1024,
             attachments: AttachmentSettings::default(),
         })
+    }
+
+    /// True if the model may be offered, and may call, the tool it sees as `name`
+    /// ([`ModelSettings::tools_allowed`]).
+    pub fn allows_tool(&self, name: &str) -> bool {
+        self.tools_allowed
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|a| a == name))
     }
 
     /// Reads `RUNWAY_MODEL_BASE_URL`, `RUNWAY_MODEL` (both required), `RUNWAY_MODEL_API_KEY`,

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::log_budget::LogBudget;
 use super::mcp::{McpCatalog, McpServers, McpTool};
+use super::redaction::Redactor;
 use super::settings::ModelSettings;
 use super::tool_runner::{ToolLimits, run_tool};
 use super::tools_file::HttpTool;
@@ -58,6 +59,8 @@ impl Tool<'_> {
 pub(crate) struct Toolbox<'a> {
     settings: &'a ModelSettings,
     servers: &'a McpServers,
+    redactor: &'a Redactor,
+    /// The MCP tools listed now, less those [`ModelSettings::tools_allowed`] leaves out.
     mcp: McpCatalog,
     /// The turn's HTTP client for MCP requests (following no redirect).
     mcp_http: Http,
@@ -65,11 +68,14 @@ pub(crate) struct Toolbox<'a> {
 
 impl<'a> Toolbox<'a> {
     /// The HTTP tools, and the tools every MCP server lists now (servers that cannot be
-    /// reached are left out, with a note for the model). `mcp_http` is the turn's client for
-    /// MCP requests; without one (no client that refuses redirects), the servers are left out.
+    /// reached are left out, with a note for the model), less those the settings'
+    /// `tools_allowed` leaves out. `mcp_http` is the turn's client for MCP requests; without
+    /// one (no client that refuses redirects), the servers are left out. What an MCP server
+    /// says goes through `redactor` before it is logged or reaches the model.
     pub(crate) async fn for_turn(
         settings: &'a ModelSettings,
         servers: &'a McpServers,
+        redactor: &'a Redactor,
         mcp_http: Option<Http>,
         now_ms: u64,
     ) -> Self {
@@ -79,8 +85,9 @@ impl<'a> Toolbox<'a> {
             Some(http) => {
                 let taken: Vec<&str> = settings.tools.iter().map(|t| t.name.as_str()).collect();
                 mcp = servers
-                    .catalog(&http, now_ms, settings.tool_timeout, &taken)
+                    .catalog(&http, now_ms, settings.tool_timeout, &taken, redactor)
                     .await;
+                mcp.tools.retain(|t| settings.allows_tool(&t.name));
                 http
             }
             None => {
@@ -99,16 +106,25 @@ impl<'a> Toolbox<'a> {
         Self {
             settings,
             servers,
+            redactor,
             mcp,
             mcp_http,
         }
     }
 
-    /// The tool the model calls `name`.
-    pub(crate) fn find(&self, name: &str) -> Option<Tool<'_>> {
-        self.settings
+    /// The HTTP tools this turn offers.
+    fn http_tools(&self) -> impl Iterator<Item = &'a HttpTool> + 'a {
+        let settings = self.settings;
+        settings
             .tools
             .iter()
+            .filter(move |t| settings.allows_tool(&t.name))
+    }
+
+    /// The tool the model calls `name`, if this turn offers it (a call of any other is
+    /// refused).
+    pub(crate) fn find(&self, name: &str) -> Option<Tool<'_>> {
+        self.http_tools()
             .find(|t| t.name == name)
             .map(Tool::Http)
             .or_else(|| {
@@ -122,7 +138,7 @@ impl<'a> Toolbox<'a> {
 
     /// Every tool's entry for the request's `tools` (empty: send none).
     pub(crate) fn declarations(&self) -> Vec<Value> {
-        let http = self.settings.tools.iter().map(Tool::Http);
+        let http = self.http_tools().map(Tool::Http);
         let mcp = self.mcp.tools.iter().map(Tool::Mcp);
         http.chain(mcp).map(|t| t.declaration()).collect()
     }
@@ -164,6 +180,7 @@ impl<'a> Toolbox<'a> {
                         arguments,
                         s.tool_timeout,
                         s.max_tool_result_bytes,
+                        self.redactor,
                     )
                     .await
             }

@@ -3,7 +3,14 @@
 //! top of [`transport::send`]: `initialize` + `notifications/initialized`, `tools/list` page
 //! by page, `tools/call`, `notifications/cancelled`, and a new session when the server forgot
 //! the old one.
+//!
+//! Every step is bounded by the server's timeout as a whole ([`Deadline`]): a session's set-up
+//! and every page of a tool list share one budget, as a session's set-up and the call do.
+//! Cancellations never delay a user's call: those owed are sent alongside the next call and
+//! dropped (with a log line) if they fail or are still unsent when it is answered.
 
+use std::collections::VecDeque;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,17 +23,20 @@ use runway_core::http_client::{Http, HttpError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::deadline::Deadline;
 use super::server_config::McpServer;
 use super::transport::{self, Answer, SessionHeaders, TransportError};
 
 /// How long a tool list is used before it is asked for again.
 pub(crate) const TOOLS_TTL: Duration = Duration::from_secs(300);
-/// Pages of `tools/list` read at most.
+/// Pages of `tools/list` read at most (all within the server's timeout).
 const MAX_PAGES: usize = 20;
 /// Tools of one server kept at most.
 pub(crate) const MAX_TOOLS: usize = 256;
-/// Longest wait for a notification the server merely acknowledges.
-const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest wait for a cancellation the server merely acknowledges.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Cancellations owed at most per server; past it the oldest is dropped.
+const MAX_OWED_CANCELS: usize = 16;
 
 /// Something that stopped an MCP request.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -82,8 +92,9 @@ struct Cache {
     /// to a tool the server no longer has).
     stale: bool,
     /// Calls abandoned without a cancellation reaching the server (the turn ended under
-    /// them): sent first the next time this server is used, if the session is the same.
-    owed_cancels: Vec<(SessionHeaders, RequestId)>,
+    /// them): sent alongside the next request to this server, if the session is the same.
+    /// At most [`MAX_OWED_CANCELS`].
+    owed_cancels: VecDeque<(SessionHeaders, RequestId)>,
     next_id: i64,
 }
 
@@ -114,6 +125,18 @@ impl McpConnection {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Notes a cancellation owed for `call`; past [`MAX_OWED_CANCELS`], the oldest is dropped.
+    fn owe_cancel(&self, call: (SessionHeaders, RequestId)) {
+        let mut c = self.cache();
+        if c.owed_cancels.len() >= MAX_OWED_CANCELS {
+            if let Some((_, id)) = c.owed_cancels.pop_front() {
+                tracing::info!(server = %self.server.name, request = %id,
+                    "too many MCP cancellations owed: the oldest is dropped");
+            }
+        }
+        c.owed_cancels.push_back(call);
+    }
+
     fn next_id(&self) -> RequestId {
         let mut c = self.cache();
         c.next_id += 1;
@@ -121,7 +144,8 @@ impl McpConnection {
     }
 
     /// The tool list: the one kept, while younger than [`TOOLS_TTL`] and not stale, else
-    /// asked for again (every page).
+    /// asked for again: every page (at most [`MAX_PAGES`]) and the session's set-up within
+    /// `timeout` in all.
     pub(crate) async fn tools(
         &self,
         http: &Http,
@@ -137,12 +161,13 @@ impl McpConnection {
                 return Ok(t.clone());
             }
         }
+        let deadline = Deadline::start(http, timeout);
         let mut tools = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let result = self
-                .request(http, timeout, "tools/list", &params, None)
+                .request(http, &deadline, "tools/list", &params, None)
                 .await?;
             if let Some(Value::Array(page)) = result.get("tools") {
                 tools.extend(
@@ -160,6 +185,10 @@ impl McpConnection {
                 break;
             }
         }
+        if cursor.is_some() {
+            tracing::info!(server = %self.server.name, tools = tools.len(),
+                "MCP tool list cut: more than {MAX_PAGES} pages or {MAX_TOOLS} tools");
+        }
         let listed = Arc::new(ListedTools {
             tools,
             at_ms: now_ms,
@@ -170,9 +199,10 @@ impl McpConnection {
         Ok(listed)
     }
 
-    /// Calls the server's tool `name` with `arguments`. A call abandoned by its own timeout
-    /// is cancelled at once (`notifications/cancelled`); one abandoned because the turn ended
-    /// is cancelled the next time this server is used.
+    /// Calls the server's tool `name` with `arguments`, the session's set-up included within
+    /// `timeout`. A call abandoned by its own timeout is cancelled at once
+    /// (`notifications/cancelled`, waited for at most 2 s, dropped if it fails); one abandoned
+    /// because the turn ended is cancelled alongside the next request to this server.
     pub(crate) async fn call(
         &self,
         http: &Http,
@@ -186,8 +216,9 @@ impl McpConnection {
             connection: self,
             call: None,
         };
+        let deadline = Deadline::start(http, timeout);
         let result = self
-            .request(http, timeout, "tools/call", &params, Some(&mut abandoned))
+            .request(http, &deadline, "tools/call", &params, Some(&mut abandoned))
             .await;
         match result {
             Ok(object) => {
@@ -212,9 +243,8 @@ impl McpConnection {
                 if !e.turn_over()
                     && let Some((session, id)) = abandoned.call.take()
                     && e.timed_out()
-                    && !self.cancel(http, &session, id.clone(), "timed out").await
                 {
-                    self.cache().owed_cancels.push((session, id));
+                    self.cancel(http, &session, id, "timed out").await;
                 }
                 Err(e)
             }
@@ -222,24 +252,25 @@ impl McpConnection {
     }
 
     /// Sends one request in the current session (set up first if there is none), once more
-    /// in a new session if the server forgot the old one. `abandoned`, if given, learns the
-    /// request's id and session before it is sent.
+    /// in a new session if the server forgot the old one, all within `deadline`. The
+    /// cancellations owed in the session go alongside, never ahead of it. `abandoned`, if
+    /// given, learns the request's id and session before it is sent.
     async fn request(
         &self,
         http: &Http,
-        timeout: Duration,
+        deadline: &Deadline,
         method: &str,
         params: &impl Serialize,
         mut abandoned: Option<&mut AbandonedCall<'_>>,
     ) -> Result<JsonObject, McpError> {
         for attempt in 0..2 {
-            let session = self.session(http, timeout).await?;
-            self.pay_owed_cancels(http, &session).await;
+            let session = self.session(http, deadline).await?;
             let id = self.next_id();
             let message = request_message(&id, method, params);
             if let Some(a) = abandoned.as_deref_mut() {
                 a.call = Some((session.clone(), id.clone()));
             }
+            let timeout = deadline.next_request(http)?;
             let sent = transport::send(
                 http,
                 &self.server,
@@ -247,10 +278,10 @@ impl McpConnection {
                 &message,
                 Some(&id),
                 timeout,
-            )
-            .await;
+            );
+            let sent = self.alongside_owed_cancels(http, &session, sent).await;
             match sent {
-                Ok(Some(answer)) => return self.settle(http, &session, answer).await,
+                Ok(Some(answer)) => return self.settle(answer),
                 Ok(None) => unreachable!("an awaited request is answered or fails"),
                 Err(TransportError::SessionGone) if attempt == 0 => {
                     if let Some(a) = abandoned.as_deref_mut() {
@@ -271,40 +302,60 @@ impl McpConnection {
         Err(TransportError::SessionGone.into())
     }
 
-    /// What an answer means: notes a changed tool list, answers the server's own requests.
-    async fn settle(
-        &self,
-        http: &Http,
-        session: &SessionHeaders,
-        answer: Answer,
-    ) -> Result<JsonObject, McpError> {
+    /// What an answer means: notes a changed tool list. (The server's own requests were
+    /// answered while its reply was read.)
+    fn settle(&self, answer: Answer) -> Result<JsonObject, McpError> {
         if answer.tools_changed {
             self.cache().stale = true;
-        }
-        for (id, method) in answer.server_requests {
-            // Only `ping` is answered with a result: no other capability was declared.
-            let reply = if method == "ping" {
-                json!({"jsonrpc": "2.0", "id": id, "result": {}})
-            } else {
-                let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None);
-                json!({"jsonrpc": "2.0", "id": id, "error": error})
-            };
-            let _ = transport::send(
-                http,
-                &self.server,
-                Some(session),
-                &reply,
-                None,
-                NOTIFY_TIMEOUT,
-            )
-            .await;
         }
         answer.result.map_err(McpError::Refused)
     }
 
-    /// The current session, set up (`initialize`, then `notifications/initialized`) if there
-    /// is none.
-    async fn session(&self, http: &Http, timeout: Duration) -> Result<SessionHeaders, McpError> {
+    /// `request`, with the cancellations owed in `session` sent alongside it: they start with
+    /// it and end with it. One that fails, or is still unsent when `request` is answered, is
+    /// dropped with a log line, never owed again (a cancellation is a courtesy to the server;
+    /// the user's call must not wait for it). Those owed in older sessions are dropped: the
+    /// server forgot their requests with them.
+    async fn alongside_owed_cancels<T>(
+        &self,
+        http: &Http,
+        session: &SessionHeaders,
+        request: impl Future<Output = T>,
+    ) -> T {
+        let owed: Vec<RequestId> = {
+            let mut c = self.cache();
+            std::mem::take(&mut c.owed_cancels)
+                .into_iter()
+                .filter(|(s, _)| s == session)
+                .map(|(_, id)| id)
+                .collect()
+        };
+        if owed.is_empty() {
+            return request.await;
+        }
+        let count = owed.len();
+        let cancels = futures::future::join_all(
+            owed.into_iter()
+                .map(|id| self.cancel(http, session, id, "the turn ended")),
+        );
+        // The cancellations first, so they are on their way before the request.
+        match futures::future::select(pin!(cancels), pin!(request)).await {
+            futures::future::Either::Left((_, request)) => request.await,
+            futures::future::Either::Right((answer, _)) => {
+                tracing::info!(server = %self.server.name, owed = count,
+                    "MCP cancellations still unsent when the call was answered: dropped");
+                answer
+            }
+        }
+    }
+
+    /// The current session, set up (`initialize`, then `notifications/initialized`) within
+    /// `deadline` if there is none.
+    async fn session(
+        &self,
+        http: &Http,
+        deadline: &Deadline,
+    ) -> Result<SessionHeaders, McpError> {
         if let Some(s) = self.cache().session.clone() {
             return Ok(s);
         }
@@ -319,6 +370,7 @@ impl McpConnection {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
         let id = self.next_id();
         let message = request_message(&id, "initialize", &params);
+        let timeout = deadline.next_request(http)?;
         let answer = transport::send(http, &self.server, None, &message, Some(&id), timeout)
             .await?
             .ok_or_else(|| TransportError::Protocol("initialize got no answer".into()))?;
@@ -343,6 +395,7 @@ impl McpConnection {
             protocol_version: version.to_string(),
         };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let timeout = deadline.next_request(http)?;
         transport::send(
             http,
             &self.server,
@@ -364,15 +417,10 @@ impl McpConnection {
         Ok(session)
     }
 
-    /// Sends `notifications/cancelled` for request `id`; true if the server took it.
-    async fn cancel(
-        &self,
-        http: &Http,
-        session: &SessionHeaders,
-        id: RequestId,
-        why: &str,
-    ) -> bool {
-        let params = CancelledNotificationParam::new(Some(id), Some(why.to_owned()));
+    /// Sends `notifications/cancelled` for request `id`, waiting at most [`CANCEL_TIMEOUT`];
+    /// if the server does not take it, it is dropped with a log line (never owed again).
+    async fn cancel(&self, http: &Http, session: &SessionHeaders, id: RequestId, why: &str) {
+        let params = CancelledNotificationParam::new(Some(id.clone()), Some(why.to_owned()));
         let message =
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
         let left = http.time_left().unwrap_or_default();
@@ -382,25 +430,13 @@ impl McpConnection {
             Some(session),
             &message,
             None,
-            NOTIFY_TIMEOUT.min(left),
+            CANCEL_TIMEOUT.min(left),
         )
         .await;
-        sent.is_ok()
-    }
-
-    /// Sends the cancellations owed in `session`; those of older sessions are dropped (the
-    /// server forgot their requests with them).
-    async fn pay_owed_cancels(&self, http: &Http, session: &SessionHeaders) {
-        let owed: Vec<RequestId> = {
-            let mut c = self.cache();
-            std::mem::take(&mut c.owed_cancels)
-                .into_iter()
-                .filter(|(s, _)| s == session)
-                .map(|(_, id)| id)
-                .collect()
-        };
-        for id in owed {
-            self.cancel(http, session, id, "the turn ended").await;
+        // The error is not logged: its text may quote the server, which may echo a secret.
+        if sent.is_err() {
+            tracing::info!(server = %self.server.name, request = %id,
+                "MCP cancellation not taken: dropped");
         }
     }
 }
@@ -421,7 +457,7 @@ struct AbandonedCall<'a> {
 impl Drop for AbandonedCall<'_> {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
-            self.connection.cache().owed_cancels.push(call);
+            self.connection.owe_cancel(call);
         }
     }
 }
@@ -449,6 +485,8 @@ mod tests {
     struct Server {
         session: AtomicU32,
         forgotten: std::sync::atomic::AtomicBool,
+        /// `notifications/cancelled` is never answered.
+        stall_cancels: std::sync::atomic::AtomicBool,
         seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
     }
 
@@ -489,6 +527,9 @@ mod tests {
             let current = format!("s{}", s.session.load(Ordering::SeqCst));
             let method = message["method"].as_str().unwrap_or_default();
             let id = message["id"].clone();
+            if method == "notifications/cancelled" && s.stall_cancels.load(Ordering::SeqCst) {
+                return Box::pin(futures::future::pending());
+            }
             let response = if method == "initialize" {
                 let n = s.session.fetch_add(1, Ordering::SeqCst) + 1;
                 s.forgotten.store(false, Ordering::SeqCst);
@@ -682,6 +723,66 @@ mod tests {
             assert_eq!(seen[0].1["method"], "notifications/cancelled");
             assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
             assert_eq!(seen[1].1["method"], "tools/call");
+        });
+    }
+
+    /// Issue 25, finding 5: cancellations owed go alongside the next call, never ahead of
+    /// it: a server that never takes them does not delay the call, and they are dropped, never
+    /// sent again. Past 16 owed, the oldest are dropped.
+    #[test]
+    fn owed_cancellations_never_delay_a_call_and_are_not_owed_again() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let c = connection();
+            let (http, guard) = turn(&rt, &server);
+            c.tools(&http, 0, T).await.unwrap();
+            let calls = futures::future::join_all(
+                (0..20).map(|_| c.call(&http, "stall", JsonObject::new(), T)),
+            );
+            let cut = async {
+                rt.sleep(Duration::from_secs(1)).await;
+                drop(guard);
+            };
+            let (results, ()) = futures::join!(calls, cut);
+            assert!(results.iter().all(|r| r.as_ref().unwrap_err().turn_over()));
+            methods(&server);
+            server.stall_cancels.store(true, Ordering::SeqCst);
+
+            let (http, _guard) = turn(&rt, &server);
+            let before = rt.now_ms();
+            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            assert_eq!(rt.now_ms(), before, "the call waited for the cancellations");
+            let sent = methods(&server);
+            let cancels = sent
+                .iter()
+                .filter(|m| m.starts_with("notifications/cancelled"))
+                .count();
+            assert_eq!(cancels, 16, "{sent:?}");
+            assert!(sent.contains(&"tools/call@s1".to_owned()), "{sent:?}");
+            // Dropped, not owed again.
+            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+        });
+    }
+
+    /// Issue 25, finding 3: a session's set-up and every page of a tool list share the one
+    /// timeout.
+    #[test]
+    fn a_tool_list_and_its_session_share_one_timeout() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let c = connection();
+            let (http, _guard) = turn(&rt, &server);
+            // Each request of the mini server answers at once, so a budget spent before the
+            // second page is the clock moving between them: spend it all on the first.
+            let deadline = Deadline::start(&http, Duration::from_millis(500));
+            rt.sleep(Duration::from_millis(500)).await;
+            let e = deadline.next_request(&http).unwrap_err();
+            assert_eq!(e, TransportError::Http(HttpError::Timeout(Duration::from_millis(500))));
+            let listed = c.tools(&http, 0, Duration::from_millis(500)).await.unwrap();
+            assert_eq!(listed.tools.len(), 2);
         });
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::call_result::model_text;
 use super::connection::McpConnection;
 use super::server_config::McpServer;
+use crate::model::redaction::Redactor;
 use crate::model::transcript::truncate;
 
 /// Longest tool description sent to the model.
@@ -19,6 +20,9 @@ const MAX_DESCRIPTION_BYTES: usize = 1024;
 const MAX_SCHEMA_BYTES: usize = 16 * 1024;
 /// Longest tool name the model can be given (chat completions' limit).
 const MAX_NAME_LEN: usize = 64;
+/// Longest account of an MCP error (in a log line, a note, a tool result), cut after
+/// redaction.
+const MAX_ERROR_TEXT_BYTES: usize = 400;
 
 /// A tool of an MCP server, offered to the model in this turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,14 +70,16 @@ impl McpServers {
     }
 
     /// Lists every server's tools (all at once; a kept list while it is fresh). A server that
-    /// cannot be reached is left out with a note, never failing the turn. `taken` are the
-    /// names already in use (the HTTP tools).
+    /// cannot be reached is left out with a note, never failing the turn; what it said is
+    /// redacted by `redactor` before it is logged or noted. `taken` are the names already in
+    /// use (the HTTP tools).
     pub(crate) async fn catalog(
         &self,
         http: &Http,
         now_ms: u64,
         default_timeout: Duration,
         taken: &[&str],
+        redactor: &Redactor,
     ) -> McpCatalog {
         let listed = futures::future::join_all(self.connections.iter().map(|c| {
             let timeout = call_timeout(http, c.server(), default_timeout);
@@ -87,6 +93,7 @@ impl McpServers {
             let listed = match listed {
                 Ok(l) => l,
                 Err(e) => {
+                    let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
                     tracing::warn!(server = %server.name, error = %e, "MCP server unavailable");
                     catalog.notes.push(format!(
                         "The tools of the MCP server \"{}\" are unavailable in this turn ({e}). \
@@ -115,7 +122,7 @@ impl McpServers {
     }
 
     /// Runs `tool` with the model's `arguments` (JSON text) and returns what the model reads:
-    /// the result, or what went wrong, cut to `max_bytes`.
+    /// the result, or what went wrong, redacted by `redactor`, then cut to `max_bytes`.
     pub(crate) async fn call(
         &self,
         http: &Http,
@@ -123,6 +130,7 @@ impl McpServers {
         arguments: &str,
         default_timeout: Duration,
         max_bytes: usize,
+        redactor: &Redactor,
     ) -> String {
         let Some(connection) = self.connections.get(tool.server) else {
             return format!("Error: there is no tool named {:?}.", tool.name);
@@ -147,6 +155,7 @@ impl McpServers {
                 model_text(&result)
             }
             Err(e) if e.timed_out() => {
+                let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
                 tracing::warn!(tool = %tool.name, error = %e, "MCP tool timed out");
                 format!(
                     "Error: the tool did not answer within {} s and was cancelled.",
@@ -154,11 +163,12 @@ impl McpServers {
                 )
             }
             Err(e) => {
+                let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
                 tracing::warn!(tool = %tool.name, error = %e, "MCP tool call failed");
                 format!("Error: the tool could not be called ({e}).")
             }
         };
-        truncate(&text, max_bytes)
+        redactor.redact_and_cut(&text, max_bytes)
     }
 }
 
@@ -166,6 +176,26 @@ impl McpServers {
 fn call_timeout(http: &Http, server: &McpServer, default: Duration) -> Duration {
     let wanted = server.timeout.unwrap_or(default);
     http.time_left().map_or(wanted, |left| left.min(wanted))
+}
+
+/// True if `server` may offer the model a tool named `name` (by the name the model sees,
+/// `{server}_{tool}`): it has the server's prefix and, if the server has a `tools` list, is
+/// one of those. Used at start-up, before the server is contacted, to check a workspace's
+/// `tools_allowed`.
+pub(crate) fn may_offer(server: &McpServer, name: &str) -> bool {
+    let Some(tool) = name
+        .strip_prefix(server.name.as_str())
+        .and_then(|rest| rest.strip_prefix('_'))
+    else {
+        return false;
+    };
+    !tool.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && server.allow.as_ref().is_none_or(|allowed| {
+            allowed
+                .iter()
+                .any(|remote| model_name(&server.name, remote) == name)
+        })
 }
 
 /// `raw` (one entry of the server's list) as a tool for the model, unless it is not allowed,
@@ -312,6 +342,22 @@ mod tests {
             ..server()
         };
         assert_eq!(offered(&allow, 0, &echo, &names, &[]), None);
+    }
+
+    #[test]
+    fn allowed_names_are_checked_against_the_prefix_and_the_servers_list() {
+        let open = server();
+        assert!(may_offer(&open, "every_echo"));
+        assert!(!may_offer(&open, "every_"));
+        assert!(!may_offer(&open, "everything_echo"));
+        assert!(!may_offer(&open, "get_weather"));
+        let listed = McpServer {
+            allow: Some(vec!["get-sum".into(), "files.read".into()]),
+            ..server()
+        };
+        assert!(may_offer(&listed, "every_get-sum"));
+        assert!(may_offer(&listed, "every_files_read"));
+        assert!(!may_offer(&listed, "every_echo"));
     }
 
     #[test]

@@ -9,9 +9,10 @@
 
 mod call_result;
 mod connection;
+mod deadline;
 mod mcp_tool;
 mod server_config;
 mod transport;
 
-pub(crate) use mcp_tool::{McpCatalog, McpServers, McpTool};
+pub(crate) use mcp_tool::{McpCatalog, McpServers, McpTool, may_offer};
 pub use server_config::{McpApproval, McpServer};

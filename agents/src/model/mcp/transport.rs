@@ -9,10 +9,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::Either;
+use futures::stream::FuturesUnordered;
 use futures::{Stream, StreamExt};
-use rmcp::model::{ErrorData, JsonObject, RequestId};
-use runway_core::http_client::{Http, HttpError};
-use serde_json::Value;
+use rmcp::model::{ErrorCode, ErrorData, JsonObject, RequestId};
+use runway_core::http_client::{Http, HttpError, HttpResponse};
+use serde_json::{Value, json};
 
 use super::server_config::McpServer;
 
@@ -21,8 +23,9 @@ use super::server_config::McpServer;
 pub(crate) const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 /// Requests from the server answered per reply at most (the rest go unanswered).
 const MAX_SERVER_REQUESTS: usize = 8;
-/// Longest error body quoted back.
-const MAX_ERROR_DETAIL_BYTES: usize = 300;
+/// Most of an error body kept. It is quoted back (redacted first, then cut shorter) by the
+/// caller, which knows every secret.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A message as the server sends it, any of the four JSON-RPC shapes: results stay JSON
 /// objects until the caller, who knows what it asked, reads them as the type it expects;
@@ -59,8 +62,16 @@ pub(crate) struct Answer {
     pub session_id: Option<String>,
     /// The server said its tool list changed (`notifications/tools/list_changed`) on the way.
     pub tools_changed: bool,
-    /// Requests the server sent us on the way (id, method): they get an answer afterwards.
-    pub server_requests: Vec<(RequestId, String)>,
+}
+
+/// What reading an event stream found in one message.
+enum Taken {
+    /// The awaited answer: reading stops.
+    Answer,
+    /// A request of the server's (sampling, elicitation, roots, ping…), to be answered now.
+    ServerRequest(RequestId, String),
+    /// Anything else.
+    Other,
 }
 
 /// Why a message got no answer.
@@ -78,7 +89,8 @@ pub(crate) enum TransportError {
     Status {
         /// The status code.
         status: u16,
-        /// `: ` and the start of the body, if any.
+        /// `: ` and the body, if any (up to 64 KiB, not redacted: what quotes it redacts it
+        /// before cutting it shorter).
         detail: String,
     },
     /// A redirect: not followed.
@@ -100,6 +112,11 @@ impl From<HttpError> for TransportError {
 
 /// Sends `message`; with `awaited`, reads the reply until the answer to that request id.
 /// `Ok(None)`: the server accepted a notification or response (`202`).
+///
+/// A request the server sends in the reply's event stream (sampling, elicitation, roots: no
+/// such capability was declared; `ping`) is answered at once, all of them concurrently and
+/// while the stream is read: a server that waits for the answers before sending its result
+/// gets them, and one that never acknowledges them costs at most `timeout` in all.
 pub(crate) async fn send(
     http: &Http,
     server: &McpServer,
@@ -108,35 +125,9 @@ pub(crate) async fn send(
     awaited: Option<&RequestId>,
     timeout: Duration,
 ) -> Result<Option<Answer>, TransportError> {
-    let mut request = http
-        .post(server.url.as_str())
-        .timeout(timeout)
-        .header("accept", "application/json, text/event-stream")
-        .json(message);
-    if let Some(s) = session {
-        request = request.header("mcp-protocol-version", s.protocol_version.as_str());
-        if let Some(id) = &s.id {
-            request = request.header("mcp-session-id", id.as_str());
-        }
-    }
-    for (name, value) in &server.headers {
-        request = request.header(name.clone(), value.expose());
-    }
-    let response = request.send().await?;
+    let started_left = http.time_left();
+    let response = post(http, server, session, message, timeout).await?;
     let status = response.status();
-    if status.is_redirection() {
-        return Err(TransportError::Redirect(status.as_u16()));
-    }
-    if status.as_u16() == 404 && session.is_some_and(|s| s.id.is_some()) {
-        return Err(TransportError::SessionGone);
-    }
-    if !status.is_success() {
-        let body = response.bytes_limited(64 * 1024).await.unwrap_or_default();
-        return Err(TransportError::Status {
-            status: status.as_u16(),
-            detail: error_detail(&body, server),
-        });
-    }
     let session_id = response
         .headers()
         .get("mcp-session-id")
@@ -160,35 +151,71 @@ pub(crate) async fn send(
         result: Err(ErrorData::internal_error("no answer", None)),
         session_id,
         tools_changed: false,
-        server_requests: Vec::new(),
     };
     if content_type.starts_with("text/event-stream") {
+        // What is left of `timeout`, for an answer to the server sent now.
+        let left = || {
+            let spent = match (started_left, http.time_left()) {
+                (Some(a), Some(b)) => a.saturating_sub(b),
+                _ => Duration::ZERO,
+            };
+            timeout.saturating_sub(spent)
+        };
         let bounded = bounded(response.into_body(), MAX_ANSWER_BYTES);
         let mut events = Box::pin(sse_stream::SseStream::from_bytes_stream(bounded));
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| match e {
-                sse_stream::Error::Body(b) => match b.downcast::<HttpError>() {
-                    Ok(h) => TransportError::Http(*h),
-                    Err(b) => TransportError::Protocol(b.to_string()),
+        let mut replies = FuturesUnordered::new();
+        let mut answered = 0usize;
+        let read = loop {
+            let next = if replies.is_empty() {
+                events.next().await
+            } else {
+                match futures::future::select(events.next(), replies.next()).await {
+                    Either::Left((event, _)) => event,
+                    Either::Right(_) => continue, // one answer to the server went out
+                }
+            };
+            let Some(event) = next else {
+                break Err(TransportError::Protocol(
+                    "the event stream ended before the answer".into(),
+                ));
+            };
+            let event = match event {
+                Ok(e) => e,
+                Err(sse_stream::Error::Body(b)) => match b.downcast::<HttpError>() {
+                    Ok(h) => break Err(TransportError::Http(*h)),
+                    Err(b) => break Err(TransportError::Protocol(b.to_string())),
                 },
-                other => TransportError::Protocol(format!("bad event stream: {other}")),
-            })?;
+                Err(other) => {
+                    break Err(TransportError::Protocol(format!(
+                        "bad event stream: {other}"
+                    )));
+                }
+            };
             let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                 continue; // a priming event, a comment, a keep-alive
             };
-            if take(&mut answer, parse(data.as_bytes())?, awaited) {
-                return Ok(Some(answer));
+            let parsed = match parse(data.as_bytes()) {
+                Ok(m) => m,
+                Err(e) => break Err(e),
+            };
+            match take(&mut answer, parsed, awaited) {
+                Taken::Answer => break Ok(()),
+                Taken::ServerRequest(id, method) if answered < MAX_SERVER_REQUESTS => {
+                    answered += 1;
+                    replies.push(refuse(http, server, session, id, method, left()));
+                }
+                Taken::ServerRequest(..) | Taken::Other => {}
             }
-        }
-        Err(TransportError::Protocol(
-            "the event stream ended before the answer".into(),
-        ))
+        };
+        // The answers to the server still on their way, each within the call's time.
+        while replies.next().await.is_some() {}
+        read.map(|()| Some(answer))
     } else if content_type.starts_with("application/json") {
         let body = response
             .bytes_limited(MAX_ANSWER_BYTES)
             .await
             .map_err(TransportError::Http)?;
-        if take(&mut answer, parse(&body)?, awaited) {
+        if matches!(take(&mut answer, parse(&body)?, awaited), Taken::Answer) {
             Ok(Some(answer))
         } else {
             Err(TransportError::Protocol(
@@ -202,19 +229,80 @@ pub(crate) async fn send(
     }
 }
 
-/// Notes `message` in `answer`; true if it is the awaited answer.
-fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> bool {
+/// POSTs `message` with the session's and the configured headers; an error status, a
+/// redirect or a forgotten session is an error.
+async fn post(
+    http: &Http,
+    server: &McpServer,
+    session: Option<&SessionHeaders>,
+    message: &Value,
+    timeout: Duration,
+) -> Result<HttpResponse, TransportError> {
+    let mut request = http
+        .post(server.url.as_str())
+        .timeout(timeout)
+        .header("accept", "application/json, text/event-stream")
+        .json(message);
+    if let Some(s) = session {
+        request = request.header("mcp-protocol-version", s.protocol_version.as_str());
+        if let Some(id) = &s.id {
+            request = request.header("mcp-session-id", id.as_str());
+        }
+    }
+    for (name, value) in &server.headers {
+        request = request.header(name.clone(), value.expose());
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    if status.is_redirection() {
+        return Err(TransportError::Redirect(status.as_u16()));
+    }
+    if status.as_u16() == 404 && session.is_some_and(|s| s.id.is_some()) {
+        return Err(TransportError::SessionGone);
+    }
+    if !status.is_success() {
+        let body = response
+            .bytes_limited(MAX_ERROR_BODY_BYTES)
+            .await
+            .unwrap_or_default();
+        return Err(TransportError::Status {
+            status: status.as_u16(),
+            detail: error_detail(&body),
+        });
+    }
+    Ok(response)
+}
+
+/// Answers the server's request `id`: `ping` with an empty result, anything else (sampling,
+/// elicitation, roots: capabilities this client did not declare) with "method not found".
+async fn refuse(
+    http: &Http,
+    server: &McpServer,
+    session: Option<&SessionHeaders>,
+    id: RequestId,
+    method: String,
+    timeout: Duration,
+) {
+    let reply = if method == "ping" {
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    } else {
+        let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None);
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
+    };
+    // The error is not logged: its text may quote the server, which may echo a secret.
+    if post(http, server, session, &reply, timeout).await.is_err() {
+        tracing::debug!(server = %server.name, "an answer to the MCP server's request was not taken");
+    }
+}
+
+/// Notes `message` in `answer`, and says what it was.
+fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> Taken {
     match message {
         ServerMessage {
             method: Some(method),
             id: Some(id),
             ..
-        } => {
-            if answer.server_requests.len() < MAX_SERVER_REQUESTS {
-                answer.server_requests.push((id, method));
-            }
-            false
-        }
+        } => Taken::ServerRequest(id, method),
         ServerMessage {
             method: Some(method),
             ..
@@ -222,7 +310,7 @@ fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> boo
             if method == "notifications/tools/list_changed" {
                 answer.tools_changed = true;
             }
-            false
+            Taken::Other
         }
         ServerMessage {
             id: Some(id),
@@ -230,7 +318,7 @@ fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> boo
             ..
         } if &id == awaited => {
             answer.result = Err(error);
-            true
+            Taken::Answer
         }
         ServerMessage {
             id: Some(id),
@@ -238,9 +326,9 @@ fn take(answer: &mut Answer, message: ServerMessage, awaited: &RequestId) -> boo
             ..
         } if &id == awaited => {
             answer.result = Ok(result);
-            true
+            Taken::Answer
         }
-        _ => false,
+        _ => Taken::Other,
     }
 }
 
@@ -249,18 +337,14 @@ fn parse(bytes: &[u8]) -> Result<ServerMessage, TransportError> {
         .map_err(|e| TransportError::Protocol(format!("not a JSON-RPC message ({e})")))
 }
 
-/// The start of an error body, without the values of the configured headers (a server may
-/// echo what it was sent).
-fn error_detail(body: &[u8], server: &McpServer) -> String {
+/// `: ` and the error body, trimmed (empty without one). Neither redacted nor cut here: the
+/// caller redacts every secret first, then cuts (a cut made first could leave a secret's
+/// start, which no longer matches it).
+fn error_detail(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
-    let mut text = crate::model::transcript::truncate(text.trim(), MAX_ERROR_DETAIL_BYTES);
-    for (_, value) in &server.headers {
-        if !value.expose().is_empty() {
-            text = text.replace(value.expose(), "<redacted>");
-        }
-    }
+    let text = text.trim();
     if text.is_empty() {
-        text
+        String::new()
     } else {
         format!(": {text}")
     }
