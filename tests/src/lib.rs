@@ -22,6 +22,7 @@ pub mod paced_server;
 pub mod pilot;
 mod process;
 pub mod raw_http;
+pub mod scripted_mcp;
 pub mod scripted_server;
 mod stalled_reader;
 

@@ -54,6 +54,9 @@ pub enum Piece {
     Pause(Duration),
     /// Close the connection now, without finishing the body.
     Cut,
+    /// Wait this long before the status line is sent (wherever it stands in the list): a
+    /// server slow to answer at all, not slow to finish its body.
+    HeadPause(Duration),
 }
 
 /// A scripted response.
@@ -282,6 +285,11 @@ async fn serve(mut conn: TcpStream, handler: &Handler, seen: &Mutex<Vec<Recorded
     };
     let reply = handler(&request);
     seen.lock().unwrap().push(request);
+    for piece in &reply.pieces {
+        if let Piece::HeadPause(d) = piece {
+            tokio::time::sleep(*d).await;
+        }
+    }
     let mut out = format!(
         "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
         reply.status
@@ -312,6 +320,7 @@ async fn serve(mut conn: TcpStream, handler: &Handler, seen: &Mutex<Vec<Recorded
                 let _ = conn.flush().await;
             }
             Piece::Pause(d) => tokio::time::sleep(d).await,
+            Piece::HeadPause(_) => {}
             Piece::Cut => return,
         }
     }

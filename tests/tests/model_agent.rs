@@ -763,14 +763,35 @@ async fn an_unreachable_model_is_retried_then_reported() {
     assert!(!log.contains(KEY));
 }
 
+/// Issue 25, finding 6: an edit naming another tool than the pending call, by the call's id
+/// or without one, is refused: the question is asked again and nothing runs.
 #[tokio::test]
-async fn an_edit_naming_another_tool_still_edits_the_only_pending_call() {
-    let (t, tool_calls, _) = approval_round_trip(json!({"decision": "edit",
-        "editedAction": {"name": "refund", "arguments": {"order": "DH-1", "amount": 7}}}))
-    .await;
-    assert_eq!(outcome(&t), json!({"type": "success"}));
-    assert_eq!(tool_calls.len(), 1);
-    assert_eq!(tool_calls[0].json(), json!({"order": "DH-1", "amount": 7}));
+async fn an_edit_naming_another_tool_than_the_pending_call_runs_nothing() {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model = ScriptedServer::script(vec![refund_call()]).await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let thread = fresh_id();
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &thread, "Refund DH-1"))
+        .await;
+    assert_eq!(outcome(&t)["type"], "interrupt");
+    for edit in [
+        json!({"id": "call_r", "name": "create_note", "arguments": {"text": "x"}}),
+        json!({"name": "refund", "arguments": {"order": "DH-1", "amount": 7}}),
+    ] {
+        let t = s
+            .client
+            .turn(&resume_body(&thread, json!({"decision": "edit", "editedAction": edit})))
+            .await;
+        let o = outcome(&t);
+        assert_eq!(o["type"], "interrupt", "{edit}: {o}");
+        assert_eq!(o["interrupts"][0]["items"][0]["name"], "issue_refund");
+        assert!(t.text().starts_with("Nothing was run"), "{}", t.text());
+    }
+    s.stop().await;
+    assert!(tools.requests().is_empty(), "a tool ran");
+    assert_eq!(model_calls(&model).len(), 1, "the model was called again");
 }
 
 /// The secret part of every attachment link: it must never reach a log.
