@@ -777,4 +777,3 @@ tools = ["restart"]
         }
     }
 }
-

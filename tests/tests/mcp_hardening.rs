@@ -77,14 +77,18 @@ async fn serve(model: &ScriptedServer, settings: &[(&str, String)]) -> Served {
     }
 }
 
+/// A tool call the model makes: id, tool, arguments.
+type Call = (&'static str, &'static str, &'static str);
+
 /// A model that, for a user message saying `input`, calls `calls` (id, tool, arguments); after
 /// tool results it says "Done."; to anything else "Hello.".
-async fn model_calling(script: Vec<(&'static str, Vec<(&'static str, &'static str, &'static str)>)>) -> ScriptedServer {
+async fn model_calling(script: Vec<(&'static str, Vec<Call>)>) -> ScriptedServer {
     ScriptedServer::start(move |r| {
         let body = r.json();
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let last = messages.last().cloned().unwrap_or(Value::Null);
-        let say = |text: &str| Reply::sse(&[chunk::role(), chunk::text(text), chunk::finish("stop")]);
+        let say =
+            |text: &str| Reply::sse(&[chunk::role(), chunk::text(text), chunk::finish("stop")]);
         if last["role"] == "tool" {
             return say("Done.");
         }
@@ -232,7 +236,10 @@ url = "{rpc}/mcp"
         rpc = rpc.base_url,
     );
     let s = serve(&model, &[("RUNWAY_TOOLS", tools)]).await;
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "go")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "go"))
+        .await;
     assert_eq!(outcome(&t), json!({"type": "success"}));
     assert_eq!(t.text(), "Done.");
     let log = s.stop().await;
@@ -264,7 +271,11 @@ url = "{rpc}/mcp"
 
     let to_model: String = requests.iter().map(Value::to_string).collect();
     let frames: String = t.frames.iter().map(Value::to_string).collect();
-    for (what, text) in [("the model", &to_model), ("the frames", &frames), ("the log", &log)] {
+    for (what, text) in [
+        ("the model", &to_model),
+        ("the frames", &frames),
+        ("the log", &log),
+    ] {
         for secret in [MCP_TOKEN, HTTP_TOKEN] {
             let found = pieces_of(secret, text);
             assert!(found.is_empty(), "{what} carry {found:?} of {secret}");
@@ -322,7 +333,10 @@ tools_allowed = ["get_weather", "orders_lookup_order"]
         orders = orders.url(),
     );
     let s = serve(&model, &[("RUNWAY_WORKERS", workers)]).await;
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "go")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "go"))
+        .await;
     assert_eq!(outcome(&t), json!({"type": "success"}));
     s.stop().await;
     orders.stop().await;
@@ -349,8 +363,9 @@ tools_allowed = ["get_weather", "orders_lookup_order"]
 /// called at once after, told the server is unavailable (it was called after 20 s).
 #[tokio::test]
 async fn a_slow_endless_tool_list_gets_the_servers_timeout_in_all() {
-    let pages = scripted_mcp::start(|method, m| {
-        (method == "tools/list").then(|| {
+    let pages =
+        scripted_mcp::start(|method, m| {
+            (method == "tools/list").then(|| {
             let page: u64 = m["params"]["cursor"]
                 .as_str()
                 .and_then(|c| c.parse().ok())
@@ -362,8 +377,8 @@ async fn a_slow_endless_tool_list_gets_the_servers_timeout_in_all() {
             reply.pieces.insert(0, Piece::HeadPause(Duration::from_secs(1)));
             reply
         })
-    })
-    .await;
+        })
+        .await;
     let model = model_calling(vec![]).await;
     let tools = format!(
         "[[mcp]]\nname = \"pages\"\nurl = \"{}/mcp\"\ntimeout = 2\n",
@@ -371,7 +386,10 @@ async fn a_slow_endless_tool_list_gets_the_servers_timeout_in_all() {
     );
     let s = serve(&model, &[("RUNWAY_TOOLS", tools)]).await;
     let started = Instant::now();
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "hi")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "hi"))
+        .await;
     assert_eq!(outcome(&t), json!({"type": "success"}));
     s.stop().await;
     let first_model_call = model.requests()[0].at.duration_since(started);
@@ -412,7 +430,10 @@ async fn a_servers_own_requests_are_refused_at_once_together_within_the_timeout(
         "elicitation/create",
     ];
     let asks = scripted_mcp::start(move |method, m| match method {
-        "tools/list" => Some(scripted_mcp::result(&m["id"], json!({"tools": [tool("ask")]}))),
+        "tools/list" => Some(scripted_mcp::result(
+            &m["id"],
+            json!({"tools": [tool("ask")]}),
+        )),
         "tools/call" => {
             let mut messages: Vec<Value> = methods
                 .iter()
@@ -438,15 +459,15 @@ async fn a_servers_own_requests_are_refused_at_once_together_within_the_timeout(
     );
     let s = serve(&model, &[("RUNWAY_TOOLS", tools)]).await;
     let started = Instant::now();
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "go")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "go"))
+        .await;
     let took = started.elapsed();
     assert_eq!(outcome(&t), json!({"type": "success"}));
     s.stop().await;
     assert!(took < Duration::from_secs(8), "the turn took {took:?}");
-    assert_eq!(
-        result_of(&model.chat_completions()[1], "call_ask"),
-        "asked"
-    );
+    assert_eq!(result_of(&model.chat_completions()[1], "call_ask"), "asked");
     let seen = asks.requests();
     let call_at = seen
         .iter()
@@ -499,17 +520,26 @@ async fn an_unacknowledged_cancellation_is_dropped_and_never_delays_a_call() {
     );
     let s = serve(&model, &[("RUNWAY_TOOLS", tools)]).await;
     let started = Instant::now();
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "hang")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "hang"))
+        .await;
     let took = started.elapsed();
     assert_eq!(outcome(&t), json!({"type": "success"}));
-    assert!(took < Duration::from_secs(5), "the first turn took {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the first turn took {took:?}"
+    );
     assert_eq!(
         result_of(&model.chat_completions()[1], "call_hang"),
         "Error: the tool did not answer within 1 s and was cancelled."
     );
 
     let started = Instant::now();
-    let t = s.client.turn(&run_body(&fresh_id(), &fresh_id(), "ok")).await;
+    let t = s
+        .client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "ok"))
+        .await;
     assert_eq!(outcome(&t), json!({"type": "success"}));
     let ok_at = slow
         .requests()
@@ -518,7 +548,10 @@ async fn an_unacknowledged_cancellation_is_dropped_and_never_delays_a_call() {
         .expect("ok called")
         .at
         .duration_since(started);
-    assert!(ok_at < Duration::from_secs(1), "the call went out {ok_at:?} in");
+    assert!(
+        ok_at < Duration::from_secs(1),
+        "the call went out {ok_at:?} in"
+    );
     s.stop().await;
     let cancels = slow
         .requests()
@@ -567,7 +600,10 @@ async fn an_edit_naming_another_mcp_tool_than_the_pending_call_runs_nothing() {
         let o = outcome(&t);
         assert_eq!(o["type"], "interrupt", "{edit}: {o}");
         assert_eq!(o["interrupts"][0]["items"][0]["name"], "ops_wipe");
-        assert_eq!(o["interrupts"][0]["items"][0]["arguments"], json!({"disk": "a"}));
+        assert_eq!(
+            o["interrupts"][0]["items"][0]["arguments"],
+            json!({"disk": "a"})
+        );
         assert!(t.text().starts_with("Nothing was run"), "{}", t.text());
     }
     s.stop().await;

@@ -782,7 +782,10 @@ async fn an_edit_naming_another_tool_than_the_pending_call_runs_nothing() {
     ] {
         let t = s
             .client
-            .turn(&resume_body(&thread, json!({"decision": "edit", "editedAction": edit})))
+            .turn(&resume_body(
+                &thread,
+                json!({"decision": "edit", "editedAction": edit}),
+            ))
             .await;
         let o = outcome(&t);
         assert_eq!(o["type"], "interrupt", "{edit}: {o}");

@@ -147,7 +147,9 @@ mod tests {
         let encoded = base64::engine::general_purpose::STANDARD.encode("svc-user:pa55word-x");
         let r = Redactor::of_values([format!("Basic {encoded}").as_str()]);
         assert_eq!(
-            r.redact(&format!("denied {encoded}: user svc-user, password pa55word-x")),
+            r.redact(&format!(
+                "denied {encoded}: user svc-user, password pa55word-x"
+            )),
             "denied <redacted>: user <redacted>, password <redacted>"
         );
     }

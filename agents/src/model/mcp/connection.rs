@@ -128,11 +128,11 @@ impl McpConnection {
     /// Notes a cancellation owed for `call`; past [`MAX_OWED_CANCELS`], the oldest is dropped.
     fn owe_cancel(&self, call: (SessionHeaders, RequestId)) {
         let mut c = self.cache();
-        if c.owed_cancels.len() >= MAX_OWED_CANCELS {
-            if let Some((_, id)) = c.owed_cancels.pop_front() {
-                tracing::info!(server = %self.server.name, request = %id,
-                    "too many MCP cancellations owed: the oldest is dropped");
-            }
+        if c.owed_cancels.len() >= MAX_OWED_CANCELS
+            && let Some((_, id)) = c.owed_cancels.pop_front()
+        {
+            tracing::info!(server = %self.server.name, request = %id,
+                "too many MCP cancellations owed: the oldest is dropped");
         }
         c.owed_cancels.push_back(call);
     }
@@ -351,11 +351,7 @@ impl McpConnection {
 
     /// The current session, set up (`initialize`, then `notifications/initialized`) within
     /// `deadline` if there is none.
-    async fn session(
-        &self,
-        http: &Http,
-        deadline: &Deadline,
-    ) -> Result<SessionHeaders, McpError> {
+    async fn session(&self, http: &Http, deadline: &Deadline) -> Result<SessionHeaders, McpError> {
         if let Some(s) = self.cache().session.clone() {
             return Ok(s);
         }
@@ -780,7 +776,10 @@ mod tests {
             let deadline = Deadline::start(&http, Duration::from_millis(500));
             rt.sleep(Duration::from_millis(500)).await;
             let e = deadline.next_request(&http).unwrap_err();
-            assert_eq!(e, TransportError::Http(HttpError::Timeout(Duration::from_millis(500))));
+            assert_eq!(
+                e,
+                TransportError::Http(HttpError::Timeout(Duration::from_millis(500)))
+            );
             let listed = c.tools(&http, 0, Duration::from_millis(500)).await.unwrap();
             assert_eq!(listed.tools.len(), 2);
         });
