@@ -94,10 +94,25 @@ impl Redactor {
         out
     }
 
-    /// `text` redacted, then cut to at most `max` bytes on a character boundary.
+    /// `text` redacted, then cut to at most `max` bytes on a character boundary (marked when
+    /// cut). Only what can be kept is redacted: a secret reaching into the first `max` bytes
+    /// ends within `max` + the longest secret, so the rest (up to 8 MiB of a tool result) is
+    /// dropped unread.
     pub(crate) fn redact_and_cut(&self, text: &str, max: usize) -> String {
-        // The cut may split a `<redacted>` mark: harmless, it holds no secret.
-        truncate(&self.redact(text), max)
+        let longest = self.secrets.first().map_or(0, String::len);
+        let mut end = max.saturating_add(longest);
+        if text.len() <= end {
+            // The cut may split a `<redacted>` mark: harmless, it holds no secret.
+            return truncate(&self.redact(text), max);
+        }
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut out = truncate(&self.redact(&text[..end]), max);
+        if !out.ends_with(CUT_MARK) {
+            out.push_str(CUT_MARK);
+        }
+        out
     }
 
     /// Where the longest start (at least [`MIN_CUT_PREFIX_CHARS`] characters, not the whole)
@@ -141,6 +156,39 @@ mod tests {
         );
     }
 
+    /// The order the MCP results were handled in before issue 25: cut, then redact.
+    #[inline(never)]
+    fn cut_then_redact(r: &Redactor, text: &str, max: usize) -> String {
+        r.redact(&truncate(text, max))
+    }
+
+    /// A 1 MiB result with a token at the 8 KiB cut and another deep inside, under four
+    /// secrets (a model key, two bearer tokens, a Basic credential): nothing of either token
+    /// is left either way it is cut and redacted now. (Under callgrind it also measures what
+    /// redacting before cutting costs against cutting first.)
+    #[test]
+    fn a_large_result_keeps_no_piece_of_a_token_at_its_cut() {
+        let token = "tok-0123456789abcdef";
+        let basic = base64::engine::general_purpose::STANDARD.encode("svc-user:pa55word-x");
+        let r = Redactor::of_values([
+            "sk-abcdefgh1234",
+            format!("Bearer {token}").as_str(),
+            "Bearer other-token-99887766",
+            format!("Basic {basic}").as_str(),
+        ]);
+        let mut big = "y".repeat(8180);
+        big.push_str(token);
+        big.push_str(&"w".repeat(1024 * 1024));
+        big.push_str(token);
+        for out in [
+            r.redact_and_cut(&big, 8192),
+            cut_then_redact(&r, &big, 8192),
+        ] {
+            assert!(!out.contains("tok-0"), "{}", &out[8100..]);
+            assert!(out[8100..].contains("<redacted>"), "{}", &out[8100..]);
+        }
+    }
+
     #[test]
     fn basic_credentials_are_redacted_decoded_too() {
         // "svc-user:pa55word-x" in base64.
@@ -166,10 +214,12 @@ mod tests {
         // Too short a start, or text that only looks like one, stays.
         assert_eq!(r.redact("a tok"), "a tok");
         // Redacted first: nothing of the token is left whatever the cut.
-        for max in 0..40 {
-            let text = format!("{}{token} and more", "é".repeat(5));
+        for max in 0..80 {
+            let text = format!("{}{token} and more{}", "é".repeat(5), "é".repeat(max));
             let out = r.redact_and_cut(&text, max);
             assert!(!out.contains("tok-0"), "{max}: {out}");
+            assert!(out.len() <= max + CUT_MARK.len(), "{max}: {out}");
+            assert!(out.ends_with(CUT_MARK), "{max}: {out}");
         }
     }
 }
