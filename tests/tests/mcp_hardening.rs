@@ -148,10 +148,10 @@ fn pieces_of(secret: &str, text: &str) -> Vec<String> {
 }
 
 /// Finding 1: a server's 401 body echoing the bare token, one with the token where the old
-/// 300-byte cut fell, a JSON-RPC error message carrying it, a result with it where the 8 KiB
-/// result cut falls, and an HTTP tool's result the same: no 8 characters of either token reach
-/// the model provider's requests (the system prompt's "unavailable" notes, the tool results),
-/// the frames, or the log.
+/// 300-byte cut fell, a JSON-RPC error message carrying it, a tool list and a result with it
+/// (where the 8 KiB result cut falls), and an HTTP tool's result the same: no 8 characters of
+/// either token reach the model provider's requests (the system prompt's "unavailable" notes,
+/// the tools offered, the tool results), the frames, or the log.
 #[tokio::test]
 async fn no_piece_of_a_servers_token_leaves_by_any_path() {
     let deny = scripted_mcp::start(|_, _| {
@@ -173,9 +173,15 @@ async fn no_piece_of_a_servers_token_leaves_by_any_path() {
     let rpc = scripted_mcp::start(|method, m| {
         let id = &m["id"];
         match method {
+            // The list echoes the token too, in a description and a schema.
             "tools/list" => Some(scripted_mcp::result(
                 id,
-                json!({"tools": [tool("lookup"), tool("big")]}),
+                json!({"tools": [
+                    {"name": "lookup", "description": format!("Uses {MCP_TOKEN}"),
+                     "inputSchema": {"type": "object", "properties": {
+                         "key": {"type": "string", "default": MCP_TOKEN}}}},
+                    tool("big"),
+                ]}),
             )),
             "tools/call" if m["params"]["name"] == "lookup" => Some(scripted_mcp::error(
                 id,
@@ -258,6 +264,11 @@ url = "{rpc}/mcp"
             && system.contains("MCP server \"cut\" are unavailable")
             && system.contains("HTTP 401"),
         "{system}"
+    );
+    let offered = requests[0]["tools"].to_string();
+    assert!(
+        offered.contains("Uses <redacted>") && offered.contains("rpc_big"),
+        "{offered}"
     );
     let lookup = result_of(&requests[1], "call_lookup");
     assert!(

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use super::deadline::Deadline;
 use super::server_config::McpServer;
 use super::transport::{self, Answer, SessionHeaders, TransportError};
+use crate::model::redaction::Redactor;
 
 /// How long a tool list is used before it is asked for again.
 pub(crate) const TOOLS_TTL: Duration = Duration::from_secs(300);
@@ -33,6 +34,9 @@ pub(crate) const TOOLS_TTL: Duration = Duration::from_secs(300);
 const MAX_PAGES: usize = 20;
 /// Tools of one server kept at most.
 pub(crate) const MAX_TOOLS: usize = 256;
+/// Largest entry of a tool list kept, as JSON (its schema may take 16 KiB, its description
+/// is cut to 1 KiB when offered).
+const MAX_TOOL_ENTRY_BYTES: usize = 64 * 1024;
 /// Longest wait for a cancellation the server merely acknowledges.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Cancellations owed at most per server; past it the oldest is dropped.
@@ -145,10 +149,13 @@ impl McpConnection {
 
     /// The tool list: the one kept, while younger than [`TOOLS_TTL`] and not stale, else
     /// asked for again: every page (at most [`MAX_PAGES`]) and the session's set-up within
-    /// `timeout` in all.
+    /// `timeout` in all. Each entry is kept with every secret `redactor` knows taken out (a
+    /// server may echo its credential in a name, a description or a schema, which go to the
+    /// model).
     pub(crate) async fn tools(
         &self,
         http: &Http,
+        redactor: &Redactor,
         now_ms: u64,
         timeout: Duration,
     ) -> Result<Arc<ListedTools>, McpError> {
@@ -172,7 +179,7 @@ impl McpConnection {
             if let Some(Value::Array(page)) = result.get("tools") {
                 tools.extend(
                     page.iter()
-                        .filter_map(|t| t.as_object().cloned())
+                        .filter_map(|t| redacted_entry(t, redactor))
                         .take(MAX_TOOLS.saturating_sub(tools.len())),
                 );
             }
@@ -437,6 +444,23 @@ impl McpConnection {
     }
 }
 
+/// `entry` (one tool of a list) with every secret taken out; `None` if it is not an object, is
+/// larger than [`MAX_TOOL_ENTRY_BYTES`], or is no longer JSON once redacted.
+fn redacted_entry(entry: &Value, redactor: &Redactor) -> Option<JsonObject> {
+    let text = entry.to_string();
+    if text.len() > MAX_TOOL_ENTRY_BYTES {
+        return None;
+    }
+    let clean = redactor.redact(&text);
+    if clean == text {
+        return entry.as_object().cloned();
+    }
+    match serde_json::from_str(&clean) {
+        Ok(Value::Object(o)) => Some(o),
+        _ => None,
+    }
+}
+
 /// A JSON-RPC request. (Built from rmcp's parameter types rather than its `ClientRequest`
 /// union, whose every variant's serializer would be compiled into the Worker.)
 fn request_message(id: &RequestId, method: &str, params: &impl Serialize) -> Value {
@@ -634,7 +658,10 @@ mod tests {
             let c = connection();
 
             // Set up once, then every page of the list.
-            let tools = c.tools(&http, 1_000, T).await.unwrap();
+            let tools = c
+                .tools(&http, &Redactor::default(), 1_000, T)
+                .await
+                .unwrap();
             let names: Vec<&str> = tools
                 .tools
                 .iter()
@@ -651,7 +678,9 @@ mod tests {
                 ]
             );
             // Kept while fresh.
-            c.tools(&http, 2_000, T).await.unwrap();
+            c.tools(&http, &Redactor::default(), 2_000, T)
+                .await
+                .unwrap();
             assert!(methods(&server).is_empty());
 
             // A call answered as an event stream: the server's ping is answered, and its
@@ -659,12 +688,19 @@ mod tests {
             let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
             assert_eq!(r.content[0].as_text().unwrap().text, "did a");
             assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
-            c.tools(&http, 3_000, T).await.unwrap();
-            assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
-            // Old lists are asked for again.
-            c.tools(&http, 3_000 + TOOLS_TTL.as_millis() as u64, T)
+            c.tools(&http, &Redactor::default(), 3_000, T)
                 .await
                 .unwrap();
+            assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
+            // Old lists are asked for again.
+            c.tools(
+                &http,
+                &Redactor::default(),
+                3_000 + TOOLS_TTL.as_millis() as u64,
+                T,
+            )
+            .await
+            .unwrap();
             assert_eq!(methods(&server).len(), 2);
 
             // The server forgets the session: a new one, and the call goes through.
@@ -701,7 +737,7 @@ mod tests {
             let server = Arc::new(Server::default());
             let c = connection();
             let (http, guard) = turn(&rt, &server);
-            c.tools(&http, 0, T).await.unwrap();
+            c.tools(&http, &Redactor::default(), 0, T).await.unwrap();
             methods(&server);
             let call = c.call(&http, "stall", JsonObject::new(), T);
             let cut = async {
@@ -732,7 +768,7 @@ mod tests {
             let server = Arc::new(Server::default());
             let c = connection();
             let (http, guard) = turn(&rt, &server);
-            c.tools(&http, 0, T).await.unwrap();
+            c.tools(&http, &Redactor::default(), 0, T).await.unwrap();
             let calls = futures::future::join_all(
                 (0..20).map(|_| c.call(&http, "stall", JsonObject::new(), T)),
             );
@@ -780,7 +816,10 @@ mod tests {
                 e,
                 TransportError::Http(HttpError::Timeout(Duration::from_millis(500)))
             );
-            let listed = c.tools(&http, 0, Duration::from_millis(500)).await.unwrap();
+            let listed = c
+                .tools(&http, &Redactor::default(), 0, Duration::from_millis(500))
+                .await
+                .unwrap();
             assert_eq!(listed.tools.len(), 2);
         });
     }

@@ -83,7 +83,7 @@ impl McpServers {
     ) -> McpCatalog {
         let listed = futures::future::join_all(self.connections.iter().map(|c| {
             let timeout = call_timeout(http, c.server(), default_timeout);
-            c.tools(http, now_ms, timeout)
+            c.tools(http, redactor, now_ms, timeout)
         }))
         .await;
         let mut catalog = McpCatalog::default();
