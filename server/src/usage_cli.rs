@@ -206,11 +206,12 @@ fn terminal_text(s: &str) -> String {
 
 /// JSON text with every character [`unsafe_on_a_terminal`] that serde_json leaves as it is
 /// (DEL, C1, formatting characters; it escapes C0 itself) written as a JSON `\uXXXX` escape:
-/// the same JSON, safe to print. Such characters only occur inside strings.
+/// the same JSON, safe to print. Such characters only occur inside strings; the line feeds
+/// between values are kept.
 fn json_for_terminal(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if unsafe_on_a_terminal(c) {
+        if c != '\n' && unsafe_on_a_terminal(c) {
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{u:04x}"));

@@ -210,7 +210,7 @@ async fn a_start_up_file_past_one_mib_is_refused_naming_it() {
         "{said}"
     );
     let workers = format!(
-        "[workers.\"{AGENT_ID}\"]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntools_file = \"{large}\"\n"
+        "[workers.\"{AGENT_ID}\"]\nagent = \"model\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntools_file = \"{large}\"\n"
     );
     let said = refused_start(&[("RUNWAY_WORKERS", &workers)]).await;
     assert!(
@@ -227,7 +227,7 @@ async fn an_endless_device_named_as_a_start_up_file_is_refused() {
         "{said}"
     );
     let workers = format!(
-        "[workers.\"{AGENT_ID}\"]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntools_file = \"/dev/zero\"\n"
+        "[workers.\"{AGENT_ID}\"]\nagent = \"model\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntools_file = \"/dev/zero\"\n"
     );
     let said = refused_start(&[("RUNWAY_WORKERS", &workers)]).await;
     assert!(
