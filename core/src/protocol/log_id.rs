@@ -30,26 +30,38 @@ fn needs_escape(c: char) -> bool {
 
 impl fmt::Display for LogId<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut written = 0;
-        for (at, c) in self.0.char_indices() {
-            let mut buf = [0u8; 4];
+        let id = self.0;
+        // The usual id: short and printable ASCII, written in one piece.
+        let plain = |b: u8| b.is_ascii_graphic() && b != b'\\' && b != b'"';
+        if id.len() <= MAX_LOGGED_ID_BYTES && id.bytes().all(plain) {
+            return f.write_str(id);
+        }
+        // Runs of plain characters are written whole; `written` counts the bytes shown.
+        let (mut written, mut run_start) = (0, 0);
+        for (at, c) in id.char_indices() {
             let escaped;
-            let piece: &str = match c {
-                '\\' => "\\\\",
-                '"' => "\\\"",
+            let piece: Option<&str> = match c {
+                '\\' => Some("\\\\"),
+                '"' => Some("\\\""),
                 c if needs_escape(c) => {
                     escaped = format!("\\u{{{:x}}}", c as u32);
-                    &escaped
+                    Some(&escaped)
                 }
-                c => c.encode_utf8(&mut buf),
+                _ => None,
             };
-            if written + piece.len() > MAX_LOGGED_ID_BYTES {
-                return write!(f, "…[+{} bytes]", self.0.len() - at);
+            let len = piece.map_or(c.len_utf8(), str::len);
+            if written + len > MAX_LOGGED_ID_BYTES {
+                f.write_str(&id[run_start..at])?;
+                return write!(f, "…[+{} bytes]", id.len() - at);
             }
-            f.write_str(piece)?;
-            written += piece.len();
+            written += len;
+            if let Some(piece) = piece {
+                f.write_str(&id[run_start..at])?;
+                f.write_str(piece)?;
+                run_start = at + c.len_utf8();
+            }
         }
-        Ok(())
+        f.write_str(&id[run_start..])
     }
 }
 
