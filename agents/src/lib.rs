@@ -25,6 +25,7 @@ mod http_probe;
 #[cfg(feature = "model")]
 mod model;
 pub mod settings;
+pub mod start_up_file;
 #[cfg(feature = "model")]
 mod workers_file;
 
@@ -35,6 +36,7 @@ pub use http_probe::HttpProbeAgent;
 #[cfg(feature = "model")]
 pub use model::*;
 pub use settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+pub use start_up_file::{MAX_START_UP_FILE_BYTES, read_start_up_file, read_start_up_text};
 #[cfg(feature = "model")]
 pub use workers_file::{
     MAIN_AGENT, WorkersFileError, load_workers, workers_from_env, workers_from_settings,

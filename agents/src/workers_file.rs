@@ -219,8 +219,7 @@ pub fn workers_from_env<A: runway_core::Agent, R: Runtime + Clone>(
     prepare: &dyn Fn(ModelAgent<R>) -> ModelAgent<R>,
 ) -> Result<Workers, String> {
     let code = Workers::from_agent(agent);
-    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-    workers_from_settings(&code, rt, setting, &read, prepare)?
+    workers_from_settings(&code, rt, setting, &crate::read_start_up_text, prepare)?
         .ok_or_else(|| format!("no workers file: set {WORKERS_FILE_SETTING} or {WORKERS_SETTING}"))
 }
 

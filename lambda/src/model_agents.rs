@@ -66,9 +66,12 @@ impl LambdaModels {
         &self,
         get: &impl Fn(&str) -> Option<String>,
     ) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
-        let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-        match BuiltinAgent::model(&TokioRuntime, self.parameters.over(get), read)
-            .map_err(InitError::Config)?
+        match BuiltinAgent::model(
+            &TokioRuntime,
+            self.parameters.over(get),
+            runway_agents::read_start_up_text,
+        )
+        .map_err(InitError::Config)?
         {
             BuiltinAgent::Model(model) => Ok(BuiltinAgent::Model(self.prepare(model))),
             other => Ok(other),

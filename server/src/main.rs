@@ -117,8 +117,7 @@ fn main() -> ExitCode {
             }
             let agent = agent.unwrap_or_else(|| runway_agents::settings::agent_name(env));
             let built = if agent == "model" {
-                let read = |path: &str| std::fs::read_to_string(path).map_err(|e| e.to_string());
-                BuiltinAgent::model(&TokioRuntime, env, read)
+                BuiltinAgent::model(&TokioRuntime, env, runway_agents::read_start_up_text)
             } else {
                 BuiltinAgent::from_settings(&agent, &TokioRuntime, env)
             };

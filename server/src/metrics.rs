@@ -2,15 +2,30 @@
 //! tokens, cost, timings) as Prometheus counters, in the Prometheus text exposition format
 //! (0.0.4), behind the same header set as `/runs`. Every turn is also logged as one line
 //! ([`TurnReport::log`]).
+//!
+//! The series are bounded whatever callers send: a worker the deployment lists (its workers
+//! file) keeps its own `worker` label; any other `agentId` (one agent serving every id, as
+//! without a workers file) is counted under `worker="other"`, and so is a listed id longer than
+//! [`MAX_WORKER_LABEL_BYTES`]. [`MAX_SERIES`] caps the series as a backstop.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
-use runway_core::meter::{TurnMetrics, TurnReport};
+use runway_core::meter::{Policy, TurnMetrics, TurnReport};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The `worker` label of turns whose `agentId` is not a listed worker.
+pub const OTHER_WORKER: &str = "other";
+
+/// The longest `agentId` that becomes a `worker` label (a Console agentId is about 18).
+pub const MAX_WORKER_LABEL_BYTES: usize = 128;
+
+/// The most worker × outcome series kept; a turn that would start one more is counted under
+/// `worker="other"`.
+pub const MAX_SERIES: usize = 1_000;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Counts {
@@ -30,16 +45,44 @@ struct Counts {
 /// The counters, per worker and outcome. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct Prometheus {
-    counts: Arc<Mutex<BTreeMap<(String, String), Counts>>>,
+    /// The agentIds that keep their own label.
+    workers: Arc<BTreeSet<String>>,
+    counts: Arc<Mutex<BTreeMap<(String, &'static str), Counts>>>,
+}
+
+impl Prometheus {
+    /// Counters labelled with the workers `policy` lists; every other agentId is `other`.
+    pub fn for_policy(policy: &Policy) -> Self {
+        Self {
+            workers: Arc::new(
+                policy
+                    .listed_workers()
+                    .filter(|id| id.len() <= MAX_WORKER_LABEL_BYTES)
+                    .map(str::to_owned)
+                    .collect(),
+            ),
+            counts: Arc::default(),
+        }
+    }
+
+    /// The `worker` label of `agent_id`.
+    fn worker_label(&self, agent_id: &str) -> &str {
+        match self.workers.get(agent_id) {
+            Some(listed) => listed,
+            None => OTHER_WORKER,
+        }
+    }
 }
 
 impl TurnMetrics for Prometheus {
     fn turn_ended(&self, r: &TurnReport) {
         r.log();
+        let mut worker = self.worker_label(&r.worker);
         let mut all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let c = all
-            .entry((r.worker.clone(), r.outcome.to_owned()))
-            .or_default();
+        if all.len() >= MAX_SERIES && !all.contains_key(&(worker.to_owned(), r.outcome)) {
+            worker = OTHER_WORKER;
+        }
+        let c = all.entry((worker.to_owned(), r.outcome)).or_default();
         c.turns += 1;
         c.input_tokens += r.usage.input_tokens;
         c.output_tokens += r.usage.output_tokens;
@@ -142,9 +185,69 @@ impl Prometheus {
 mod tests {
     use super::*;
 
+    fn report(worker: &str) -> TurnReport {
+        TurnReport {
+            protocol: "lowkey",
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            worker: worker.into(),
+            worker_name: None,
+            workspace: "w".into(),
+            outcome: "SUCCESS",
+            started_at_ms: 0,
+            first_frame_ms: None,
+            duration_ms: 1,
+            usage: Default::default(),
+        }
+    }
+
+    #[test]
+    fn many_distinct_long_agent_ids_keep_the_text_small() {
+        let workers =
+            runway_core::Workers::new().add("918273688800000200", runway_agents::EchoAgent);
+        let p = Prometheus::for_policy(workers.policy());
+        p.turn_ended(&report("918273688800000200"));
+        let small = p.render().len();
+        for i in 0..2_000 {
+            let id = format!("{i}{}\n", "x".repeat(16 * 1024));
+            p.turn_ended(&report(&id));
+        }
+        let text = p.render();
+        assert!(text.len() < 2 * small + 1024, "{} bytes", text.len());
+        assert!(
+            text.contains("runway_turns_total{worker=\"other\",outcome=\"SUCCESS\"} 2000\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "runway_turns_total{worker=\"918273688800000200\",outcome=\"SUCCESS\"} 1\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_series_are_capped_even_for_listed_workers() {
+        let mut workers = runway_core::Workers::new();
+        for i in 0..MAX_SERIES + 50 {
+            workers = workers.add(format!("w{i}"), runway_agents::EchoAgent);
+        }
+        let p = Prometheus::for_policy(workers.policy());
+        for i in 0..MAX_SERIES + 50 {
+            p.turn_ended(&report(&format!("w{i}")));
+        }
+        let series = p
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("runway_turns_total{"))
+            .count();
+        assert_eq!(series, MAX_SERIES + 1, "the cap, then `other`");
+    }
+
     #[test]
     fn renders_counters_per_worker_and_outcome() {
-        let p = Prometheus::default();
+        let workers = runway_core::Workers::new().add("a\"b", runway_agents::EchoAgent);
+        let p = Prometheus::for_policy(workers.policy());
         let mut r = TurnReport {
             protocol: "console",
             run_id: "r".into(),

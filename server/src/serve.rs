@@ -143,10 +143,9 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let page = PageSettings::serve(&config.access.headers().cloned().unwrap_or_default());
     let base_path = config.base_path.clone();
     let name = config.name.clone();
-    let prometheus = crate::metrics::Prometheus::default();
-    let runway = Runway::new(agent, store, rt, config)
-        .with_http_client(ReqwestClient::new())
-        .with_metrics(prometheus.clone());
+    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
+    let prometheus = crate::metrics::Prometheus::for_policy(runway.policy());
+    let runway = runway.with_metrics(prometheus.clone());
 
     let fd_limit = crate::listener::raise_fd_limit();
     let listener =

@@ -1,11 +1,22 @@
 //! `runway usage BASE_URL --header 'Name: value'…`: reads `GET {BASE_URL}/usage` from any
-//! deployment and prints it as a table (default), JSON (`--json`: the rows with their ids and
-//! counts) or CSV (`--csv`).
+//! deployment, page after page (`nextCursor`), and prints it as a table (default), JSON
+//! (`--json`: the rows with their ids and counts) or CSV (`--csv`).
+//!
+//! What the server sends is not trusted: each answer is read up to [`MAX_ANSWER_BYTES`], at
+//! most [`MAX_PAGES`] pages are followed, and every string printed has its control and
+//! invisible characters escaped (a CSV cell that a spreadsheet would run as a formula is
+//! prefixed with `'`).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// The most bytes of one `/usage` answer read (a page of 1,000 rows is about 400 KiB).
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most pages followed (`nextCursor`): 20,000 rows at 1,000 a page.
+pub const MAX_PAGES: usize = 20;
 
 /// `runway usage` options.
 #[derive(clap::Args, Debug)]
@@ -34,7 +45,7 @@ pub async fn usage(args: UsageArgs) -> ExitCode {
     match fetch(&args).await {
         Ok(report) => {
             let text = if args.json {
-                serde_json::to_string_pretty(&report).unwrap_or_default()
+                json_for_terminal(&serde_json::to_string_pretty(&report).unwrap_or_default())
             } else if args.csv {
                 csv(&report)
             } else {
@@ -50,8 +61,13 @@ pub async fn usage(args: UsageArgs) -> ExitCode {
     }
 }
 
+/// Every page of the report, merged: the rows in order, the totals added up.
 async fn fetch(args: &UsageArgs) -> Result<Value, String> {
-    let mut url = format!("{}/usage", args.base_url.trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut query = Vec::new();
     if let Some(f) = &args.from {
         query.push(format!("from={f}"));
@@ -59,35 +75,152 @@ async fn fetch(args: &UsageArgs) -> Result<Value, String> {
     if let Some(t) = &args.to {
         query.push(format!("to={t}"));
     }
-    if !query.is_empty() {
-        url = format!("{url}?{}", query.join("&"));
+    let base = format!("{}/usage", args.base_url.trim_end_matches('/'));
+    let mut report = Value::Null;
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut page_query = query.clone();
+        if let Some(c) = &cursor {
+            page_query.push(format!("cursor={c}"));
+        }
+        let url = if page_query.is_empty() {
+            base.clone()
+        } else {
+            format!("{base}?{}", page_query.join("&"))
+        };
+        let page = fetch_page(&client, &url, &args.headers).await?;
+        cursor = match &page["nextCursor"] {
+            Value::String(c) if !c.is_empty() => Some(url_safe(c)?),
+            _ => None,
+        };
+        merge(&mut report, page);
+        if cursor.is_none() {
+            return Ok(report);
+        }
     }
-    let mut req = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?
-        .get(&url);
-    for h in &args.headers {
+    Err(format!(
+        "more than {MAX_PAGES} pages of usage: ask for fewer days with --from and --to"
+    ))
+}
+
+/// A cursor from the server, if it is safe to put in a URL as it is.
+fn url_safe(cursor: &str) -> Result<String, String> {
+    if cursor.len() <= 4096 && cursor.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        Ok(cursor.to_owned())
+    } else {
+        Err("the server sent a nextCursor that is not a /usage cursor".into())
+    }
+}
+
+/// Adds `page` to `report`: its rows after those read, its totals to the totals.
+fn merge(report: &mut Value, page: Value) {
+    if report.is_null() {
+        *report = page;
+        if let Some(o) = report.as_object_mut() {
+            o.remove("nextCursor");
+        }
+        return;
+    }
+    if let (Some(rows), Some(more)) = (report["rows"].as_array_mut(), page["rows"].as_array()) {
+        rows.extend(more.iter().cloned());
+    }
+    if let (Some(totals), Some(more)) =
+        (report["totals"].as_object_mut(), page["totals"].as_object())
+    {
+        for (k, v) in more {
+            let sum = totals.get(k).and_then(Value::as_u64).unwrap_or(0) + v.as_u64().unwrap_or(0);
+            totals.insert(k.clone(), sum.into());
+        }
+    }
+    let cost = report["totalCostUsd"].as_f64().unwrap_or(0.0)
+        + page["totalCostUsd"].as_f64().unwrap_or(0.0);
+    report["totalCostUsd"] = cost.into();
+}
+
+/// One answer of `GET url`, read up to [`MAX_ANSWER_BYTES`].
+async fn fetch_page(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[String],
+) -> Result<Value, String> {
+    let mut req = client.get(url);
+    for h in headers {
         let (name, value) = h
             .split_once(':')
             .ok_or_else(|| format!("--header {h:?} is not `Name: value`"))?;
         req = req.header(name.trim(), value.trim());
     }
-    let resp = req.send().await.map_err(|e| format!("GET {url}: {e}"))?;
+    let mut resp = req.send().await.map_err(|e| format!("GET {url}: {e}"))?;
     let status = resp.status();
-    let body: Value = resp
-        .json()
-        .await
+    let too_large = || {
+        format!(
+            "GET {url}: the answer is larger than {} MiB, the most runway usage reads",
+            MAX_ANSWER_BYTES / (1024 * 1024)
+        )
+    };
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+        if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let body: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("GET {url}: HTTP {status}, not JSON: {e}"))?;
     if !status.is_success() {
-        let why = body["error"].as_str().unwrap_or("no error message");
+        let why = terminal_text(body["error"].as_str().unwrap_or("no error message"));
         return Err(match status.as_u16() {
             401 => format!("HTTP 401: {why} (give the agreed headers with --header)"),
             s => format!("HTTP {s}: {why}"),
         });
     }
     Ok(body)
+}
+
+/// Whether `c` must not reach a terminal as it is: control characters (C0, DEL, C1: escape
+/// sequences, carriage returns that overwrite a line) and invisible or bidirectional
+/// formatting characters that make a line read otherwise than it is.
+fn unsafe_on_a_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` with every character [`unsafe_on_a_terminal`] written as `\u{…}`.
+fn terminal_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if unsafe_on_a_terminal(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// JSON text with every character [`unsafe_on_a_terminal`] that serde_json leaves as it is
+/// (DEL, C1, formatting characters; it escapes C0 itself) written as a JSON `\uXXXX` escape:
+/// the same JSON, safe to print. Such characters only occur inside strings; the line feeds
+/// between values are kept.
+fn json_for_terminal(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c != '\n' && unsafe_on_a_terminal(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The columns of the table and the CSV: title, JSON field.
@@ -106,19 +239,20 @@ const COLUMNS: [(&str, &str); 12] = [
     ("cost_usd", "costUsd"),
 ];
 
+/// A field of `row` as printed, escaped for a terminal.
 fn cell(row: &Value, field: &str) -> String {
     match &row[field] {
-        Value::String(s) => s.clone(),
+        Value::String(s) => terminal_text(s),
         Value::Number(n) if field == "costUsd" => format!("{:.4}", n.as_f64().unwrap_or(0.0)),
         Value::Number(n) => n.to_string(),
         Value::Null => String::new(),
-        v => v.to_string(),
+        v => terminal_text(&v.to_string()),
     }
 }
 
 fn worker_cell(row: &Value) -> String {
     match row["workerName"].as_str() {
-        Some(name) => format!("{name} ({})", cell(row, "agentId")),
+        Some(name) => format!("{} ({})", terminal_text(name), cell(row, "agentId")),
         None => cell(row, "agentId"),
     }
 }
@@ -169,8 +303,8 @@ fn table(report: &Value) -> String {
         .collect();
     let mut out = format!(
         "usage from {} to {} (UTC days)\n",
-        report["from"].as_str().unwrap_or("?"),
-        report["to"].as_str().unwrap_or("?")
+        terminal_text(report["from"].as_str().unwrap_or("?")),
+        terminal_text(report["to"].as_str().unwrap_or("?"))
     );
     for l in &lines {
         let cells: Vec<String> = l
@@ -191,14 +325,24 @@ fn table(report: &Value) -> String {
     out.trim_end().to_owned()
 }
 
-fn csv(report: &Value) -> String {
-    let quote = |s: String| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s
-        }
+/// A CSV cell: quoted when it holds a separator or a quote, and prefixed with `'` when a
+/// spreadsheet would read it as a formula (it starts with `=`, `+`, `-` or `@`). Counts and
+/// costs are never negative, so only text cells (ids, names) can be.
+fn csv_cell(s: String) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s
     };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+fn csv(report: &Value) -> String {
+    let quote = csv_cell;
     let mut out = COLUMNS
         .iter()
         .map(|(t, _)| *t)

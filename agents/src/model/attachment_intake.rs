@@ -18,6 +18,7 @@ use crate::attachments::{
 };
 use runway_core::Turn;
 use runway_core::http_client::HttpClient;
+use runway_core::protocol::LogId;
 
 /// How attachments are fetched and what of them reaches the model.
 #[derive(Debug, Clone)]
@@ -152,13 +153,13 @@ pub(crate) async fn take_in(
                 Err(e) => {
                     if let DownloadError::Failed { detail } = &e {
                         tracing::warn!(
-                            run_id = %turn.run_id, thread_id = %turn.thread_id,
+                            run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                             attachment_id = %a.id, error = %detail,
                             "attachment download failed"
                         );
                     } else {
                         tracing::info!(
-                            run_id = %turn.run_id, thread_id = %turn.thread_id,
+                            run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                             attachment_id = %a.id, reason = %e,
                             "attachment not used"
                         );
@@ -205,7 +206,7 @@ async fn fetch(
         Ok(Some(bytes)) => return Ok(bytes),
         Ok(None) => {}
         Err(e) => tracing::warn!(
-            run_id = %turn.run_id, thread_id = %turn.thread_id, error = %e,
+            run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id), error = %e,
             "attachment store read failed: downloading"
         ),
     }
@@ -222,7 +223,7 @@ async fn fetch(
     .await?;
     if let Err(e) = store.put_if_absent(thread_key, &a.id, bytes.clone()).await {
         tracing::warn!(
-            run_id = %turn.run_id, thread_id = %turn.thread_id, error = %e,
+            run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id), error = %e,
             "attachment store write failed: the file is used this turn only"
         );
     }
@@ -320,7 +321,7 @@ pub(crate) async fn load_images(
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(
-                run_id = %turn.run_id, thread_id = %turn.thread_id, error = %e,
+                run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id), error = %e,
                 "attachment store read failed"
             ),
         }

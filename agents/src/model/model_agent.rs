@@ -22,7 +22,7 @@ use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
-use runway_core::protocol::{Decision, EditedAction, Interrupt, ReviewItem};
+use runway_core::protocol::{Decision, EditedAction, Interrupt, LogId, ReviewItem};
 use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
@@ -454,7 +454,7 @@ impl<R: Runtime> ModelAgent<R> {
                         .collect(),
                     Err(reason) => {
                         if log.admit() {
-                            tracing::info!(run_id = %turn.run_id, thread_id = %turn.thread_id,
+                            tracing::info!(run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                                 reason = %reason, "an edit was refused: asking again");
                         }
                         out.text(format!("Nothing was run: {reason} Please decide again."));
@@ -499,7 +499,7 @@ impl<R: Runtime> ModelAgent<R> {
                 Err(e) => {
                     // Not claimed, so not settled: it is asked about again.
                     if log.admit() {
-                        tracing::warn!(run_id = %turn.run_id, thread_id = %turn.thread_id,
+                        tracing::warn!(run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                             error = %e, "a decision could not be recorded: asking again");
                     }
                     waiting.push(call);

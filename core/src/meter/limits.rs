@@ -108,6 +108,12 @@ impl Policy {
         self.serves_any || self.served.contains(agent_id)
     }
 
+    /// The agentIds of the workers listed by name (a workers file, `Workers::add`), in order;
+    /// none when one agent serves every agentId.
+    pub fn listed_workers(&self) -> impl Iterator<Item = &str> {
+        self.served.iter().map(String::as_str)
+    }
+
     /// The display name of worker `agent_id`, if it has one.
     pub fn name(&self, agent_id: &str) -> Option<&str> {
         self.names.get(agent_id).map(String::as_str)

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
+use crate::protocol::LogId;
 use crate::store::tally::Tally;
 
 /// One finished turn.
@@ -53,10 +54,10 @@ impl TurnReport {
     pub fn log(&self) {
         tracing::info!(
             target: "runway::usage",
-            runId = %self.run_id,
-            threadId = %self.thread_id,
-            agentId = %self.worker,
-            workspaceId = %self.workspace,
+            runId = %LogId(&self.run_id),
+            threadId = %LogId(&self.thread_id),
+            agentId = %LogId(&self.worker),
+            workspaceId = %LogId(&self.workspace),
             code = self.outcome,
             protocol = self.protocol,
             first_frame_ms = self.first_frame_ms,

@@ -8,6 +8,7 @@ mod health;
 mod interrupt;
 mod json_kind;
 mod limits;
+mod log_id;
 pub mod lowkey;
 mod resume;
 mod run_request;
@@ -16,6 +17,7 @@ pub use attachment::{Attachment, SecretUrl};
 pub use health::{HealthBody, HealthStatus};
 pub use interrupt::{ChoiceOption, Interrupt, InterruptError, ReviewItem};
 pub use limits::Limits;
+pub use log_id::{LogId, MAX_LOGGED_ID_BYTES};
 pub use resume::{Decision, EditedAction, Resume};
 pub use run_request::{
     MAX_ID_LEN, PROTOCOL_VERSION, RunRequest, is_validation_thread, validate_id,

@@ -7,7 +7,7 @@ use crate::agent::context::{ThreadContext, thread_key};
 use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
 use crate::platform::runtime::Runtime;
-use crate::protocol::RunRequest;
+use crate::protocol::{LogId, RunRequest};
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
@@ -46,10 +46,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // `warn` would otherwise drop an info span, and its warnings would lose the ids.
         let span = tracing::error_span!(
             "turn",
-            runId = %run.run_id,
-            threadId = %run.thread_id,
-            agentId = %run.agent_id,
-            workspaceId = %run.workspace_id,
+            runId = %LogId(&run.run_id),
+            threadId = %LogId(&run.thread_id),
+            agentId = %LogId(&run.agent_id),
+            workspaceId = %LogId(&run.workspace_id),
         );
         let mut user_message = run.input.clone();
         if let Some(resume) = &run.resume {
@@ -104,8 +104,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         if self.engine.policy.serves(agent_id) {
             return None;
         }
+        tracing::warn!(code = "UNKNOWN_AGENT", agentId = %LogId(agent_id), "turn refused: no worker serves this agentId");
         let shown: String = agent_id.chars().take(64).collect();
-        tracing::warn!(code = "UNKNOWN_AGENT", agentId = %shown, "turn refused: no worker serves this agentId");
         Some(Reply::Full(json_error(
             404,
             &format!("no Digital Worker with agentId {shown:?} is served here"),

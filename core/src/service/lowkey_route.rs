@@ -11,6 +11,7 @@ use crate::service::{Reply, Runway, json_error};
 use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
 
+use crate::protocol::LogId;
 use crate::protocol::lowkey::{ExternalAgentTurnRequest, storage_id};
 use crate::wire::lowkey::NdjsonWriter;
 
@@ -53,14 +54,14 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             "lowkey/{}",
             thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
         );
-        // Ids are logged in their storage form: free of control characters, bounded.
+        // Ids are any string here: escaped and bounded (`LogId`) so none can forge a line.
         // At the error level, like Console's `turn` span: enabled at every `RUNWAY_LOG` level.
         let span = tracing::error_span!(
             "lowkey_turn",
-            turnId = %storage_id(&req.turn.turn_id),
-            sessionHandleId = %session_key,
-            agentId = %storage_id(&req.session_handle.agent_id),
-            workspaceId = %storage_id(&req.plugin_id),
+            turnId = %LogId(&req.turn.turn_id),
+            sessionHandleId = %LogId(&req.session_handle.id),
+            agentId = %LogId(&req.session_handle.agent_id),
+            workspaceId = %LogId(&req.plugin_id),
         );
         let user_id = if req.turn.headless {
             None

@@ -1,10 +1,11 @@
-//! `GET …/usage?from=YYYY-MM-DD&to=YYYY-MM-DD` on [`Runway`]: the usage rows of those days
-//! (workspace × worker × UTC day), behind the same header set as `/runs`.
+//! `GET …/usage?from=YYYY-MM-DD&to=YYYY-MM-DD[&cursor=…]` on [`Runway`]: the usage rows of
+//! those days (workspace × worker × UTC day), at most `MAX_USAGE_ROWS` an answer, behind the
+//! same header set as `/runs`.
 
 use bytes::Bytes;
 
 use crate::agent::Agent;
-use crate::meter::usage_report::{days_of_query, usage_report};
+use crate::meter::usage_report::{MAX_USAGE_ROWS, usage_query, usage_report};
 use crate::platform::runtime::Runtime;
 use crate::service::{Runway, json_error, json_response, method_not_allowed};
 use crate::store::TurnStore;
@@ -16,11 +17,18 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             return method_not_allowed("GET");
         }
         let now = self.engine.rt.now_ms();
-        let (from, to) = match days_of_query(req.uri().query(), now) {
-            Ok(days) => days,
+        let query = match usage_query(req.uri().query(), now) {
+            Ok(query) => query,
             Err(message) => return json_error(400, &message),
         };
-        match usage_report(&self.engine.store, &self.engine.policy, from, to, now).await {
+        let report = usage_report(
+            &self.engine.store,
+            &self.engine.policy,
+            &query,
+            now,
+            MAX_USAGE_ROWS,
+        );
+        match report.await {
             Ok(report) => json_response(200, &report),
             Err(e) => {
                 self.engine.note_store_error();

@@ -81,7 +81,10 @@ enum PlaygroundError {
     #[error("{0}")]
     Header(#[from] runway_conformance::transport::BadHeader),
     #[error("--header-file {0}: {1}")]
-    HeaderFile(std::path::PathBuf, std::io::Error),
+    HeaderFile(
+        std::path::PathBuf,
+        runway_agents::start_up_file::StartUpFileError,
+    ),
     #[error("cannot build the HTTP client: {0}")]
     Client(reqwest::Error),
     #[error(
@@ -144,7 +147,7 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
     let base = parse_base_url(&args.base_url)?;
     let mut lines = args.headers.clone();
     if let Some(path) = &args.header_file {
-        let text = std::fs::read_to_string(path)
+        let text = runway_agents::read_start_up_file(path)
             .map_err(|e| PlaygroundError::HeaderFile(path.clone(), e))?;
         lines.extend(header_lines(&text));
     }

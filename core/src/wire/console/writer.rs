@@ -12,7 +12,7 @@ use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
-use crate::protocol::Limits;
+use crate::protocol::{Limits, LogId};
 use crate::wire::Ending;
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
@@ -486,7 +486,7 @@ impl Writer<Console> {
             return;
         }
         let Value::Object(obj) = snapshot else {
-            tracing::warn!(run_id = %self.enc.run_id, "STATE_SNAPSHOT that is not an object dropped");
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), "STATE_SNAPSHOT that is not an object dropped");
             return;
         };
         let mut kept: Map<String, Value> = obj
@@ -494,7 +494,7 @@ impl Writer<Console> {
             .filter(|(k, _)| {
                 let ok = STATE_KEYS.contains(&k.as_str());
                 if !ok {
-                    tracing::warn!(run_id = %self.enc.run_id, key = %k, "state key Console drops removed");
+                    tracing::warn!(run_id = %LogId(&self.enc.run_id), key = %k, "state key Console drops removed");
                 }
                 ok
             })
@@ -515,7 +515,7 @@ impl Writer<Console> {
             return;
         }
         let Value::Array(ops) = patch else {
-            tracing::warn!(run_id = %self.enc.run_id, "STATE_DELTA that is not a JSON Patch array dropped");
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), "STATE_DELTA that is not a JSON Patch array dropped");
             return;
         };
         let kept: Vec<Value> = ops
@@ -560,7 +560,7 @@ impl Writer<Console> {
             && (self.enc.state_file_urls.contains(url)
                 || !self.enc.custom_file_urls.insert(url.into()))
         {
-            tracing::warn!(run_id = %self.enc.run_id, "file already announced: CUSTOM file dropped");
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), "file already announced: CUSTOM file dropped");
             return;
         }
         self.emit(
@@ -595,7 +595,7 @@ impl Writer<Console> {
     fn claim_state_file(&mut self, artifact: &Value) -> bool {
         match artifact.get("url").and_then(Value::as_str) {
             Some(url) if self.enc.custom_file_urls.contains(url) => {
-                tracing::warn!(run_id = %self.enc.run_id, "file already announced via CUSTOM: artifact dropped");
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "file already announced via CUSTOM: artifact dropped");
                 false
             }
             Some(url) => self.enc.state_file_urls.insert(url.to_owned()),
