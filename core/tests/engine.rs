@@ -102,11 +102,11 @@ async fn heartbeats_flow_while_the_agent_is_silent_the_first_one_early() {
 #[tokio::test]
 async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_replayed() {
     // Lambda's default; the others default to none (below).
-    let (app, _) = app_with(Config {
+    let (padded, _) = app_with(Config {
         first_flush_bytes: runway_core::adapter::FIRST_FLUSH_BYTES,
         ..Config::unauthenticated()
     });
-    let f = app.send(turn("r", "0")).await;
+    let f = padded.send(turn("r", "0")).await;
     let chunks = &f.received().chunks;
     assert!(chunks[0].1.starts_with(b"data: {\"type\":\"STEP_STARTED\""));
     let padding = &chunks[1];
@@ -121,7 +121,7 @@ async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_repla
     );
     // A replay sends a first frame and padding of its own, then the recording: the padding
     // of the original is not in it.
-    let replay = app.send(turn("r", "0")).await;
+    let replay = padded.send(turn("r", "0")).await;
     let again = &replay.received().chunks;
     assert_eq!(again.len(), 3, "first frame, padding, recording");
     assert_eq!(again[1].1, padding.1);
