@@ -11,9 +11,7 @@ use std::cell::RefCell;
 use bytes::Bytes;
 use futures::StreamExt;
 use runway_core::Agent;
-use runway_core::adapter::{
-    BadRequest, Config, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error,
-};
+use runway_core::adapter::{BadRequest, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error};
 use worker::{Context, Env, Request};
 
 #[cfg(feature = "model")]
@@ -86,7 +84,7 @@ fn app<A: Agent>(
     }
     ConsoleLog::install(setting(env, "RUNWAY_LOG").as_deref());
     install_panic_hook();
-    let mut config = Config::from_lookup(|k| setting(env, k))?;
+    let mut config = crate::worker_config::worker_config(|k| setting(env, k))?;
     // Deployed before `wrangler secret put`: every turn is refused with a 500 naming the
     // secret, never served to anyone.
     config.access = config.access.naming_missing(

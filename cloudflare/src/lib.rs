@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod wire;
+pub mod worker_config;
 
 #[cfg(target_arch = "wasm32")]
 mod analytics;

@@ -46,14 +46,14 @@ fn writer(c: &mut Criterion) {
 }
 
 fn whole_turn(c: &mut Criterion) {
-    // The default writes 100 KiB of padding after the first frame (`first_flush_bytes`):
-    // measured with and without, what the padding costs. The testing kit's runway: the real
+    // Lambda's default writes 100 KiB of padding after the first frame (`first_flush_bytes`;
+    // serve and Workers default to none): measured with and without, what the padding costs. The testing kit's runway: the real
     // engine and writer over the memory store, on a virtual clock (a turn that never waits
     // fires no timer).
     for (name, first_flush_bytes) in [
         (
             "engine: whole echo turn in process (memory store)",
-            Config::default().first_flush_bytes,
+            runway_core::adapter::FIRST_FLUSH_BYTES,
         ),
         ("engine: whole echo turn, no first-flush padding", 0),
     ] {

@@ -65,7 +65,7 @@ pub mod adapter {
     pub use crate::platform::tokio::TokioRuntime;
     pub use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
     pub use crate::service::auth::AuthHeaders;
-    pub use crate::service::config::{Config, MAX_BODY_BYTES};
+    pub use crate::service::config::{Config, FIRST_FLUSH_BYTES, MAX_BODY_BYTES};
     pub use crate::service::os_settings::OsSettings;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::memory::MemoryStore;

@@ -101,13 +101,17 @@ async fn heartbeats_flow_while_the_agent_is_silent_the_first_one_early() {
 
 #[tokio::test]
 async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_replayed() {
-    let (app, _) = app();
-    let f = app.send(turn("r", "0")).await;
+    // Lambda's default; the others default to none (below).
+    let (padded, _) = app_with(Config {
+        first_flush_bytes: runway_core::adapter::FIRST_FLUSH_BYTES,
+        ..Config::unauthenticated()
+    });
+    let f = padded.send(turn("r", "0")).await;
     let chunks = &f.received().chunks;
     assert!(chunks[0].1.starts_with(b"data: {\"type\":\"STEP_STARTED\""));
     let padding = &chunks[1];
     assert_eq!(padding.0, Duration::ZERO, "sent with the first frame");
-    assert_eq!(padding.1.len(), Config::default().first_flush_bytes);
+    assert_eq!(padding.1.len(), 100 * 1024);
     let text = String::from_utf8_lossy(&padding.1);
     assert!(text.starts_with(": ") && text.ends_with("\n\n"));
     assert_eq!(
@@ -117,17 +121,14 @@ async fn the_first_frame_is_followed_by_padding_in_its_own_chunk_and_never_repla
     );
     // A replay sends a first frame and padding of its own, then the recording: the padding
     // of the original is not in it.
-    let replay = app.send(turn("r", "0")).await;
+    let replay = padded.send(turn("r", "0")).await;
     let again = &replay.received().chunks;
     assert_eq!(again.len(), 3, "first frame, padding, recording");
     assert_eq!(again[1].1, padding.1);
     assert!(!String::from_utf8_lossy(&again[2].1).contains(": first-flush"));
     assert_eq!(replay.all(), f.all());
 
-    let (none, _) = app_with(Config {
-        first_flush_bytes: 0,
-        ..Config::unauthenticated()
-    });
+    let (none, _) = app();
     let f = none.send(turn("r", "0")).await;
     assert!(
         f.received()

@@ -51,7 +51,7 @@ use runway_core::adapter::{
 pub use body::LambdaBody;
 pub use lambda_http::Error;
 pub use run::{run, run_builtin};
-pub use settings::{InitError, Settings, init_agent, sdk_config};
+pub use settings::{InitError, Settings, core_config, emf_line, init_agent, sdk_config};
 pub use store::DynamoStore;
 
 /// The served application: an agent (a built-in one unless said), the DynamoDB store, tokio.

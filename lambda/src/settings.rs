@@ -8,10 +8,11 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use runway_agents::{BuiltinAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
 use runway_core::Agent;
-use runway_core::adapter::{Config, Runway, TokioRuntime};
+use runway_core::adapter::{Config, FIRST_FLUSH_BYTES, Runway, TokioRuntime};
 use runway_core::http_client::ReqwestClient;
 
 use crate::App;
+use crate::emf::{DEFAULT_NAMESPACE, EmfLine, METRICS_DETAIL_SETTING, MetricsDetail};
 use crate::model_agents::LambdaModels;
 use crate::ssm::{PARAMETER_SUFFIX, read_parameter};
 use crate::store::DynamoStore;
@@ -60,13 +61,19 @@ pub struct Settings {
     /// [`runway_agents::settings`]); a `bootstrap` serving its own agent through
     /// [`crate::run`] ignores it.
     pub agent: String,
+    /// CloudWatch namespace of the EMF metrics (`RUNWAY_METRICS_NAMESPACE`, default `runway`).
+    pub metrics_namespace: String,
+    /// Which metric series each turn's EMF line publishes (`RUNWAY_METRICS_DETAIL`: `pilot`,
+    /// the default, or `worker`).
+    pub metrics_detail: MetricsDetail,
 }
 
 impl Settings {
     /// Reads the settings from `get` (the process environment in production).
     ///
     /// # Errors
-    /// An endpoint that is not an http(s) URL.
+    /// An endpoint that is not an http(s) URL; a `RUNWAY_METRICS_DETAIL` other than `pilot` or
+    /// `worker`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, InitError> {
         let non_empty = |k: &str| {
             get(k)
@@ -92,11 +99,18 @@ impl Settings {
                 "RUNWAY_DYNAMODB_ENDPOINT must be an http(s) URL".into(),
             ));
         }
+        let metrics_detail = get(METRICS_DETAIL_SETTING)
+            .unwrap_or_default()
+            .parse::<MetricsDetail>()
+            .map_err(|e| InitError::Config(e.to_string()))?;
         Ok(Self {
             table: non_empty("RUNWAY_DYNAMODB_TABLE").unwrap_or_else(|| "runway".into()),
             dynamodb_endpoint,
             auth_parameter: non_empty(AUTH_PARAMETER),
             agent: runway_agents::settings::agent_name(&get),
+            metrics_namespace: non_empty("RUNWAY_METRICS_NAMESPACE")
+                .unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            metrics_detail,
         })
     }
 }
@@ -175,16 +189,14 @@ pub async fn init_agent<A: Agent>(
         Some(name) => Some(read_secure_parameter(&sdk, name).await?),
         None => None,
     };
-    let config = Config::from_lookup(|k| {
+    let mut config = core_config(|k| {
         if k == "RUNWAY_AUTH_HEADERS"
             && let Some(v) = &auth_from_ssm
         {
             return Some(v.clone());
         }
         get(k)
-    })
-    .map_err(|e| InitError::Config(e.to_string()))?;
-    let mut config = config;
+    })?;
     // Without either setting the function starts but refuses every turn, naming what to set.
     config.access = config.access.naming_missing(format!(
         "{AUTH_PARAMETER} (the SSM SecureString holding the header set: the template's \
@@ -201,10 +213,29 @@ pub async fn init_agent<A: Agent>(
         auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
         "runway-lambda ready"
     );
-    let namespace = get("RUNWAY_METRICS_NAMESPACE").unwrap_or_default();
     Ok(Runway::new(agent, store, rt, config)
         .with_http_client(ReqwestClient::new())
-        .with_metrics(crate::emf::EmfLine::new(&namespace)))
+        .with_metrics(emf_line(&settings)))
+}
+
+/// The core's settings as Lambda reads them from `get`: [`Config::from_lookup`], but with
+/// [`FIRST_FLUSH_BYTES`] of first-flush padding unless `RUNWAY_FIRST_FLUSH_BYTES` says
+/// otherwise, because a function URL's response stream may hold small chunks (the other
+/// runtimes default to none).
+///
+/// # Errors
+/// A setting that does not parse.
+pub fn core_config(get: impl Fn(&str) -> Option<String>) -> Result<Config, InitError> {
+    let defaults = Config {
+        first_flush_bytes: FIRST_FLUSH_BYTES,
+        ..Config::default()
+    };
+    Config::from_lookup_over(defaults, get).map_err(|e| InitError::Config(e.to_string()))
+}
+
+/// The EMF line each turn writes, as `settings` say.
+pub fn emf_line(settings: &Settings) -> EmfLine {
+    EmfLine::new(&settings.metrics_namespace).with_detail(settings.metrics_detail)
 }
 
 /// The setting naming the SSM SecureString that holds the auth header set.
@@ -241,6 +272,8 @@ mod tests {
         assert_eq!(s.table, "runway");
         assert_eq!(s.agent, "demo");
         assert!(s.dynamodb_endpoint.is_none() && s.auth_parameter.is_none());
+        assert_eq!(s.metrics_namespace, "runway");
+        assert_eq!(s.metrics_detail, MetricsDetail::Pilot);
         let s = Settings::from_lookup(lookup(&[
             ("RUNWAY_DYNAMODB_TABLE", "t1"),
             ("RUNWAY_DYNAMODB_ENDPOINT", "http://127.0.0.1:5000"),
@@ -266,6 +299,32 @@ mod tests {
             let e = Settings::from_lookup(lookup(&[(setting, "/runway/workers")])).unwrap_err();
             assert!(e.to_string().contains(setting), "{e}");
         }
+    }
+
+    #[test]
+    fn metrics_detail_is_pilot_or_worker_and_anything_else_refuses_to_start() {
+        let detail = |v: &str| {
+            Settings::from_lookup(lookup(&[(METRICS_DETAIL_SETTING, v)])).map(|s| s.metrics_detail)
+        };
+        assert_eq!(detail("pilot").unwrap(), MetricsDetail::Pilot);
+        assert_eq!(detail("").unwrap(), MetricsDetail::Pilot);
+        assert_eq!(detail(" Worker ").unwrap(), MetricsDetail::Worker);
+        for bad in ["workers", "outcome", "all", "1"] {
+            let e = detail(bad).unwrap_err();
+            assert!(matches!(e, InitError::Config(_)), "{bad}: {e}");
+            assert!(e.to_string().contains(METRICS_DETAIL_SETTING), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn lambda_pads_the_first_frame_by_default_and_the_setting_overrides_it() {
+        let padding =
+            |pairs: &[(&str, &str)]| core_config(lookup(pairs)).unwrap().first_flush_bytes;
+        assert_eq!(padding(&[]), 102_400);
+        assert_eq!(padding(&[("RUNWAY_FIRST_FLUSH_BYTES", "0")]), 0);
+        assert_eq!(padding(&[("RUNWAY_FIRST_FLUSH_BYTES", "16384")]), 16_384);
+        let e = core_config(lookup(&[("RUNWAY_FIRST_FLUSH_BYTES", "1k")])).unwrap_err();
+        assert!(e.to_string().contains("RUNWAY_FIRST_FLUSH_BYTES"), "{e}");
     }
 
     #[test]

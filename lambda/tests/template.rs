@@ -176,3 +176,62 @@ fn sam_build_enables_the_beta_feature_without_asking() {
     }
     assert!(build_beta, "samconfig.toml:\n{text}");
 }
+
+/// The limit-refusals alarm reads a series the EMF line publishes at every `MetricsDetail`
+/// (`Turns` with `outcomeClass = refused`), and the parameter offers exactly the values the
+/// function accepts, passed as `RUNWAY_METRICS_DETAIL`.
+#[test]
+fn the_limit_refusals_alarm_reads_a_series_every_metrics_detail_publishes() {
+    use runway_lambda::emf::{EmfLine, METRICS_DETAIL_SETTING, MetricsDetail};
+    let t = template();
+    let alarm = blocks(&t, "Properties")
+        .into_iter()
+        .find(|b| value(b, "AlarmName").is_some_and(|n| n.contains("limit-refusals")))
+        .expect("LimitRefusalsAlarm");
+    assert_eq!(value(&alarm, "Namespace"), Some("!Ref MetricsNamespace"));
+    assert_eq!(value(&alarm, "MetricName"), Some("Turns"));
+    assert!(alarm.contains(&"- Name: outcomeClass"), "{alarm:?}");
+    assert!(alarm.contains(&"Value: refused"), "{alarm:?}");
+
+    let parameter = blocks(&t, "MetricsDetail").remove(0);
+    assert_eq!(value(&parameter, "Default"), Some("pilot"));
+    assert_eq!(value(&parameter, "AllowedValues"), Some("[pilot, worker]"));
+    assert!(t.contains(&format!("{METRICS_DETAIL_SETTING}: !Ref MetricsDetail")));
+
+    for detail in ["pilot", "worker"] {
+        let detail: MetricsDetail = detail.parse().expect("an allowed value parses");
+        for outcome in ["RATE_LIMITED", "QUOTA_EXCEEDED"] {
+            let report = runway_core::meter::TurnReport {
+                protocol: "console",
+                run_id: "r".into(),
+                thread_id: "t".into(),
+                worker: "w".into(),
+                worker_name: None,
+                workspace: "s".into(),
+                outcome,
+                started_at_ms: 0,
+                first_frame_ms: None,
+                duration_ms: 1,
+                usage: Default::default(),
+            };
+            let doc = EmfLine::new("runway").with_detail(detail).document(&report);
+            assert_eq!(doc["outcomeClass"], "refused");
+            let reads_it = doc["_aws"]["CloudWatchMetrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| {
+                    d["Dimensions"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&serde_json::json!(["outcomeClass"]))
+                        && d["Metrics"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|m| m["Name"] == "Turns")
+                });
+            assert!(reads_it, "{detail}, {outcome}: {doc}");
+        }
+    }
+}

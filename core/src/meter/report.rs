@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::error::TurnErrorCode;
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
 use crate::protocol::LogId;
 use crate::store::tally::Tally;
@@ -47,6 +48,20 @@ impl TurnReport {
     /// Model tokens, input and output.
     pub fn tokens(&self) -> u64 {
         self.usage.tokens()
+    }
+
+    /// The outcome in one of three classes, few enough to be a metric dimension whatever the
+    /// outcomes seen: `ok` (`SUCCESS`, `INTERRUPT`), `refused` (by a limit: `RATE_LIMITED`,
+    /// `QUOTA_EXCEEDED`), `error` (any other `RUN_ERROR` code).
+    pub fn outcome_class(&self) -> &'static str {
+        let refused = [TurnErrorCode::RateLimited, TurnErrorCode::QuotaExceeded];
+        if matches!(self.outcome, "SUCCESS" | "INTERRUPT") {
+            "ok"
+        } else if refused.iter().any(|c| c.as_str() == self.outcome) {
+            "refused"
+        } else {
+            "error"
+        }
     }
 
     /// Logs the turn as one structured line (target `runway::usage`, message `turn usage`):
@@ -95,5 +110,42 @@ pub struct LogLine;
 impl TurnMetrics for LogLine {
     fn turn_ended(&self, report: &TurnReport) {
         report.log();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_fall_in_three_classes() {
+        let class = |outcome: &'static str| {
+            TurnReport {
+                protocol: "console",
+                run_id: String::new(),
+                thread_id: String::new(),
+                worker: String::new(),
+                worker_name: None,
+                workspace: String::new(),
+                outcome,
+                started_at_ms: 0,
+                first_frame_ms: None,
+                duration_ms: 0,
+                usage: Tally::default(),
+            }
+            .outcome_class()
+        };
+        assert_eq!(class("SUCCESS"), "ok");
+        assert_eq!(class("INTERRUPT"), "ok");
+        assert_eq!(class(TurnErrorCode::RateLimited.as_str()), "refused");
+        assert_eq!(class(TurnErrorCode::QuotaExceeded.as_str()), "refused");
+        for code in [
+            TurnErrorCode::AgentError,
+            TurnErrorCode::TurnDeadline,
+            TurnErrorCode::StoreUnavailable,
+            TurnErrorCode::Superseded,
+        ] {
+            assert_eq!(class(code.as_str()), "error", "{code:?}");
+        }
     }
 }

@@ -10,8 +10,10 @@ use crate::service::auth::AuthHeaders;
 /// Largest request body accepted (1 MiB). Adapters refuse larger bodies while reading them.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The default first-flush padding: above the largest buffering threshold reported of Lambda
-/// function-URL response streaming (about 100 KB; see the README's decisions).
+/// The first-flush padding Lambda's adapter writes by default: above the largest buffering
+/// threshold reported of Lambda function-URL response streaming (about 100 KB; see the README's
+/// decisions). The other runtimes' paths stream unbuffered and default to none
+/// ([`Config::default`]); `RUNWAY_FIRST_FLUSH_BYTES` overrides either.
 pub const FIRST_FLUSH_BYTES: usize = 100 * 1024;
 
 /// Everything configurable, with defaults fit for Console.
@@ -32,10 +34,11 @@ pub struct Config {
     /// (default 2 s; never later than `heartbeat`), `RUNWAY_FIRST_HEARTBEAT_SECS`: a path that
     /// holds a chunk until the next write lets the first frame go then.
     pub first_heartbeat: Duration,
-    /// Bytes of padding written right after the first frame (default 100 KiB; 0 for none,
-    /// at most the frame limit), `RUNWAY_FIRST_FLUSH_BYTES`: a path that holds small chunks
-    /// until a size threshold (reported of Lambda function URLs: about 100 KB) lets the first
-    /// frame go at once. An SSE comment for Console, counted against the stream limit, never
+    /// Bytes of padding written right after the first frame (at most the frame limit),
+    /// `RUNWAY_FIRST_FLUSH_BYTES`: a path that holds small chunks until a size threshold
+    /// (reported of Lambda function URLs: about 100 KB) lets the first frame go at once.
+    /// Default 0 (none: `runway serve` and Workers stream unbuffered); Lambda's adapter
+    /// defaults to [`FIRST_FLUSH_BYTES`]. An SSE comment for Console, counted against the stream limit, never
     /// recorded; Lowkey gets none (every NDJSON line must be an event it shows).
     pub first_flush_bytes: usize,
     /// A turn still running after this long ends with `RUN_ERROR` (default 290 s, before
@@ -83,7 +86,7 @@ impl Default for Config {
             access: Access::default(),
             heartbeat: Duration::from_secs(10),
             first_heartbeat: Duration::from_secs(2),
-            first_flush_bytes: FIRST_FLUSH_BYTES,
+            first_flush_bytes: 0,
             turn_deadline: Duration::from_secs(290),
             context_ttl: Duration::from_secs(30 * 24 * 3600),
             validation_ttl: Duration::from_secs(600),
@@ -128,7 +131,20 @@ impl Config {
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, crate::adapter::BadRequest> {
-        let mut c = Self::default();
+        Self::from_lookup_over(Self::default(), get)
+    }
+
+    /// [`Config::from_lookup`] on top of `defaults` instead of [`Config::default`]: what a
+    /// runtime whose path needs other defaults reads (Lambda: [`FIRST_FLUSH_BYTES`] of
+    /// padding).
+    ///
+    /// # Errors
+    /// As [`Config::from_lookup`].
+    pub fn from_lookup_over(
+        defaults: Self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, crate::adapter::BadRequest> {
+        let mut c = defaults;
         let allow_unauthenticated = match get(ALLOW_UNAUTHENTICATED) {
             None => false,
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
@@ -315,7 +331,30 @@ mod tests {
 
     #[test]
     fn first_flush_bytes_is_a_size_up_to_the_frame_limit() {
-        assert_eq!(config(&[]).unwrap().first_flush_bytes, 100 * 1024);
+        // No padding unless a runtime's path needs it (serve and Workers read these defaults).
+        assert_eq!(config(&[]).unwrap().first_flush_bytes, 0);
+        assert_eq!(Config::default().first_flush_bytes, 0);
+        let padded = Config {
+            first_flush_bytes: FIRST_FLUSH_BYTES,
+            ..Config::default()
+        };
+        let over = |pairs: &[(&str, &str)]| {
+            Config::from_lookup_over(padded.clone(), |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+            .map(|c| c.first_flush_bytes)
+        };
+        assert_eq!(over(&[]).unwrap(), 100 * 1024);
+        assert_eq!(over(&[("RUNWAY_FIRST_FLUSH_BYTES", "0")]).unwrap(), 0);
+        assert_eq!(
+            config(&[("RUNWAY_FIRST_FLUSH_BYTES", "102400")])
+                .unwrap()
+                .first_flush_bytes,
+            102_400
+        );
         let bytes =
             |v: &str| config(&[("RUNWAY_FIRST_FLUSH_BYTES", v)]).map(|c| c.first_flush_bytes);
         assert_eq!(bytes("0").unwrap(), 0);
