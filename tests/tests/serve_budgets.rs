@@ -112,10 +112,10 @@ async fn concurrent_tool_loop_turns_pass_a_token_day_by_at_most_one_call_each() 
     let (process, client, data_dir) =
         serve(&model, &tools, &worker, "{ tokens_per_day = 100 }").await;
 
-    let turns = join_all(
-        (0..6).map(|i| client.turn(&turn_of(&worker, &workspace, &format!("Weather {i}?")))),
-    )
-    .await;
+    let bodies: Vec<Value> = (0..6)
+        .map(|i| turn_of(&worker, &workspace, &format!("Weather {i}?")))
+        .collect();
+    let turns = join_all(bodies.iter().map(|b| client.turn(b))).await;
     for t in &turns {
         assert_eq!(t.last()["code"], "QUOTA_EXCEEDED", "{:?}", t.frames);
         assert!(
