@@ -713,8 +713,9 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
     #[test]
     fn spend_limits_and_prices_that_are_not_dollars_are_refused_with_their_line() {
         for bad in ["nan", "inf", "-inf", "-2.0"] {
-            let e = load(&MINIMAL.replace("spend_per_day = 2.0", &format!("spend_per_day = {bad}")))
-                .expect_err("not a spend limit");
+            let e =
+                load(&MINIMAL.replace("spend_per_day = 2.0", &format!("spend_per_day = {bad}")))
+                    .expect_err("not a spend limit");
             assert_eq!(e.line, 23, "{bad}: {e}");
             assert!(
                 e.reason.contains("not an amount in US dollars"),

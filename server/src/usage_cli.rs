@@ -251,7 +251,10 @@ mod tests {
         let t = table(&report());
         assert!(t.contains("Order desk, EU (918273688800000200)"), "{t}");
         assert!(t.lines().last().unwrap().starts_with("total"), "{t}");
-        assert!(t.lines().nth(1).unwrap().ends_with("estimated_tokens"), "{t}");
+        assert!(
+            t.lines().nth(1).unwrap().ends_with("estimated_tokens"),
+            "{t}"
+        );
         assert!(t.lines().last().unwrap().ends_with(" 7"), "{t}");
         let c = csv(&report());
         let line = c.lines().nth(1).unwrap();

@@ -70,9 +70,7 @@ fn turn_of(worker: &str, workspace: &str, input: &str) -> Value {
 
 /// Today's usage row of `worker` in `workspace`.
 async fn usage_row(client: &Client, worker: &str, workspace: &str) -> Option<Value> {
-    let (status, report) = client
-        .raw(reqwest::Method::GET, "/usage", Vec::new())
-        .await;
+    let (status, report) = client.raw(reqwest::Method::GET, "/usage", Vec::new()).await;
     assert_eq!(status, 200, "{report}");
     report["rows"]
         .as_array()?
@@ -128,7 +126,9 @@ async fn concurrent_tool_loop_turns_pass_a_token_day_by_at_most_one_call_each() 
         );
     }
     let calls = model.chat_completions().len() as u64;
-    let row = usage_row(&client, &worker, &workspace).await.expect("a row");
+    let row = usage_row(&client, &worker, &workspace)
+        .await
+        .expect("a row");
     assert_eq!(row["modelCalls"].as_u64(), Some(calls), "{row}");
     assert_eq!(tokens(&row), calls * 15, "every call counted once: {row}");
     assert!(
@@ -163,10 +163,14 @@ async fn a_turn_stopped_while_the_model_streams_counts_its_call_and_an_estimate(
     .await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({}))).await;
     let (worker, workspace) = (fresh_id(), fresh_id());
-    let (process, client, data_dir) = serve(&model, &tools, &worker, "{ tokens_per_day = 20 }").await;
+    let (process, client, data_dir) =
+        serve(&model, &tools, &worker, "{ tokens_per_day = 20 }").await;
 
     let first = client
-        .turn_then_hang_up_after(&turn_of(&worker, &workspace, "Refund policy?"), "TEXT_MESSAGE_CONTENT")
+        .turn_then_hang_up_after(
+            &turn_of(&worker, &workspace, "Refund policy?"),
+            "TEXT_MESSAGE_CONTENT",
+        )
         .await;
     assert!(first.contains("Our refund policy"), "{first}");
     // The stop is noticed at the next heartbeat; the turn is recorded then.
@@ -177,10 +181,16 @@ async fn a_turn_stopped_while_the_model_streams_counts_its_call_and_an_estimate(
         {
             break row;
         }
-        assert!(Instant::now() < deadline, "the stopped turn's call was never counted");
+        assert!(
+            Instant::now() < deadline,
+            "the stopped turn's call was never counted"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(tokens(&row) > 20, "the estimate covers the prompt sent: {row}");
+    assert!(
+        tokens(&row) > 20,
+        "the estimate covers the prompt sent: {row}"
+    );
     assert_eq!(row["estimatedTokens"].as_u64(), Some(tokens(&row)), "{row}");
     for _ in 0..3 {
         let t = client

@@ -61,7 +61,9 @@ impl CallMeter {
             Some(n) => n
                 .as_u64()
                 .filter(|n| *n <= MAX_TOKENS_PER_CALL)
-                .ok_or_else(|| format!("the model endpoint reported {field} = {n}: not a token count")),
+                .ok_or_else(|| {
+                    format!("the model endpoint reported {field} = {n}: not a token count")
+                }),
         };
         self.reported = Some(ModelTokens {
             input: count("prompt_tokens", usage.get("prompt_tokens"))?,
@@ -129,7 +131,12 @@ mod tests {
         drop(cut);
         let t = usage.totals();
         assert_eq!(
-            (t.model_calls, t.input_tokens, t.output_tokens, t.estimated_tokens),
+            (
+                t.model_calls,
+                t.input_tokens,
+                t.output_tokens,
+                t.estimated_tokens
+            ),
             (1, 101, 3, 104)
         );
         let mut done = CallMeter::new(usage.clone(), "m", 401);
@@ -137,7 +144,10 @@ mod tests {
             .expect("counts");
         assert_eq!(done.finish().input, 21);
         let t = usage.totals();
-        assert_eq!((t.model_calls, t.input_tokens, t.estimated_tokens), (2, 122, 104));
+        assert_eq!(
+            (t.model_calls, t.input_tokens, t.estimated_tokens),
+            (2, 122, 104)
+        );
         CallMeter::new(usage.clone(), "m", 401).not_billed();
         assert_eq!(usage.totals().model_calls, 2);
     }

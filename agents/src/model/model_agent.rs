@@ -940,7 +940,13 @@ impl<R: Runtime> ModelAgent<R> {
                     ChatStreamEvent::Usage(u) => {
                         if let Err(detail) = meter.reported(&u) {
                             // The call fails as the endpoint's error; it counts an estimate.
-                            return Err((RoundError::Fatal { user: REFUSED, detail }, text));
+                            return Err((
+                                RoundError::Fatal {
+                                    user: REFUSED,
+                                    detail,
+                                },
+                                text,
+                            ));
                         }
                     }
                     ChatStreamEvent::Done => {}

@@ -151,7 +151,10 @@ pub(crate) fn assess(
             let Some(max) = max else { continue };
             let spent = kind.measure(&counted);
             if spent >= max {
-                if reached.as_ref().is_none_or(|r| resets_at_ms > r.resets_at_ms) {
+                if reached
+                    .as_ref()
+                    .is_none_or(|r| resets_at_ms > r.resets_at_ms)
+                {
                     reached = Some(Reached {
                         kind,
                         resets_at_ms,

@@ -209,7 +209,10 @@ mod tests {
                 input_per_million: 0.15,
                 output_per_million: bad,
             };
-            assert_eq!(p.check().expect_err("not a price").field, "output_per_million");
+            assert_eq!(
+                p.check().expect_err("not a price").field,
+                "output_per_million"
+            );
         }
         let fine = Limits {
             spend_per_day: Some(0.0),

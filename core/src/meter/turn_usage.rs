@@ -342,10 +342,11 @@ impl TurnUsage {
         let s = self.lock();
         let windows = Windows::at(s.started_at_ms);
         let rest = minus(&spend_of(&s.used), &s.shared);
-        let mut writes: Vec<(TallyKey, Tally, u64, String)> = budget_writes(&s.scopes, &windows, &rest)
-            .into_iter()
-            .map(|(k, t, e)| (k, t, e, s.write_id.clone()))
-            .collect();
+        let mut writes: Vec<(TallyKey, Tally, u64, String)> =
+            budget_writes(&s.scopes, &windows, &rest)
+                .into_iter()
+                .map(|(k, t, e)| (k, t, e, s.write_id.clone()))
+                .collect();
         writes.extend(s.failed_writes.iter().cloned());
         writes
     }
@@ -381,10 +382,10 @@ mod tests {
     use futures::executor::block_on;
 
     use super::*;
-    use crate::meter::budget::{LimitKind, Left};
+    use crate::error::StoreError;
+    use crate::meter::budget::{Left, LimitKind};
     use crate::meter::limits::{Limits, Price};
     use crate::platform::maybe_send::BoxFuture;
-    use crate::error::StoreError;
     use crate::store::TurnStore;
     use crate::store::memory::MemoryStore;
 

@@ -757,8 +757,12 @@ pub async fn tally_additions_saturate<S: TurnStore>(s: &S, p: &str) {
         model_calls: 1,
         ..Tally::default()
     };
-    s.add_tally(&key, &huge, 9000, "w1").await.expect("add_tally");
-    s.add_tally(&key, &more, 9000, "w2").await.expect("add_tally");
+    s.add_tally(&key, &huge, 9000, "w1")
+        .await
+        .expect("add_tally");
+    s.add_tally(&key, &more, 9000, "w2")
+        .await
+        .expect("add_tally");
     let rows = s.tallies(&key.part, 1000).await.expect("tallies");
     let t = rows[0].1;
     let top = i64::MAX as u64;
