@@ -96,8 +96,27 @@ struct RawWorker {
 #[derive(Deserialize, Clone, Copy)]
 #[serde(deny_unknown_fields)]
 struct RawPrice {
-    input_per_million: f64,
-    output_per_million: f64,
+    input_per_million: Usd,
+    output_per_million: Usd,
+}
+
+/// An amount in US dollars: a finite number of 0 or more. TOML also spells `nan`, `inf` and
+/// negative numbers; as a spend limit they would refuse every turn, as a price make every cost
+/// 0, so they are refused where they are written (the error carries the value's line).
+#[derive(Clone, Copy)]
+struct Usd(f64);
+
+impl<'de> Deserialize<'de> for Usd {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() && v >= 0.0 {
+            Ok(Self(v))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{v} is not an amount in US dollars: use a number of 0 or more"
+            )))
+        }
+    }
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -105,8 +124,8 @@ struct RawPrice {
 struct RawLimits {
     turns_per_minute: Option<u64>,
     tokens_per_day: Option<u64>,
-    spend_per_day: Option<f64>,
-    spend_per_month: Option<f64>,
+    spend_per_day: Option<Usd>,
+    spend_per_month: Option<Usd>,
 }
 
 impl From<RawLimits> for Limits {
@@ -114,8 +133,8 @@ impl From<RawLimits> for Limits {
         Limits {
             turns_per_minute: r.turns_per_minute,
             tokens_per_day: r.tokens_per_day,
-            spend_per_day: r.spend_per_day,
-            spend_per_month: r.spend_per_month,
+            spend_per_day: r.spend_per_day.map(|u| u.0),
+            spend_per_month: r.spend_per_month.map(|u| u.0),
         }
     }
 }
@@ -262,18 +281,11 @@ pub fn load_workers<R: Runtime + Clone>(
     }
     let mut workers = Workers::new();
     for (model, p) in &raw.prices {
-        let usable = |v: f64| v.is_finite() && v >= 0.0;
-        if !usable(p.input_per_million) || !usable(p.output_per_million) {
-            return Err(err_at(
-                0,
-                format!("prices.{model:?}: prices must be numbers of 0 or more"),
-            ));
-        }
         workers = workers.price(
             model.clone(),
             Price {
-                input_per_million: p.input_per_million,
-                output_per_million: p.output_per_million,
+                input_per_million: p.input_per_million.0,
+                output_per_million: p.output_per_million.0,
             },
         );
     }
@@ -707,6 +719,32 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
         let e = load(&MINIMAL.replace("desk-tools.toml", "missing.toml")).unwrap_err();
         assert_eq!(e.line, 15, "{e}");
         assert!(e.to_string().starts_with("workers.toml, line 15"), "{e}");
+    }
+
+    /// Issue 25: a spend limit of `nan`, `inf` or a negative number was accepted and refused
+    /// every turn; a negative or `nan` price made every cost 0.
+    #[test]
+    fn spend_limits_and_prices_that_are_not_dollars_are_refused_with_their_line() {
+        for bad in ["nan", "inf", "-inf", "-2.0"] {
+            let e =
+                load(&MINIMAL.replace("spend_per_day = 2.0", &format!("spend_per_day = {bad}")))
+                    .expect_err("not a spend limit");
+            assert_eq!(e.line, 23, "{bad}: {e}");
+            assert!(
+                e.reason.contains("not an amount in US dollars"),
+                "{bad}: {e}"
+            );
+            let e = load(&MINIMAL.replace(
+                "output_per_million = 0.60",
+                &format!("output_per_million = {bad}"),
+            ))
+            .expect_err("not a price");
+            assert_eq!(e.line, 10, "{bad}: {e}");
+            assert!(
+                e.reason.contains("not an amount in US dollars"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -123,7 +123,9 @@ impl TurnErrorCode {
                  repeat. Please ask again."
             }
             Self::RateLimited => "Too many messages right now. Please try again in a minute.",
-            Self::QuotaExceeded => "The usage limit has been reached. Please try again later.",
+            // runway's own refusals name the limit and its reset (`meter::budget`); this is the
+            // text of an agent's own `QUOTA_EXCEEDED` without a message.
+            Self::QuotaExceeded => "A usage limit has been reached. Please try again later.",
         }
     }
 }

@@ -77,6 +77,11 @@ impl SqliteStore {
         for stmt in runway_core::store::sql_store::SCHEMA {
             conn.execute_batch(stmt)?;
         }
+        for (probe, add) in runway_core::store::sql_store::ADDED_COLUMNS {
+            if conn.prepare(probe).is_err() {
+                conn.execute_batch(add)?;
+            }
+        }
         let db = ConnectionThread::start(conn).map_err(OpenError::Thread)?;
         Ok(Self { db })
     }
@@ -320,5 +325,43 @@ mod tests {
             TurnStart::Claimed { context: None, .. }
         ));
         s.purge_expired(2).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_tally_table_from_before_estimated_tokens_gets_the_column() {
+        // turn_tallies as the previous release made it: its rows keep counting.
+        let dir = tempdir("tally-columns");
+        let path = dir.join("db");
+        let old = Connection::open(&path).unwrap();
+        let columns: Vec<String> = Tally::FIELDS
+            .iter()
+            .filter(|f| **f != "estimated_tokens")
+            .map(|f| format!("{f} INTEGER NOT NULL DEFAULT 0"))
+            .collect();
+        old.execute_batch(&format!(
+            "CREATE TABLE turn_tallies (part TEXT NOT NULL, item TEXT NOT NULL, {},
+                 expires_at INTEGER NOT NULL, PRIMARY KEY (part, item));
+             INSERT INTO turn_tallies (part, item, input_tokens, expires_at)
+                 VALUES ('usage/2026-12-03', 'w/a', 5, 9000);",
+            columns.join(", ")
+        ))
+        .unwrap();
+        drop(old);
+        let s = SqliteStore::open(&path).unwrap();
+        let key = TallyKey::new("usage/2026-12-03", "w/a");
+        let more = Tally {
+            input_tokens: 7,
+            estimated_tokens: 7,
+            ..Tally::default()
+        };
+        s.add_tally(&key, &more, 9000, "w1").await.unwrap();
+        let rows = s.tallies(&key.part, 1000).await.unwrap();
+        assert_eq!(
+            (rows[0].1.input_tokens, rows[0].1.estimated_tokens),
+            (12, 7)
+        );
+        // Opened again: the column is there, nothing to add.
+        drop(s);
+        SqliteStore::open(&path).unwrap();
     }
 }

@@ -239,6 +239,13 @@ const COLUMNS: [(&str, &str); 12] = [
     ("cost_usd", "costUsd"),
 ];
 
+/// The table's columns after [`COLUMNS`] (the CSV has them among its later columns).
+const TABLE_ONLY: [(&str, &str); 1] = [("estimated_tokens", "estimatedTokens")];
+
+fn table_columns() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    COLUMNS.iter().chain(TABLE_ONLY.iter())
+}
+
 /// A field of `row` as printed, escaped for a terminal.
 fn cell(row: &Value, field: &str) -> String {
     match &row[field] {
@@ -262,11 +269,10 @@ fn rows(report: &Value) -> Vec<Value> {
 }
 
 fn table(report: &Value) -> String {
-    let mut lines: Vec<Vec<String>> = vec![COLUMNS.iter().map(|(t, _)| (*t).to_owned()).collect()];
+    let mut lines: Vec<Vec<String>> = vec![table_columns().map(|(t, _)| (*t).to_owned()).collect()];
     for row in rows(report) {
         lines.push(
-            COLUMNS
-                .iter()
+            table_columns()
                 .map(|(_, f)| {
                     if *f == "agentId" {
                         worker_cell(&row)
@@ -281,8 +287,7 @@ fn table(report: &Value) -> String {
     total["day"] = Value::String("total".into());
     total["costUsd"] = report["totalCostUsd"].clone();
     lines.push(
-        COLUMNS
-            .iter()
+        table_columns()
             .map(|(_, f)| {
                 if *f == "agentId" || *f == "workspaceId" {
                     String::new()
@@ -292,7 +297,7 @@ fn table(report: &Value) -> String {
             })
             .collect(),
     );
-    let widths: Vec<usize> = (0..COLUMNS.len())
+    let widths: Vec<usize> = (0..COLUMNS.len() + TABLE_ONLY.len())
         .map(|i| {
             lines
                 .iter()
@@ -349,7 +354,7 @@ fn csv(report: &Value) -> String {
         .collect::<Vec<_>>()
         .join(",");
     out.push_str(
-        ",worker_name,reasoning_tokens,model_calls,tool_calls,tool_failures,attachment_bytes\n",
+        ",worker_name,reasoning_tokens,model_calls,tool_calls,tool_failures,attachment_bytes,estimated_tokens\n",
     );
     for row in rows(report) {
         let mut cells: Vec<String> = COLUMNS.iter().map(|(_, f)| quote(cell(&row, f))).collect();
@@ -360,6 +365,7 @@ fn csv(report: &Value) -> String {
             "toolCalls",
             "toolFailures",
             "attachmentBytes",
+            "estimatedTokens",
         ] {
             cells.push(quote(cell(&row, f)));
         }
@@ -381,7 +387,7 @@ mod tests {
                          "quotaExceeded": 0, "failed": 0, "inputTokens": 42, "outputTokens": 18, "reasoningTokens": 0,
                          "modelCalls": 2, "toolCalls": 1, "toolFailures": 0, "attachmentBytes": 0, "costUsd": 0.0000171}],
                "totals": {"turns": 3, "succeeded": 2, "interrupted": 0, "rateLimited": 1, "quotaExceeded": 0, "failed": 0,
-                          "inputTokens": 42, "outputTokens": 18}, "totalCostUsd": 0.0000171})
+                          "inputTokens": 42, "outputTokens": 18, "estimatedTokens": 7}, "totalCostUsd": 0.0000171})
     }
 
     #[test]
@@ -389,6 +395,11 @@ mod tests {
         let t = table(&report());
         assert!(t.contains("Order desk, EU (918273688800000200)"), "{t}");
         assert!(t.lines().last().unwrap().starts_with("total"), "{t}");
+        assert!(
+            t.lines().nth(1).unwrap().ends_with("estimated_tokens"),
+            "{t}"
+        );
+        assert!(t.lines().last().unwrap().ends_with(" 7"), "{t}");
         let c = csv(&report());
         let line = c.lines().nth(1).unwrap();
         assert!(line.starts_with("2026-12-01,918273600000000001,918273688800000200,3,2,0,1,0,0,42,18,0.0000,\"Order desk, EU\""), "{c}");

@@ -183,6 +183,12 @@ impl Client {
     /// Posts a turn over a raw TCP connection, waits for the first frame, then closes the
     /// socket (what Console does when the user presses Stop). Returns the first bytes read.
     pub async fn turn_then_hang_up(&self, body: &Value) -> String {
+        self.turn_then_hang_up_after(body, "data: ").await
+    }
+
+    /// [`Client::turn_then_hang_up`] once the bytes read contain `marker` (a frame type, say:
+    /// the user pressed Stop while the answer streamed).
+    pub async fn turn_then_hang_up_after(&self, body: &Value, marker: &str) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let url = reqwest::Url::parse(&self.base).expect("base url");
         let host = url.host_str().expect("host");
@@ -205,7 +211,7 @@ impl Client {
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         let read = async {
-            while !String::from_utf8_lossy(&got).contains("data: ") {
+            while !String::from_utf8_lossy(&got).contains(marker) {
                 let n = sock.read(&mut buf).await.expect("read");
                 if n == 0 {
                     break;

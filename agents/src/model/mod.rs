@@ -2,6 +2,7 @@
 //! with HTTP and MCP tools and human approval, configured by settings (`RUNWAY_AGENT=model`) or in code.
 
 mod attachment_intake;
+mod call_meter;
 mod chat_stream;
 mod log_budget;
 pub(crate) mod mcp;

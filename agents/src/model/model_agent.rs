@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::attachment_intake::{Images, load_images, take_in, user_content};
+use super::call_meter::CallMeter;
 use super::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use super::log_budget::LogBudget;
 use super::mcp::McpServers;
@@ -23,7 +24,7 @@ use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, EditedAction, Interrupt, LogId, ReviewItem};
-use runway_core::{Agent, AgentError, AgentResult, ModelTokens, Outcome, Turn, TurnUsage};
+use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn, TurnUsage};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -339,7 +340,8 @@ impl<R: Runtime> Agent for ModelAgent<R> {
 
         for round_index in 0..self.settings.max_rounds.max(1) {
             // A token or spend limit reached by an earlier round: no more model calls.
-            if round_index > 0 && turn.usage().budget_spent() {
+            // Re-read with every concurrent turn's calls (see `TurnUsage::budget_spent`).
+            if round_index > 0 && turn.usage().budget_spent().await {
                 tracing::warn!(
                     code = "QUOTA_EXCEEDED",
                     "the turn's token or spend limit is reached: the model is not called again"
@@ -640,6 +642,10 @@ impl<R: Runtime> ModelAgent<R> {
                         );
                     }
                     self.rt.sleep(wait).await;
+                    // A retry is another model call: a budget spent meanwhile stops it.
+                    if turn.usage().budget_spent().await {
+                        return Err(turn.usage().quota_error());
+                    }
                     backoff *= 2;
                     attempt += 1;
                 }
@@ -678,24 +684,27 @@ impl<R: Runtime> ModelAgent<R> {
         body
     }
 
+    /// Sends the request `body`; `meter` learns whether the endpoint took it (a refusal is
+    /// not billed).
     async fn send(
         &self,
         http: &Http,
-        t: &Transcript,
-        images: &Images,
-        tools: &Toolbox<'_>,
+        body: Vec<u8>,
+        meter: &mut CallMeter,
     ) -> Result<HttpResponse, RoundError> {
         let s = &self.settings;
         let mut request = http
             .post(&s.completions_url())
             .header("accept", "text/event-stream")
-            .json(&self.request_body(t, images, tools));
+            .header("content-type", "application/json")
+            .body(body);
         if let Some(key) = &s.api_key {
             request = request.bearer_auth(key.expose());
         }
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) if e.is_transient() => {
+                meter.not_billed();
                 return Err(RoundError::Retryable {
                     detail: e.to_string(),
                     retry_after: None,
@@ -708,6 +717,7 @@ impl<R: Runtime> ModelAgent<R> {
                 });
             }
             Err(e) => {
+                meter.not_billed();
                 return Err(RoundError::Fatal {
                     user: REFUSED,
                     detail: format!("model request failed: {e}"),
@@ -718,6 +728,7 @@ impl<R: Runtime> ModelAgent<R> {
         if status.is_success() {
             return Ok(response);
         }
+        meter.not_billed();
         let retry_after = response
             .headers()
             .get(http::header::RETRY_AFTER)
@@ -760,8 +771,12 @@ impl<R: Runtime> ModelAgent<R> {
             images,
             tools,
         } = prompt;
+        // Serialized here: its size is the estimate's prompt if the call is cut unreported.
+        let body = serde_json::to_vec(&self.request_body(t, images, tools)).unwrap_or_default();
+        // Counts the call once however this returns or is dropped (the user stopped the turn).
+        let mut meter = CallMeter::new(usage.clone(), &s.model, body.len());
         let mut response = self
-            .send(http, t, images, tools)
+            .send(http, body, &mut meter)
             .await
             .map_err(|e| (e, String::new()))?;
         let mut parser = ChatStreamParser::new();
@@ -772,7 +787,6 @@ impl<R: Runtime> ModelAgent<R> {
         // Calls past the reply's cap and the kept refusals: only counted.
         let mut uncounted_calls: BTreeSet<u32> = BTreeSet::new();
         let mut received = 0usize;
-        let mut reported: Option<Value> = None;
         let mut finished = false;
         let broken = |detail: String, shown: bool, text: &str| {
             let e = if shown {
@@ -836,11 +850,13 @@ impl<R: Runtime> ModelAgent<R> {
                 match ev {
                     ChatStreamEvent::Role(_) => {}
                     ChatStreamEvent::Reasoning(r) => {
+                        meter.streamed(r.len());
                         out.reasoning(r);
                         reasoning_open = true;
                         shown_anything = true;
                     }
                     ChatStreamEvent::Text(delta) => {
+                        meter.streamed(delta.len());
                         if reasoning_open {
                             out.end_reasoning();
                             reasoning_open = false;
@@ -856,6 +872,7 @@ impl<R: Runtime> ModelAgent<R> {
                         name,
                         arguments,
                     } => {
+                        meter.streamed(arguments.len() + name.as_ref().map_or(0, String::len));
                         if reasoning_open {
                             out.end_reasoning();
                             reasoning_open = false;
@@ -927,7 +944,18 @@ impl<R: Runtime> ModelAgent<R> {
                         tracing::debug!(finish_reason = %reason, "model answer finished");
                     }
                     // Logged once, after the answer: an endpoint may send it with every chunk.
-                    ChatStreamEvent::Usage(u) => reported = Some(u),
+                    ChatStreamEvent::Usage(u) => {
+                        if let Err(detail) = meter.reported(&u) {
+                            // The call fails as the endpoint's error; it counts an estimate.
+                            return Err((
+                                RoundError::Fatal {
+                                    user: REFUSED,
+                                    detail,
+                                },
+                                text,
+                            ));
+                        }
+                    }
                     ChatStreamEvent::Done => {}
                 }
             }
@@ -952,9 +980,10 @@ impl<R: Runtime> ModelAgent<R> {
             out.end_message();
         }
         // Counted once per model call; an endpoint that ignores `stream_options.include_usage`
-        // still made a call.
-        let tokens = reported.as_ref().map(model_tokens).unwrap_or_default();
-        if reported.is_some() && log.admit() {
+        // still made a call (its tokens estimated).
+        let reported = meter.has_report();
+        let tokens = meter.finish();
+        if reported && log.admit() {
             tracing::info!(
                 prompt_tokens = tokens.input,
                 completion_tokens = tokens.output,
@@ -962,7 +991,6 @@ impl<R: Runtime> ModelAgent<R> {
                 "model usage"
             );
         }
-        usage.model_call(&self.settings.model, tokens);
         let mut calls = Vec::new();
         let mut ids: BTreeSet<String> = BTreeSet::new();
         let last = building.keys().next_back().copied();
@@ -1117,17 +1145,4 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
             Role::System => None,
         })
         .collect()
-}
-
-/// The tokens of a chat-completions `usage` object: `prompt_tokens`, `completion_tokens`, and
-/// `completion_tokens_details.reasoning_tokens` (absent fields count 0).
-fn model_tokens(usage: &Value) -> ModelTokens {
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    ModelTokens {
-        input: n(usage.get("prompt_tokens")),
-        output: n(usage.get("completion_tokens")),
-        reasoning: n(usage
-            .get("completion_tokens_details")
-            .and_then(|d| d.get("reasoning_tokens"))),
-    }
 }

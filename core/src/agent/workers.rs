@@ -165,21 +165,33 @@ impl Workers {
     }
 
     /// The limits of worker `agent_id`, all workspaces together.
+    ///
+    /// # Panics
+    /// A spend limit that is `nan`, infinite or negative ([`Limits::check`]): it would refuse
+    /// every turn, so the deployment refuses to start.
     pub fn worker_limits(mut self, agent_id: impl Into<String>, limits: Limits) -> Self {
-        self.policy.worker_limits.insert(agent_id.into(), limits);
+        self.policy
+            .worker_limits
+            .insert(agent_id.into(), checked(limits));
         self
     }
 
     /// The limits of workspace `workspace_id`, all workers together
     /// ([`crate::meter::ANY_WORKSPACE`]: every workspace without its own).
+    ///
+    /// # Panics
+    /// As [`Workers::worker_limits`].
     pub fn workspace_limits(mut self, workspace_id: impl Into<String>, limits: Limits) -> Self {
         self.policy
             .workspace_limits
-            .insert(workspace_id.into(), limits);
+            .insert(workspace_id.into(), checked(limits));
         self
     }
 
     /// The limits of worker `agent_id` within workspace `workspace_id`.
+    ///
+    /// # Panics
+    /// As [`Workers::worker_limits`].
     pub fn worker_limits_in(
         mut self,
         workspace_id: impl Into<String>,
@@ -188,13 +200,20 @@ impl Workers {
     ) -> Self {
         self.policy
             .pair_limits
-            .insert((workspace_id.into(), agent_id.into()), limits);
+            .insert((workspace_id.into(), agent_id.into()), checked(limits));
         self
     }
 
     /// The price of `model`, for cost estimates and spend limits.
+    ///
+    /// # Panics
+    /// A price that is `nan`, infinite or negative ([`Price::check`]).
     pub fn price(mut self, model: impl Into<String>, price: Price) -> Self {
-        self.policy.prices.insert(model.into(), price);
+        let model = model.into();
+        if let Err(e) = price.check() {
+            panic!("the price of {model:?} is refused: {e}");
+        }
+        self.policy.prices.insert(model, price);
         self
     }
 
@@ -240,5 +259,43 @@ impl Agent for Workers {
                 format!("no agent for agentId {agent_id:?}"),
             )),
         }
+    }
+}
+
+/// `limits`, if they are valid: a deployment with a spend limit that would refuse every turn
+/// does not start.
+fn checked(limits: Limits) -> Limits {
+    if let Err(e) = limits.check() {
+        panic!("a spend limit is refused: {e}");
+    }
+    limits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "spend_per_day = NaN: not an amount in US dollars")]
+    fn a_nan_spend_limit_in_code_refuses_to_start() {
+        let _ = Workers::new().workspace_limits(
+            "918273600000000001",
+            Limits {
+                spend_per_day: Some(f64::NAN),
+                ..Limits::default()
+            },
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "input_per_million = -1: not an amount in US dollars")]
+    fn a_negative_price_in_code_refuses_to_start() {
+        let _ = Workers::new().price(
+            "gpt-4o-mini",
+            Price {
+                input_per_million: -1.0,
+                output_per_million: 0.6,
+            },
+        );
     }
 }

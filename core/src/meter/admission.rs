@@ -14,8 +14,10 @@
 use futures::future::join_all;
 
 use crate::error::{StoreError, TurnErrorCode};
+pub(crate) use crate::meter::budget::meter_part;
+use crate::meter::budget::{Budget, assess};
 use crate::meter::limits::{Policy, Scope};
-use crate::meter::turn_usage::{Budget, TurnUsage};
+use crate::meter::turn_usage::TurnUsage;
 use crate::meter::window::{Windows, wait_phrase};
 use crate::store::TurnStore;
 use crate::store::tally::TallyKey;
@@ -23,11 +25,6 @@ use crate::wire::Ending;
 
 /// How long a minute counter is kept after its minute (then deleted).
 const MINUTE_KEPT_MS: u64 = 120_000;
-
-/// The part holding `scope`'s counters.
-pub(crate) fn meter_part(scope: &str) -> String {
-    format!("meter/{scope}")
-}
 
 /// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`, its counts
 /// written as `write_id`. `Ok`: it may run (its budget is set on `usage`); `Err`: the ending
@@ -46,10 +43,10 @@ pub(crate) async fn admit<S: TurnStore>(
         return Ok(());
     }
     let windows = Windows::at(now_ms);
-    let budget = check_budgets(store, &scopes, &windows, now_ms)
+    let (budgeted, budget) = check_budgets(store, &scopes, &windows, now_ms)
         .await
         .map_err(|e| store_failed(&e))??;
-    usage.set_budget(budget);
+    usage.set_budget(budgeted, budget);
     take_turns(store, &scopes, &windows, now_ms, write_id).await
 }
 
@@ -58,91 +55,29 @@ fn store_failed(e: &StoreError) -> Ending {
     Ending::failed(TurnErrorCode::StoreUnavailable)
 }
 
-/// Reads each budgeted scope's day and month counters: refuses if one is spent, else the
-/// tightest budget left.
+/// Reads each budgeted scope's day and month counters: refuses, naming the limit reached and
+/// its reset, if one is spent, else what every limit leaves.
 async fn check_budgets<S: TurnStore>(
     store: &S,
     scopes: &[Scope],
     windows: &Windows,
     now_ms: u64,
-) -> Result<Result<Budget, Ending>, StoreError> {
-    let budgeted: Vec<&Scope> = scopes.iter().filter(|s| s.limits.has_budget()).collect();
+) -> Result<Result<(Vec<Scope>, Budget), Ending>, StoreError> {
+    let budgeted: Vec<Scope> = scopes
+        .iter()
+        .filter(|s| s.limits.has_budget())
+        .cloned()
+        .collect();
     let reads = join_all(budgeted.iter().map(|s| {
         let part = meter_part(&s.key);
         async move { store.tallies(&part, now_ms).await }
     }))
     .await;
-    let (day, month) = (windows.day_item(), windows.month_item());
-    let mut budget = Budget::default();
-    let mut tighten = |left: u64, reset: u64, period: &'static str, tokens: bool| {
-        let slot = if tokens {
-            &mut budget.tokens_left
-        } else {
-            &mut budget.spend_left_micro_usd
-        };
-        if slot.is_none_or(|l| left < l) {
-            *slot = Some(left);
-        }
-        if budget.resets_at_ms == 0 || reset > budget.resets_at_ms {
-            budget.resets_at_ms = reset;
-            budget.period = period;
-        }
-    };
-    for (scope, rows) in budgeted.iter().zip(reads) {
-        let rows = rows?;
-        let used = |item: &str| {
-            rows.iter()
-                .find(|(i, _)| i == item)
-                .map(|(_, t)| *t)
-                .unwrap_or_default()
-        };
-        let (today, this_month) = (used(&day), used(&month));
-        let l = scope.limits;
-        let refuse = |period: &str, reset_ms: u64| {
-            tracing::warn!(
-                code = "QUOTA_EXCEEDED",
-                scope = %scope.key,
-                period,
-                "turn refused: a token or spend limit is reached"
-            );
-            Ending::error(
-                TurnErrorCode::QuotaExceeded,
-                format!(
-                    "The usage limit for {period} has been reached. Please try again {}.",
-                    wait_phrase(now_ms, reset_ms)
-                ),
-            )
-        };
-        if let Some(max) = l.tokens_per_day {
-            if today.tokens() >= max {
-                return Ok(Err(refuse("today", windows.day_end_ms())));
-            }
-            tighten(max - today.tokens(), windows.day_end_ms(), "today", true);
-        }
-        if let Some(max) = l.spend_per_day.map(usd_to_micro) {
-            if today.cost_micro_usd >= max {
-                return Ok(Err(refuse("today", windows.day_end_ms())));
-            }
-            tighten(
-                max - today.cost_micro_usd,
-                windows.day_end_ms(),
-                "today",
-                false,
-            );
-        }
-        if let Some(max) = l.spend_per_month.map(usd_to_micro) {
-            if this_month.cost_micro_usd >= max {
-                return Ok(Err(refuse("this month", windows.month_end_ms())));
-            }
-            tighten(
-                max - this_month.cost_micro_usd,
-                windows.month_end_ms(),
-                "this month",
-                false,
-            );
-        }
-    }
-    Ok(Ok(budget))
+    let rows = reads.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(match assess(&budgeted, &rows, windows) {
+        Ok(budget) => Ok((budgeted, budget)),
+        Err(reached) => Err(reached.refusal(now_ms)),
+    })
 }
 
 /// Counts the turn in every scope with a turns-per-minute limit, or in none.
@@ -195,13 +130,4 @@ async fn take_turns<S: TurnStore>(
         }
     }
     Err(refusal)
-}
-
-/// US dollars to millionths (a negative or absurd limit counts as zero).
-pub(crate) fn usd_to_micro(usd: f64) -> u64 {
-    if usd.is_finite() && usd > 0.0 {
-        (usd * 1_000_000.0).round() as u64
-    } else {
-        0
-    }
 }

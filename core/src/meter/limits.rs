@@ -34,6 +34,15 @@ impl Limits {
             || self.spend_per_month.is_some()
     }
 
+    /// Checks that every spend limit is a number of US dollars: finite and 0 or more.
+    ///
+    /// # Errors
+    /// The first limit that is not: `nan`, `inf` or a negative number would refuse every turn.
+    pub fn check(&self) -> Result<(), InvalidAmount> {
+        check_usd("spend_per_day", self.spend_per_day)?;
+        check_usd("spend_per_month", self.spend_per_month)
+    }
+
     /// `self` with every limit `other` sets taken from `other`.
     pub fn overridden_by(self, other: &Limits) -> Self {
         Self {
@@ -54,7 +63,34 @@ pub struct Price {
     pub output_per_million: f64,
 }
 
+/// A spend limit or price that is not a number of US dollars of 0 or more.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field} = {value}: not an amount in US dollars (use a number of 0 or more)")]
+pub struct InvalidAmount {
+    /// The field: `spend_per_day`, `input_per_million`…
+    pub field: &'static str,
+    /// What it was.
+    pub value: f64,
+}
+
+/// `Ok` if `value` is absent or a finite number of 0 or more.
+fn check_usd(field: &'static str, value: Option<f64>) -> Result<(), InvalidAmount> {
+    match value {
+        Some(v) if !(v.is_finite() && v >= 0.0) => Err(InvalidAmount { field, value: v }),
+        _ => Ok(()),
+    }
+}
+
 impl Price {
+    /// Checks that both prices are finite numbers of 0 or more.
+    ///
+    /// # Errors
+    /// The first that is not (a negative or `nan` price would make every cost 0).
+    pub fn check(&self) -> Result<(), InvalidAmount> {
+        check_usd("input_per_million", Some(self.input_per_million))?;
+        check_usd("output_per_million", Some(self.output_per_million))
+    }
+
     /// The cost of `input` and `output` tokens, in millionths of a dollar (a price per million
     /// tokens is a price in millionths of a dollar per token).
     pub fn micro_usd(&self, input: u64, output: u64) -> u64 {
@@ -165,6 +201,32 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spend_limits_and_prices_are_amounts_of_dollars() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.5] {
+            let l = Limits {
+                spend_per_month: Some(bad),
+                ..Limits::default()
+            };
+            let e = l.check().expect_err("not an amount");
+            assert_eq!(e.field, "spend_per_month");
+            let p = Price {
+                input_per_million: 0.15,
+                output_per_million: bad,
+            };
+            assert_eq!(
+                p.check().expect_err("not a price").field,
+                "output_per_million"
+            );
+        }
+        let fine = Limits {
+            spend_per_day: Some(0.0),
+            spend_per_month: Some(40.0),
+            ..Limits::default()
+        };
+        assert_eq!(fine.check(), Ok(()));
+    }
 
     #[test]
     fn scopes_take_the_workspace_entry_or_the_default() {

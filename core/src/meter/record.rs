@@ -8,7 +8,6 @@ use futures::future::join_all;
 use futures::{FutureExt, pin_mut, select_biased};
 
 use crate::agent::Turn;
-use crate::meter::admission::meter_part;
 use crate::meter::limits::Policy;
 use crate::meter::report::TurnReport;
 use crate::meter::turn_usage::TurnOutcome;
@@ -18,9 +17,6 @@ use crate::protocol::lowkey::storage_id;
 use crate::store::TurnStore;
 use crate::store::tally::{Tally, TallyKey};
 use crate::turn::engine::Engine;
-
-/// How long a day's budget counters are kept after the day (or month) ends.
-const BUDGET_KEPT_MS: u64 = 86_400_000;
 
 /// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
 pub fn usage_part(day: &str) -> String {
@@ -45,10 +41,11 @@ pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime>(engine: &Engine<A, S
     };
     let report = report_of(turn, &engine.policy, outcome, engine.rt.now_ms());
     let write_id = turn.usage.write_id();
+    let budget_writes = turn.usage.unshared_budget_writes();
     let write = store_report(
         &engine.store,
-        &engine.policy,
         &report,
+        &budget_writes,
         engine.config.usage_ttl,
         &write_id,
     )
@@ -101,58 +98,39 @@ pub(crate) fn report_of(
     }
 }
 
-/// Writes `report` to the usage row and the budget counters as `write_id` (concurrently; a
-/// failure is logged, never fails the turn, which has ended).
+/// Writes `report` to the usage row as `write_id`, and `budget_writes` (the turn's spend the
+/// budget counters do not count yet, each with its write id), concurrently; a failure is
+/// logged, never fails the turn, which has ended.
 pub(crate) async fn store_report<S: TurnStore>(
     store: &S,
-    policy: &Policy,
     report: &TurnReport,
+    budget_writes: &[(TallyKey, Tally, u64, String)],
     usage_ttl: Duration,
     write_id: &str,
 ) {
     let windows = Windows::at(report.started_at_ms);
     let day = windows.day.to_string();
-    let mut writes: Vec<(TallyKey, Tally, u64)> = vec![(
+    let mut writes: Vec<(TallyKey, Tally, u64, &str)> = vec![(
         TallyKey::new(
             usage_part(&day),
             usage_item(&report.workspace, &report.worker),
         ),
         report.usage,
         windows.day_end_ms() + usage_ttl.as_millis() as u64,
+        write_id,
     )];
-    let spent = Tally {
-        input_tokens: report.usage.input_tokens,
-        output_tokens: report.usage.output_tokens,
-        cost_micro_usd: report.usage.cost_micro_usd,
-        ..Tally::default()
-    };
-    if !spent.is_zero() {
-        for scope in policy.scopes(&report.worker, &report.workspace) {
-            let l = scope.limits;
-            let part = meter_part(&scope.key);
-            if l.tokens_per_day.is_some() || l.spend_per_day.is_some() {
-                writes.push((
-                    TallyKey::new(&part, windows.day_item()),
-                    spent,
-                    windows.day_end_ms() + BUDGET_KEPT_MS,
-                ));
-            }
-            if l.spend_per_month.is_some() {
-                writes.push((
-                    TallyKey::new(&part, windows.month_item()),
-                    spent,
-                    windows.month_end_ms() + BUDGET_KEPT_MS,
-                ));
-            }
-        }
-    }
+    writes.extend(
+        budget_writes
+            .iter()
+            .map(|(key, tally, expires, id)| (key.clone(), *tally, *expires, id.as_str())),
+    );
     let results = join_all(
         writes
             .iter()
-            .map(|(key, tally, expires)| store.add_tally(key, tally, *expires, write_id)),
+            .map(|(key, tally, expires, id)| store.add_tally(key, tally, *expires, id)),
     )
     .await;
-    for ((key, _, _), r) in writes.iter().zip(results) {
+    for ((key, _, _, _), r) in writes.iter().zip(results) {
         if let Err(e) = r {
             tracing::error!(
                 code = "USAGE_NOT_RECORDED",

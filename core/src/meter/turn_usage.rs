@@ -3,11 +3,15 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use futures::future::join_all;
+
 use crate::agent::outcome::AgentError;
 use crate::error::TurnErrorCode;
-use crate::meter::limits::Policy;
-use crate::meter::window::wait_phrase;
-use crate::store::tally::Tally;
+use crate::meter::budget::{Budget, Reached, assess, budget_writes, meter_part, spend_of};
+use crate::meter::ledger::BudgetLedger;
+use crate::meter::limits::{Policy, Scope};
+use crate::meter::window::{Windows, wait_phrase};
+use crate::store::tally::{Tally, TallyKey};
 
 /// Tokens one model call used, as the endpoint reported them (`usage` in the last chunk of a
 /// chat-completions stream with `stream_options.include_usage`).
@@ -49,23 +53,23 @@ impl TurnOutcome {
     }
 }
 
-/// What the turn may still spend: set at admission from the limits that apply.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Budget {
-    /// Model tokens left today under the tightest token limit.
-    pub tokens_left: Option<u64>,
-    /// Millionths of a dollar left under the tightest spend limit.
-    pub spend_left_micro_usd: Option<u64>,
-    /// When the tightest of those limits resets (ms since the epoch).
-    pub resets_at_ms: u64,
-    /// The period that resets then: `today` or `this month`.
-    pub period: &'static str,
-}
-
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     used: Tally,
+    /// What the limits left when they were last read (at admission, then before each model
+    /// call), and the turn's spend then counted in the shared counters.
     budget: Budget,
+    counted_at_read: Tally,
+    /// The scopes with a token or spend limit (set at admission).
+    scopes: Vec<Scope>,
+    /// The limit that stopped the turn, once one did.
+    reached: Option<Reached>,
+    /// The turn's spend already added to the scopes' counters, and how many such writes.
+    shared: Tally,
+    shared_writes: u32,
+    /// Budget writes that failed mid-turn, retried with their own write ids when it ends.
+    failed_writes: Vec<(TallyKey, Tally, u64, String)>,
+    ledger: Option<Arc<dyn BudgetLedger>>,
     policy: Option<Arc<Policy>>,
     started_at_ms: u64,
     first_output_ms: Option<u64>,
@@ -91,7 +95,7 @@ struct State {
 ///
 /// async fn answer(turn: &mut Turn, out: &Output) -> AgentResult {
 ///     for _round in 0..3 {
-///         if turn.usage().budget_spent() {
+///         if turn.usage().budget_spent().await {
 ///             return Err(turn.usage().quota_error());
 ///         }
 ///         // … call the model, stream its answer to `out` …
@@ -114,6 +118,15 @@ impl std::fmt::Debug for TurnUsage {
     }
 }
 
+/// `a - b`, field by field (saturating at 0).
+fn minus(a: &Tally, b: &Tally) -> Tally {
+    let mut v = a.values();
+    for (x, y) in v.iter_mut().zip(b.values()) {
+        *x = x.saturating_sub(y);
+    }
+    Tally::from_values(v)
+}
+
 impl TurnUsage {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Each update is a few additions: a panic cannot leave it half done.
@@ -122,15 +135,33 @@ impl TurnUsage {
 
     /// Records one call to `model` that used `tokens`; its cost is estimated from the
     /// deployment's price for `model` (none known: no cost, and a warning once per model).
+    /// Every count saturates: an absurd figure never wraps to a small one.
     pub fn model_call(&self, model: &str, tokens: ModelTokens) {
+        self.record_call(model, tokens, false);
+    }
+
+    /// Records one call to `model` whose usage the endpoint never reported (the call was cut
+    /// before its `usage` chunk: the user stopped the turn, the stream broke), with `tokens`
+    /// estimated by the caller. Counted as [`TurnUsage::model_call`] does, and its tokens also
+    /// as `estimated_tokens` in the usage row, so a report tells estimates from figures.
+    pub fn model_call_estimated(&self, model: &str, tokens: ModelTokens) {
+        self.record_call(model, tokens, true);
+    }
+
+    fn record_call(&self, model: &str, tokens: ModelTokens, estimated: bool) {
         let mut s = self.lock();
-        s.used.model_calls += 1;
-        s.used.input_tokens += tokens.input;
-        s.used.output_tokens += tokens.output;
-        s.used.reasoning_tokens += tokens.reasoning;
+        if estimated {
+            let all = tokens.input.saturating_add(tokens.output);
+            s.used.estimated_tokens = s.used.estimated_tokens.saturating_add(all);
+        }
+        s.used.model_calls = s.used.model_calls.saturating_add(1);
+        s.used.input_tokens = s.used.input_tokens.saturating_add(tokens.input);
+        s.used.output_tokens = s.used.output_tokens.saturating_add(tokens.output);
+        s.used.reasoning_tokens = s.used.reasoning_tokens.saturating_add(tokens.reasoning);
         match s.policy.as_ref().and_then(|p| p.price(model)) {
             Some(price) => {
-                s.used.cost_micro_usd += price.micro_usd(tokens.input, tokens.output);
+                let cost = price.micro_usd(tokens.input, tokens.output);
+                s.used.cost_micro_usd = s.used.cost_micro_usd.saturating_add(cost);
             }
             None => {
                 let priced = s.policy.as_ref().is_some_and(|p| !p.prices.is_empty());
@@ -149,42 +180,122 @@ impl TurnUsage {
     /// Records a tool call, and whether it failed.
     pub fn tool_call(&self, failed: bool) {
         let mut s = self.lock();
-        s.used.tool_calls += 1;
+        s.used.tool_calls = s.used.tool_calls.saturating_add(1);
         if failed {
-            s.used.tool_failures += 1;
+            s.used.tool_failures = s.used.tool_failures.saturating_add(1);
         }
     }
 
     /// Records `bytes` of user attachments taken in.
     pub fn attachment_bytes(&self, bytes: u64) {
-        self.lock().used.attachment_bytes += bytes;
+        let mut s = self.lock();
+        s.used.attachment_bytes = s.used.attachment_bytes.saturating_add(bytes);
     }
 
-    /// True once this turn used up what the token and spend limits left it: do not call the
-    /// model again.
-    pub fn budget_spent(&self) -> bool {
-        let s = self.lock();
-        let tokens = s.used.tokens();
-        s.budget.tokens_left.is_some_and(|left| tokens >= left)
-            || s.budget
-                .spend_left_micro_usd
-                .is_some_and(|left| s.used.cost_micro_usd >= left)
+    /// True once a token or spend limit is reached: do not call the model again. Call it
+    /// before every model call after the first (admission checked the first).
+    ///
+    /// It adds this turn's model calls not yet counted to the shared day and month counters
+    /// of every limit that applies, then reads those counters back, so the calls of every
+    /// concurrent turn (on any instance) count: concurrent turns pass a limit by at most the
+    /// one model call each made after their last check. That is one store write per counter
+    /// (day, month) and one read per limited scope; a turn without token or spend limits makes
+    /// none. A store that cannot answer is logged and the turn's own count since its last
+    /// read decides.
+    pub async fn budget_spent(&self) -> bool {
+        let (ledger, scopes, windows, writes, write_id) = {
+            let mut s = self.lock();
+            if s.reached.is_some() {
+                return true;
+            }
+            let since_read = minus(&spend_of(&s.used), &s.counted_at_read);
+            if let Some(r) = s.budget.reached_by(&since_read) {
+                s.reached = Some(r);
+                return true;
+            }
+            let Some(ledger) = s.ledger.clone() else {
+                return false;
+            };
+            if s.scopes.is_empty() {
+                return false;
+            }
+            let windows = Windows::at(s.started_at_ms);
+            let delta = minus(&spend_of(&s.used), &s.shared);
+            s.shared = spend_of(&s.used);
+            s.shared_writes += 1;
+            let write_id = format!("{}/call-{}", s.write_id, s.shared_writes);
+            let writes = budget_writes(&s.scopes, &windows, &delta);
+            (ledger, s.scopes.clone(), windows, writes, write_id)
+        };
+        let added = join_all(
+            writes
+                .iter()
+                .map(|(key, tally, expires)| ledger.add_tally(key, tally, *expires, &write_id)),
+        )
+        .await;
+        let mut failed = Vec::new();
+        for ((key, tally, expires), r) in writes.into_iter().zip(added) {
+            if let Err(e) = r {
+                tracing::warn!(part = %key.part, error = %e, "could not count a model call in its budget yet");
+                failed.push((key, tally, expires, write_id.clone()));
+            }
+        }
+        let parts: Vec<String> = scopes.iter().map(|s| meter_part(&s.key)).collect();
+        let reads = join_all(parts.iter().map(|part| ledger.tallies(part))).await;
+        let rows = reads.into_iter().collect::<Result<Vec<_>, _>>();
+        let mut s = self.lock();
+        s.failed_writes.extend(failed);
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the budget counters: the turn's own count decides");
+                return false;
+            }
+        };
+        match assess(&scopes, &rows, &windows) {
+            Ok(budget) => {
+                s.budget = budget;
+                // What this read counted of the turn (a failed write is not in it).
+                s.counted_at_read = if s.failed_writes.is_empty() {
+                    s.shared
+                } else {
+                    Tally::default()
+                };
+                false
+            }
+            Err(reached) => {
+                tracing::warn!(
+                    code = "QUOTA_EXCEEDED",
+                    scope = %reached.scope,
+                    limit = reached.kind.name(),
+                    "the turn's token or spend limit is reached"
+                );
+                s.reached = Some(reached);
+                true
+            }
+        }
     }
 
-    /// The error that ends a turn stopped by its budget: `QUOTA_EXCEEDED`, telling the user
-    /// when the limit resets.
+    /// The error that ends a turn stopped by its budget: `QUOTA_EXCEEDED`, naming the limit
+    /// that stopped it and when that limit resets.
     pub fn quota_error(&self) -> AgentError {
         let s = self.lock();
-        let when = if s.budget.resets_at_ms == 0 {
-            "later".to_owned()
-        } else {
-            wait_phrase(s.started_at_ms, s.budget.resets_at_ms)
+        let now_ms = s.ledger.as_ref().map_or(s.started_at_ms, |l| l.now_ms());
+        let reached = s.reached.clone().or_else(|| {
+            s.budget
+                .reached_by(&minus(&spend_of(&s.used), &s.counted_at_read))
+        });
+        let user_message = match reached {
+            Some(r) => format!(
+                "This answer was stopped: the {} has been reached. It can go on {}.",
+                r.kind.name(),
+                wait_phrase(now_ms, r.resets_at_ms)
+            ),
+            None => "This answer was stopped: a usage limit has been reached. It can go on later."
+                .to_owned(),
         };
         AgentError::with_user_message(
-            format!(
-                "This answer was stopped: the usage limit for {} has been reached. It can go on {when}.",
-                if s.budget.period.is_empty() { "today" } else { s.budget.period }
-            ),
+            user_message,
             format!(
                 "turn budget spent: {} tokens, {} micro-USD used",
                 s.used.tokens(),
@@ -213,8 +324,31 @@ impl TurnUsage {
         self.lock().write_id.clone()
     }
 
-    pub(crate) fn set_budget(&self, budget: Budget) {
-        self.lock().budget = budget;
+    /// Sets what the limits of `scopes` (those with a token or spend limit) leave the turn.
+    pub(crate) fn set_budget(&self, scopes: Vec<Scope>, budget: Budget) {
+        let mut s = self.lock();
+        s.scopes = scopes;
+        s.budget = budget;
+    }
+
+    /// Where [`TurnUsage::budget_spent`] counts and reads the shared counters.
+    pub(crate) fn set_ledger(&self, ledger: Arc<dyn BudgetLedger>) {
+        self.lock().ledger = Some(ledger);
+    }
+
+    /// The turn's budget writes still to make when it ends: its spend not yet in the shared
+    /// counters (as the turn's own write id) and the mid-turn writes that failed (as theirs).
+    pub(crate) fn unshared_budget_writes(&self) -> Vec<(TallyKey, Tally, u64, String)> {
+        let s = self.lock();
+        let windows = Windows::at(s.started_at_ms);
+        let rest = minus(&spend_of(&s.used), &s.shared);
+        let mut writes: Vec<(TallyKey, Tally, u64, String)> =
+            budget_writes(&s.scopes, &windows, &rest)
+                .into_iter()
+                .map(|(k, t, e)| (k, t, e, s.write_id.clone()))
+                .collect();
+        writes.extend(s.failed_writes.iter().cloned());
+        writes
     }
 
     pub(crate) fn started_at_ms(&self) -> u64 {
@@ -245,8 +379,23 @@ impl TurnUsage {
 
 #[cfg(test)]
 mod tests {
+    use futures::executor::block_on;
+
     use super::*;
-    use crate::meter::limits::Price;
+    use crate::error::StoreError;
+    use crate::meter::budget::{Left, LimitKind};
+    use crate::meter::limits::{Limits, Price};
+    use crate::platform::maybe_send::BoxFuture;
+    use crate::store::TurnStore;
+    use crate::store::memory::MemoryStore;
+
+    fn tokens(input: u64, output: u64) -> ModelTokens {
+        ModelTokens {
+            input,
+            output,
+            reasoning: 0,
+        }
+    }
 
     #[test]
     fn costs_and_budget() {
@@ -260,12 +409,16 @@ mod tests {
         );
         let u = TurnUsage::default();
         u.start(0, Arc::new(p), "w".into());
-        u.set_budget(Budget {
-            tokens_left: Some(100),
-            resets_at_ms: 7_200_000,
-            period: "today",
-            ..Budget::default()
-        });
+        u.set_budget(
+            Vec::new(),
+            Budget {
+                left: vec![Left {
+                    kind: LimitKind::TokensPerDay,
+                    left: 100,
+                    resets_at_ms: 7_200_000,
+                }],
+            },
+        );
         u.model_call(
             "m",
             ModelTokens {
@@ -274,16 +427,9 @@ mod tests {
                 reasoning: 5,
             },
         );
-        assert!(!u.budget_spent());
-        u.model_call(
-            "other",
-            ModelTokens {
-                input: 40,
-                output: 10,
-                reasoning: 0,
-            },
-        );
-        assert!(u.budget_spent());
+        assert!(!block_on(u.budget_spent()));
+        u.model_call("other", tokens(40, 10));
+        assert!(block_on(u.budget_spent()));
         let t = u.totals();
         assert_eq!(
             (
@@ -297,10 +443,114 @@ mod tests {
         assert_eq!(t.cost_micro_usd, 60);
         let e = u.quota_error();
         assert_eq!(e.code(), Some(TurnErrorCode::QuotaExceeded));
+        assert_eq!(
+            e.user_message(),
+            "This answer was stopped: the daily token limit has been reached. It can go on in about 2 hours."
+        );
+    }
+
+    #[test]
+    fn token_counts_saturate_instead_of_wrapping() {
+        let u = TurnUsage::default();
+        u.model_call("m", tokens(u64::MAX - 10, 0));
+        u.model_call("m", tokens(20, 0));
+        assert_eq!(u.totals().input_tokens, u64::MAX);
+        assert_eq!(u.totals().tokens(), u64::MAX);
+    }
+
+    /// A memory store at a fixed time, as the engine's ledger is the store at the clock's.
+    struct MemoryLedger(MemoryStore, u64);
+
+    impl BudgetLedger for MemoryLedger {
+        fn now_ms(&self) -> u64 {
+            self.1
+        }
+
+        fn tallies<'a>(
+            &'a self,
+            part: &'a str,
+        ) -> BoxFuture<'a, Result<Vec<(String, Tally)>, StoreError>> {
+            Box::pin(self.0.tallies(part, self.1))
+        }
+
+        fn add_tally<'a>(
+            &'a self,
+            key: &'a TallyKey,
+            tally: &'a Tally,
+            expires_at_ms: u64,
+            write_id: &'a str,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            Box::pin(self.0.add_tally(key, tally, expires_at_ms, write_id))
+        }
+    }
+
+    /// Issue 25: six tool-loop turns admitted together under a 100-token day, 15 tokens a
+    /// call, each calling until its budget is spent, made 42 calls when each compared only
+    /// its own usage with what admission left it.
+    #[test]
+    fn concurrent_turns_pass_a_token_limit_by_at_most_one_call_each() {
+        let now = 1_796_292_000_000;
+        let mut policy = Policy::serve_any();
+        policy.worker_limits.insert(
+            "a".into(),
+            Limits {
+                tokens_per_day: Some(100),
+                ..Limits::default()
+            },
+        );
+        let policy = Arc::new(policy);
+        let ledger: Arc<MemoryLedger> = Arc::new(MemoryLedger(MemoryStore::new(), now));
+        let turns: Vec<TurnUsage> = (0..6)
+            .map(|i| {
+                let u = TurnUsage::default();
+                u.start(now, Arc::clone(&policy), format!("turn-{i}"));
+                u.set_ledger(ledger.clone());
+                block_on(crate::meter::admission::admit(
+                    &ledger.0,
+                    &policy,
+                    &u,
+                    &format!("turn-{i}"),
+                    "a",
+                    "w",
+                    now,
+                ))
+                .expect("admitted: nothing spent yet");
+                u
+            })
+            .collect();
+        // Round-robin: each turn's first call, then each checks and calls again, up to 7.
+        let mut calls = 0;
+        for round in 0..7 {
+            for u in &turns {
+                if round > 0 && block_on(u.budget_spent()) {
+                    continue;
+                }
+                u.model_call("m", tokens(10, 5));
+                calls += 1;
+            }
+        }
+        // The turns end: their last calls are counted.
+        for u in &turns {
+            for (key, tally, expires, write_id) in u.unshared_budget_writes() {
+                block_on(ledger.0.add_tally(&key, &tally, expires, &write_id)).expect("add");
+            }
+        }
+        let day = block_on(ledger.0.tallies("meter/worker/a", now)).expect("read");
+        let counted = day[0].1.tokens();
+        assert_eq!(counted, calls * 15, "every call is counted once");
         assert!(
-            e.user_message().contains("in about 2 hours"),
+            counted <= 100 + 6 * 15,
+            "{calls} calls, {counted} tokens: more than one call each past the limit"
+        );
+        let stopped = turns.iter().filter(|u| block_on(u.budget_spent())).count();
+        assert_eq!(stopped, 6);
+        assert!(
+            turns[5]
+                .quota_error()
+                .user_message()
+                .contains("the daily token limit has been reached. It can go on in about 14 hours"),
             "{}",
-            e.user_message()
+            turns[5].quota_error().user_message()
         );
     }
 }

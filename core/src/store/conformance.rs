@@ -37,6 +37,7 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     a_repeated_tally_write_counts_once(store, &format!("{prefix}-once")).await;
     a_turn_limit_holds_under_concurrency(store, &format!("{prefix}-limit")).await;
     limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
+    tally_additions_saturate(store, &format!("{prefix}-saturate")).await;
 }
 
 /// A claim of `run` on `thread` at `now` with a one-second lease and token `token`.
@@ -669,7 +670,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
     admit(s, &policy, &u, "w1", &worker, &ws, now)
         .await
         .expect("admitted under its limits");
-    assert!(!u.budget_spent());
+    assert!(!u.budget_spent().await);
     let used = Tally {
         input_tokens: 60,
         output_tokens: 30,
@@ -692,7 +693,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
             reasoning: 0,
         },
     );
-    assert!(u.budget_spent());
+    assert!(u.budget_spent().await);
     s.add_tally(&day, &used, now + 86_400_000, "w2")
         .await
         .expect("add_tally");
@@ -700,7 +701,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         .await
         .expect_err("over the token limit");
     assert!(
-        matches!(&refused, Ending::Error { code: TurnErrorCode::QuotaExceeded, message } if message.contains("today")),
+        matches!(&refused, Ending::Error { code: TurnErrorCode::QuotaExceeded, message } if message.starts_with("The daily token limit has been reached. Please try again in about")),
         "{refused:?}"
     );
     // Spend: 10 000 micro-USD is the workspace's day.
@@ -738,4 +739,36 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         ),
         "{refused:?}"
     );
+}
+
+/// A count near the top of its range plus more stays at the top, never wraps to a small one
+/// (issue 25: 2^64−10 tokens then 20 read as 10, and a spend limit never refused again). A
+/// SQL store's integers stop at 2^63−1; every store reads at least that.
+pub async fn tally_additions_saturate<S: TurnStore>(s: &S, p: &str) {
+    let key = TallyKey::new(format!("{p}/meter"), "d/2026-12-03");
+    let huge = Tally {
+        input_tokens: u64::MAX - 10,
+        cost_micro_usd: u64::MAX - 10,
+        ..Tally::default()
+    };
+    let more = Tally {
+        input_tokens: 20,
+        cost_micro_usd: 20,
+        model_calls: 1,
+        ..Tally::default()
+    };
+    s.add_tally(&key, &huge, 9000, "w1")
+        .await
+        .expect("add_tally");
+    s.add_tally(&key, &more, 9000, "w2")
+        .await
+        .expect("add_tally");
+    let rows = s.tallies(&key.part, 1000).await.expect("tallies");
+    let t = rows[0].1;
+    let top = i64::MAX as u64;
+    assert!(
+        t.input_tokens >= top && t.cost_micro_usd >= top && t.tokens() >= top,
+        "a sum wrapped: {t:?}"
+    );
+    assert_eq!(t.model_calls, 1);
 }

@@ -34,6 +34,15 @@ pub const SCHEMA: [&str; 6] = [
     TALLY_WRITES_TABLE,
 ];
 
+/// Columns added to a table after it was first created, each as a statement that fails if the
+/// column is missing and the statement that adds it: a database made by an older runway gets
+/// them when it is opened ([`SCHEMA`]'s `CREATE TABLE IF NOT EXISTS` leaves an existing table
+/// as it was).
+pub const ADDED_COLUMNS: [(&str, &str); 1] = [(
+    "SELECT estimated_tokens FROM turn_tallies LIMIT 0",
+    "ALTER TABLE turn_tallies ADD COLUMN estimated_tokens INTEGER NOT NULL DEFAULT 0",
+)];
+
 /// The SQLite table of action claims (used by [`crate::store::action_claims`]).
 const ACTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_actions (
         thread_key TEXT NOT NULL,
@@ -63,6 +72,7 @@ const TALLY_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tallies (
         cost_micro_usd   INTEGER NOT NULL DEFAULT 0,
         first_frame_ms   INTEGER NOT NULL DEFAULT 0,
         duration_ms      INTEGER NOT NULL DEFAULT 0,
+        estimated_tokens INTEGER NOT NULL DEFAULT 0,
         expires_at       INTEGER NOT NULL,
         PRIMARY KEY (part, item)
     )";

@@ -23,7 +23,7 @@ use crate::store::turn_state::{
 };
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit, TurnStart};
 
-pub use crate::store::sql_schema::SCHEMA;
+pub use crate::store::sql_schema::{ADDED_COLUMNS, SCHEMA};
 
 fn run_owner(run_key: &str) -> String {
     format!("r/{run_key}")
@@ -78,6 +78,11 @@ impl<S: Sql> SqlStore<S> {
     pub fn open(sql: S) -> Result<Self, DbError> {
         for stmt in SCHEMA {
             sql.exec(stmt, &[])?;
+        }
+        for (probe, add) in ADDED_COLUMNS {
+            if sql.exec(probe, &[]).is_err() {
+                sql.exec(add, &[])?;
+            }
         }
         Ok(Self { sql })
     }

@@ -98,9 +98,16 @@ impl<S: Sql> SqlStore<S> {
         )?;
         let columns = Tally::FIELDS.join(", ");
         let marks = vec!["?"; Tally::FIELDS.len()].join(", ");
+        // Saturating: SQLite turns an integer sum past 2^63−1 into a float, which would read
+        // back as corrupt; a count stops at the top instead.
         let sums: Vec<String> = Tally::FIELDS
             .iter()
-            .map(|f| format!("{f} = {f} + excluded.{f}"))
+            .map(|f| {
+                format!(
+                    "{f} = CASE WHEN {f} > {max} - excluded.{f} THEN {max} ELSE {f} + excluded.{f} END",
+                    max = i64::MAX
+                )
+            })
             .collect();
         let query = format!(
             "INSERT INTO turn_tallies (part, item, {columns}, expires_at)
@@ -146,7 +153,7 @@ impl<S: Sql> SqlStore<S> {
                     .next()
                     .ok_or_else(|| DbError::Corrupt("turn_tallies row".into()))?
                     .text()?;
-                let mut values = [0u64; 16];
+                let mut values = [0u64; Tally::FIELDS.len()];
                 for v in &mut values {
                     let cell = row
                         .next()

@@ -81,12 +81,16 @@ pub struct Tally {
     pub first_frame_ms: u64,
     /// Sum over the turns of their duration, in ms.
     pub duration_ms: u64,
+    /// The part of `input_tokens` and `output_tokens` runway estimated (about 4 bytes a token
+    /// of the prompt sent and the answer received) because the endpoint reported none: a call
+    /// cut before its `usage` chunk (the user stopped the turn, the stream broke).
+    pub estimated_tokens: u64,
 }
 
 impl Tally {
     /// The field names, in [`Tally::values`] order: the column names of the SQL table and the
     /// attribute names on DynamoDB.
-    pub const FIELDS: [&'static str; 16] = [
+    pub const FIELDS: [&'static str; 17] = [
         "turns",
         "succeeded",
         "interrupted",
@@ -103,10 +107,11 @@ impl Tally {
         "cost_micro_usd",
         "first_frame_ms",
         "duration_ms",
+        "estimated_tokens",
     ];
 
     /// The values, in [`Tally::FIELDS`] order.
-    pub fn values(&self) -> [u64; 16] {
+    pub fn values(&self) -> [u64; 17] {
         [
             self.turns,
             self.succeeded,
@@ -124,11 +129,12 @@ impl Tally {
             self.cost_micro_usd,
             self.first_frame_ms,
             self.duration_ms,
+            self.estimated_tokens,
         ]
     }
 
     /// A tally from values in [`Tally::FIELDS`] order.
-    pub fn from_values(v: [u64; 16]) -> Self {
+    pub fn from_values(v: [u64; 17]) -> Self {
         Self {
             turns: v[0],
             succeeded: v[1],
@@ -146,6 +152,7 @@ impl Tally {
             cost_micro_usd: v[13],
             first_frame_ms: v[14],
             duration_ms: v[15],
+            estimated_tokens: v[16],
         }
     }
 

@@ -117,6 +117,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
         plan.turn
             .usage
             .start(started_ms, Arc::clone(&self.policy), delivery);
+        plan.turn.usage.set_ledger(Arc::clone(self) as _);
         let engine = Arc::clone(self);
         // Boxed where it is made: a turn's future is kilobytes, not moved again.
         let turn = Box::pin(async move {

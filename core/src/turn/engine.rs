@@ -8,10 +8,12 @@ use std::time::Duration;
 use crate::agent::turn_actions::ActionStore;
 use crate::error::StoreError;
 use crate::http_client::turn_clock::TurnClock;
+use crate::meter::ledger::BudgetLedger;
 use crate::meter::{LogLine, Policy, TurnMetrics};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 use crate::platform::runtime::Runtime;
 use crate::service::config::Config;
+use crate::store::tally::{Tally, TallyKey};
 use crate::store::{ActionClaim, TurnStore};
 
 /// What every turn of a process runs with.
@@ -96,5 +98,36 @@ where
             expires_at_ms: now_ms.saturating_add(self.config.context_ttl.as_millis() as u64),
         };
         Box::pin(async move { self.store.claim_action(&claim).await })
+    }
+}
+
+/// The store's tally rows at the runtime's clock, for a running turn's
+/// [`TurnUsage::budget_spent`](crate::meter::TurnUsage::budget_spent).
+impl<A, S, R> BudgetLedger for Engine<A, S, R>
+where
+    A: MaybeSend + MaybeSync + 'static,
+    S: TurnStore,
+    R: Runtime,
+{
+    fn now_ms(&self) -> u64 {
+        self.rt.now_ms()
+    }
+
+    fn tallies<'a>(
+        &'a self,
+        part: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(String, Tally)>, StoreError>> {
+        let now_ms = self.rt.now_ms();
+        Box::pin(self.store.tallies(part, now_ms))
+    }
+
+    fn add_tally<'a>(
+        &'a self,
+        key: &'a TallyKey,
+        tally: &'a Tally,
+        expires_at_ms: u64,
+        write_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.store.add_tally(key, tally, expires_at_ms, write_id))
     }
 }

@@ -30,7 +30,11 @@ pub(super) fn get_s<'a>(item: &'a Item, k: &str) -> Option<&'a str> {
 
 pub(super) fn get_n(item: &Item, k: &str) -> Option<u64> {
     match item.get(k) {
-        Some(AttributeValue::N(v)) => v.parse().ok(),
+        // DynamoDB adds exactly, past 2^64: a count too large for u64 reads as its top, never
+        // as absent (which would read as 0 and let a spent budget go on).
+        Some(AttributeValue::N(v)) => v.parse().ok().or_else(|| {
+            (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then_some(u64::MAX)
+        }),
         _ => None,
     }
 }

@@ -185,7 +185,7 @@ impl DynamoStore {
             .filter(|i| get_n(i, "exp_ms").unwrap_or(0) > now_ms)
             .filter_map(|i| {
                 let item = get_s(i, "sk")?.to_owned();
-                let mut values = [0u64; 16];
+                let mut values = [0u64; Tally::FIELDS.len()];
                 for (v, field) in values.iter_mut().zip(Tally::FIELDS) {
                     *v = get_n(i, field).unwrap_or(0);
                 }
