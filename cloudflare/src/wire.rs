@@ -45,14 +45,10 @@ pub fn tally_object(part: &str) -> String {
     format!("#tally/{part}")
 }
 
-/// The objects holding rows of `part`: its own, and for a limit's part (`meter/…`) the turn
-/// counts' object too ([`TURN_COUNTS_OBJECT`]).
-pub fn tally_objects(part: &str) -> Vec<String> {
-    let mut objects = vec![tally_object(part)];
-    if part.starts_with("meter/") {
-        objects.push(TURN_COUNTS_OBJECT.to_owned());
-    }
-    objects
+/// The objects holding rows of `part`: its own (added rows) and the turn counts' object
+/// ([`TURN_COUNTS_OBJECT`], rows taken by turns), read together.
+pub fn tally_objects(part: &str) -> [String; 2] {
+    [tally_object(part), TURN_COUNTS_OBJECT.to_owned()]
 }
 
 /// The rows of one part read from each of [`tally_objects`], as one list in item order.
