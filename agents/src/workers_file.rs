@@ -380,16 +380,27 @@ pub fn load_workers<R: Runtime + Clone>(
             }
         };
         workers = workers.add_shared(id.clone(), agent);
-        // Per-workspace variants of a model worker.
+        // Per-workspace variants of a model worker. `*`'s is served in every workspace
+        // without a table of its own: a workspace's own table replaces `*`'s settings (as its
+        // limits replace `*`'s), so one that changes nothing gets the worker as it is.
+        let any_variant = model.is_some()
+            && raw
+                .workspaces
+                .get(runway_core::meter::ANY_WORKSPACE)
+                .is_some_and(|ws| changes_agent(ws.get_ref(), id));
         for (ws_id, ws) in &raw.workspaces {
             let ws = ws.get_ref();
             let pair = ws.workers.get(id);
             let wide = ws.overrides();
             let overrides = [Some(&wide), pair.map(Spanned::get_ref)];
-            let changes_agent = overrides.iter().flatten().any(|o| {
-                o.model.is_some() || o.system_prompt_addition.is_some() || o.tools_allowed.is_some()
-            });
-            if !changes_agent {
+            if !changes_agent(ws, id) {
+                if any_variant
+                    && ws_id != runway_core::meter::ANY_WORKSPACE
+                    && let Some(model_agent) = &model
+                {
+                    workers =
+                        workers.add_for_workspace(id, ws_id.clone(), Arc::new(model_agent.clone()));
+                }
                 continue;
             }
             let Some(model_agent) = &model else {
@@ -474,6 +485,16 @@ pub fn load_workers<R: Runtime + Clone>(
         }
     }
     Ok(workers)
+}
+
+/// Whether workspace table `ws` changes worker `id`'s agent (its model, prompt or tools), for
+/// all workers or for `id` alone.
+fn changes_agent(ws: &RawWorkspace, id: &str) -> bool {
+    let wide = ws.overrides();
+    let pair = ws.workers.get(id).map(Spanned::get_ref);
+    [Some(&wide), pair].into_iter().flatten().any(|o| {
+        o.model.is_some() || o.system_prompt_addition.is_some() || o.tools_allowed.is_some()
+    })
 }
 
 /// A worker's settings over the defaults.
@@ -812,5 +833,49 @@ tools = ["restart"]
             let e = load(&file(&format!("[\"{refused}\"]"))).unwrap_err();
             assert!(e.reason.contains(&format!("{refused:?}")), "{refused}: {e}");
         }
+    }
+
+    /// Issue 25: `[workspaces."*"]`'s `system_prompt_addition` and `tools_allowed` were accepted
+    /// and never applied. They apply in every workspace without a table of its own; a
+    /// workspace's own table (here one with limits only) replaces them.
+    #[tokio::test]
+    async fn any_workspace_prompt_addition_and_tools_apply_where_no_table_replaces_them() {
+        use runway_core::testing::{ScriptedHttp, ScriptedResponse, TestTurn};
+        let src = format!(
+            "{MINIMAL}\n[workspaces.\"*\"]\nsystem_prompt_addition = \"Be brief.\"\ntools_allowed = []\n"
+        );
+        let workers = load(&src).unwrap();
+        let model_request = |workspace: &'static str| {
+            let workers = workers.clone();
+            async move {
+                let answer = ScriptedResponse::text(
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+                )
+                .header("content-type", "text/event-stream");
+                let http =
+                    ScriptedHttp::new().post("https://api.openai.com/v1/chat/completions", answer);
+                TestTurn::new("Where is my order?")
+                    .agent_id("918273688800000200")
+                    .workspace(workspace)
+                    .http_client(http.clone())
+                    .run(workers)
+                    .await;
+                let sent = http.requests();
+                assert_eq!(sent.len(), 1, "{sent:?}");
+                serde_json::from_slice::<serde_json::Value>(&sent[0].body).unwrap()
+            }
+        };
+        let system = |req: &serde_json::Value| req["messages"][0]["content"].to_string();
+        // No table of its own: `*`'s addition, and none of the desk's tools.
+        let req = model_request("918273600000000777").await;
+        assert!(
+            system(&req).contains("You are the order desk.\\n\\nBe brief."),
+            "{req}"
+        );
+        assert!(req["tools"].as_array().is_none_or(Vec::is_empty), "{req}");
+        // Its own table: the worker as it is.
+        let req = model_request("918273600000000001").await;
+        assert!(!system(&req).contains("Be brief."), "{req}");
+        assert_eq!(req["tools"][0]["function"]["name"], "lookup_order", "{req}");
     }
 }

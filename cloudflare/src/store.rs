@@ -12,7 +12,9 @@
 //! - Tally rows (limits, usage) live in the object named by their part, `meter/{scope}` or
 //!   `usage/{day}`: a workspace's (or worker's) counters are in one object whichever isolate
 //!   or location runs the turn, so a limit holds across all of them; a day's usage rows are
-//!   one object's, read by `GET /usage` one call per day.
+//!   one object's, read by `GET /usage` one call per day. The turns-per-minute counters of
+//!   every scope are in one object ([`crate::wire::TURN_COUNTS_OBJECT`]), so a turn is
+//!   counted in all its scopes at once or in none.
 
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
@@ -24,10 +26,10 @@ use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH,
-    LatestRequest, ListTallies, RETURN_TURN_PATH, ReturnTurn, START_PATH, TAKE_TURN_PATH,
-    TALLIES_PATH, TakeTurn,
+    LatestRequest, ListTallies, START_PATH, TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT,
+    TakeTurns, merge_rows, tally_object, tally_objects,
 };
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 
 /// KV's shortest accepted `expirationTtl`, in seconds.
 const KV_MIN_TTL_SECS: u64 = 60;
@@ -128,33 +130,19 @@ impl TurnStore for CloudflareStore {
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("claim reply: {e}")))
     }
 
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        let body = to_json(&TakeTurn {
-            key: key.clone(),
-            limit,
+        let body = to_json(&TakeTurns {
+            takes: takes.to_vec(),
             expires_at_ms,
             write_id: write_id.to_owned(),
         })?;
-        let text = self
-            .call(&object_name(&key.part), TAKE_TURN_PATH, body)
-            .await?;
+        let text = self.call(TURN_COUNTS_OBJECT, TAKE_TURNS_PATH, body).await?;
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("take reply: {e}")))
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        let body = to_json(&ReturnTurn {
-            key: key.clone(),
-            write_id: write_id.to_owned(),
-        })?;
-        self.call(&object_name(&key.part), RETURN_TURN_PATH, body)
-            .await
-            .map(drop)
     }
 
     async fn add_tally(
@@ -170,7 +158,7 @@ impl TurnStore for CloudflareStore {
             expires_at_ms,
             write_id: write_id.to_owned(),
         })?;
-        self.call(&object_name(&key.part), ADD_TALLY_PATH, body)
+        self.call(&tally_object(&key.part), ADD_TALLY_PATH, body)
             .await
             .map(drop)
     }
@@ -180,8 +168,21 @@ impl TurnStore for CloudflareStore {
             part: part.to_owned(),
             now_ms,
         })?;
-        let text = self.call(&object_name(part), TALLIES_PATH, body).await?;
-        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("tallies reply: {e}")))
+        let objects = tally_objects(part);
+        let replies = futures::future::join_all(
+            objects
+                .iter()
+                .map(|object| self.call(object, TALLIES_PATH, body.clone())),
+        )
+        .await;
+        let mut lists = Vec::with_capacity(replies.len());
+        for text in replies {
+            lists.push(
+                serde_json::from_str(&text?)
+                    .map_err(|e| StoreError::Corrupt(format!("tallies reply: {e}")))?,
+            );
+        }
+        Ok(merge_rows(lists))
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
@@ -224,12 +225,6 @@ impl TurnStore for CloudflareStore {
             _ => None,
         })
     }
-}
-
-/// The Durable Object holding a tally part. Thread objects are named by their thread key
-/// (`agent/thread`, or `lowkey/…`: ids never contain `#`), so no thread can be named so.
-fn object_name(part: &str) -> String {
-    format!("#tally/{part}")
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {

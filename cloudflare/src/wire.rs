@@ -10,7 +10,7 @@
 use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 use serde::{Deserialize, Serialize};
 
 /// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.
@@ -22,37 +22,51 @@ pub const LATEST_PATH: &str = "/latest";
 /// Path of an action claim: [`ActionClaim`] in, `true` or `false` out.
 pub const CLAIM_ACTION_PATH: &str = "/claim-action";
 
-/// Path of a turns-per-minute count: [`TakeTurn`] in, `true`/`false` out.
-pub const TAKE_TURN_PATH: &str = "/tally/take";
-/// Path of a turn given back: [`ReturnTurn`] in, `null` out.
-pub const RETURN_TURN_PATH: &str = "/tally/return";
+/// Path of a turns-per-minute count: [`TakeTurns`] in, `true`/`false` out.
+pub const TAKE_TURNS_PATH: &str = "/tally/take";
 /// Path of an addition to a tally row: [`AddTally`] in, `null` out.
 pub const ADD_TALLY_PATH: &str = "/tally/add";
 /// Path of a part's rows: [`ListTallies`] in, `[[item, tally]…]` out.
 pub const TALLIES_PATH: &str = "/tally/list";
 
-/// `POST /tally/take`. Tally rows live in the Durable Object named by their part (a scope's
-/// limit counters, or a day's usage rows), so each call is atomic inside that object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TakeTurn {
-    /// The row.
-    pub key: TallyKey,
-    /// The limit.
-    pub limit: u64,
-    /// The row's expiry.
-    pub expires_at_ms: u64,
-    /// The turn's write id (a write counts once).
-    pub write_id: String,
+/// The Durable Object holding every turns-per-minute counter of the deployment. A turn is
+/// counted in all of its scopes (workspace, worker, the worker in the workspace) at once or
+/// in none, and scopes overlap across workspaces and workers, so only one object holding all
+/// of them can take a turn from several atomically (a turn refused by one limit never holds
+/// a slot of another, even for a moment). One small request per turn with a limit: a Durable
+/// Object serves about a thousand a second, far above a deployment's turns. Token and spend
+/// counters stay in their scope's own object ([`tally_object`]).
+pub const TURN_COUNTS_OBJECT: &str = "#tally-turns";
+
+/// The Durable Object holding `part`'s day, month and usage rows. Thread objects are named by
+/// their thread key (`agent/thread`, or `lowkey/…`: ids never contain `#`), so no thread can
+/// be named so.
+pub fn tally_object(part: &str) -> String {
+    format!("#tally/{part}")
 }
 
-/// `POST /tally/return`.
+/// The objects holding rows of `part`: its own (added rows) and the turn counts' object
+/// ([`TURN_COUNTS_OBJECT`], rows taken by turns), read together.
+pub fn tally_objects(part: &str) -> [String; 2] {
+    [tally_object(part), TURN_COUNTS_OBJECT.to_owned()]
+}
+
+/// The rows of one part read from each of [`tally_objects`], as one list in item order.
+pub fn merge_rows(lists: Vec<Vec<(String, Tally)>>) -> Vec<(String, Tally)> {
+    let mut rows: Vec<(String, Tally)> = lists.into_iter().flatten().collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+/// `POST /tally/take`, to [`TURN_COUNTS_OBJECT`]: atomic inside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ReturnTurn {
-    /// The row.
-    pub key: TallyKey,
-    /// The write id the turn was taken with.
+pub struct TakeTurns {
+    /// The rows and their limits.
+    pub takes: Vec<TurnTake>,
+    /// The rows' expiry.
+    pub expires_at_ms: u64,
+    /// The turn's write id (a write counts once).
     pub write_id: String,
 }
 
@@ -160,15 +174,10 @@ pub fn answer<S: Sql>(
             let won = db.claim_action(&claim)?;
             Ok((json(&won), won.then(|| db.next_expiry()).transpose()?))
         }
-        TAKE_TURN_PATH => {
-            let req: TakeTurn = serde_json::from_str(body).map_err(bad)?;
-            let taken = db.take_turn(&req.key, req.limit, req.expires_at_ms, &req.write_id)?;
+        TAKE_TURNS_PATH => {
+            let req: TakeTurns = serde_json::from_str(body).map_err(bad)?;
+            let taken = db.take_turns(&req.takes, req.expires_at_ms, &req.write_id)?;
             Ok((json(&taken), Some(db.next_expiry()?)))
-        }
-        RETURN_TURN_PATH => {
-            let req: ReturnTurn = serde_json::from_str(body).map_err(bad)?;
-            db.return_turn(&req.key, &req.write_id)?;
-            Ok(("null".into(), None))
         }
         ADD_TALLY_PATH => {
             let req: AddTally = serde_json::from_str(body).map_err(bad)?;

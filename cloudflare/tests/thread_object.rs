@@ -9,15 +9,15 @@ use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest,
-    ListTallies, RETURN_TURN_PATH, ReturnTurn, START_PATH, TAKE_TURN_PATH, TALLIES_PATH, TakeTurn,
-    answer,
+    ListTallies, START_PATH, TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, answer,
+    merge_rows, tally_object, tally_objects,
 };
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
     TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]
@@ -80,32 +80,20 @@ impl TurnStore for NativeThreadObjects {
     }
 
     // Tally rows: one object per part, as the Worker routes them.
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        let body = serde_json::to_string(&TakeTurn {
-            key: key.clone(),
-            limit,
+        let body = serde_json::to_string(&TakeTurns {
+            takes: takes.to_vec(),
             expires_at_ms,
             write_id: write_id.to_owned(),
         })
         .unwrap();
-        let text = self.call(&format!("#tally/{}", key.part), TAKE_TURN_PATH, body)?;
+        let text = self.call(TURN_COUNTS_OBJECT, TAKE_TURNS_PATH, body)?;
         Ok(serde_json::from_str(&text).unwrap())
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        let body = serde_json::to_string(&ReturnTurn {
-            key: key.clone(),
-            write_id: write_id.to_owned(),
-        })
-        .unwrap();
-        self.call(&format!("#tally/{}", key.part), RETURN_TURN_PATH, body)
-            .map(drop)
     }
 
     async fn add_tally(
@@ -122,7 +110,7 @@ impl TurnStore for NativeThreadObjects {
             write_id: write_id.to_owned(),
         })
         .unwrap();
-        self.call(&format!("#tally/{}", key.part), ADD_TALLY_PATH, body)
+        self.call(&tally_object(&key.part), ADD_TALLY_PATH, body)
             .map(drop)
     }
 
@@ -132,8 +120,12 @@ impl TurnStore for NativeThreadObjects {
             now_ms,
         })
         .unwrap();
-        let text = self.call(&format!("#tally/{part}"), TALLIES_PATH, body)?;
-        Ok(serde_json::from_str(&text).unwrap())
+        let mut lists = Vec::new();
+        for object in tally_objects(part) {
+            let text = self.call(&object, TALLIES_PATH, body.clone())?;
+            lists.push(serde_json::from_str(&text).unwrap());
+        }
+        Ok(merge_rows(lists))
     }
 
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {

@@ -316,7 +316,7 @@ async fn kept_attachments_small_and_in_parts_first_write_wins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn a_tally_write_retried_after_a_late_answer_counts_once() {
-    use runway_core::store::tally::{Tally, TallyKey};
+    use runway_core::store::tally::{Tally, TallyKey, TurnTake};
     let db = moto("late").await;
     let proxy = support::LateAnswers::start(&db.endpoint, Duration::from_millis(1500)).await;
     let s =
@@ -324,9 +324,12 @@ async fn a_tally_write_retried_after_a_late_answer_counts_once() {
             .await;
     let (direct, _) = store(&db.endpoint, "late").await;
 
-    let minute = TallyKey::new("meter/workspace/w", "m/1");
+    let minute = TurnTake {
+        key: TallyKey::new("meter/workspace/w", "m/1"),
+        limit: 10,
+    };
     assert!(
-        s.take_turn(&minute, 10, u64::MAX / 2, "turn-1")
+        s.take_turns(std::slice::from_ref(&minute), u64::MAX / 2, "turn-1")
             .await
             .unwrap()
     );
@@ -341,26 +344,86 @@ async fn a_tally_write_retried_after_a_late_answer_counts_once() {
     s.add_tally(&usage, &one, u64::MAX / 2, "turn-1")
         .await
         .unwrap();
-    s.return_turn(&minute, "turn-1").await.unwrap();
+    let pair = TurnTake {
+        key: TallyKey::new("meter/workspace/w/worker/a", "m/1"),
+        limit: 2,
+    };
     assert!(
-        s.take_turn(&minute, 10, u64::MAX / 2, "turn-2")
+        s.take_turns(&[minute, pair], u64::MAX / 2, "turn-2")
             .await
             .unwrap()
     );
 
     // The SDK did send each write twice...
     let repeated = proxy.repeated.lock().unwrap().clone();
-    for op in ["UpdateItem", "TransactWriteItems"] {
-        assert!(
-            repeated.iter().any(|r| r == op),
-            "the SDK never retried a late {op}: {repeated:?}"
-        );
-    }
-    assert_eq!(repeated.len(), 4, "{repeated:?}");
-    // ...and each counted once: turn-1 taken and given back, turn-2 taken; one usage addition.
+    assert_eq!(
+        repeated, ["TransactWriteItems"; 3],
+        "the SDK did not retry each late write once"
+    );
+    // ...and each counted once: turn-1 and turn-2 taken, turn-2 in two rows; one usage
+    // addition.
     let rows = direct.tallies("meter/workspace/w", 0).await.unwrap();
     assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1.turns, 2, "{rows:?}");
+    let rows = direct
+        .tallies("meter/workspace/w/worker/a", 0)
+        .await
+        .unwrap();
     assert_eq!(rows[0].1.turns, 1, "{rows:?}");
     let rows = direct.tallies("usage/2026-12-02", 0).await.unwrap();
     assert_eq!(rows, vec![("w/a".to_owned(), one)]);
+}
+
+/// Issue 25: a minute's turn counter is one small item however many turns it counts. It kept
+/// the write id of every turn in a set of its own: past about 11,000 turns in a minute it
+/// passed DynamoDB's 400 KB item limit and every further turn failed. 500 turns (write ids
+/// as the engine makes them, 32 hex digits) against a limit of 100,000: the item stays
+/// under 1 KB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn a_turn_counter_item_does_not_grow_with_its_turns() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use runway_core::store::tally::{TallyKey, TurnTake};
+    let db = moto("counter").await;
+    let (s, _) = store(&db.endpoint, "counter").await;
+    let take = TurnTake {
+        key: TallyKey::new("meter/workspace/w", "m/1"),
+        limit: 100_000,
+    };
+    for i in 0..500u128 {
+        let write_id = format!(
+            "{:032x}",
+            i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+        );
+        assert!(
+            s.take_turns(std::slice::from_ref(&take), u64::MAX / 2, &write_id)
+                .await
+                .unwrap()
+        );
+    }
+    let rows = s.tallies("meter/workspace/w", 0).await.unwrap();
+    assert_eq!(rows[0].1.turns, 500, "{rows:?}");
+    let item = support::raw_client(&db.endpoint)
+        .await
+        .get_item()
+        .table_name("counter")
+        .key("pk", AttributeValue::S("tally#meter/workspace/w".into()))
+        .key("sk", AttributeValue::S("m/1".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the counter item");
+    // DynamoDB's item size: attribute names plus values (numbers counted as their digits).
+    let value_bytes = |v: &AttributeValue| match v {
+        AttributeValue::S(t) | AttributeValue::N(t) => t.len(),
+        AttributeValue::Ss(set) | AttributeValue::Ns(set) => set.iter().map(String::len).sum(),
+        other => panic!("unexpected attribute {other:?}"),
+    };
+    let size: usize = item.iter().map(|(k, v)| k.len() + value_bytes(v)).sum();
+    assert!(
+        size < 1024,
+        "the counter item grew to {size} bytes with 500 turns"
+    );
 }

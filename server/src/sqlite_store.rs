@@ -15,7 +15,7 @@ use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::sql_store::SqlStore;
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::sqlite_thread::ConnectionThread;
@@ -152,21 +152,14 @@ impl TurnStore for SqliteStore {
             .await
     }
 
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        let (key, write_id) = (key.clone(), write_id.to_owned());
-        self.in_transaction(move |db| Ok(db.take_turn(&key, limit, expires_at_ms, &write_id)?))
-            .await
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        let (key, write_id) = (key.clone(), write_id.to_owned());
-        self.in_transaction(move |db| Ok(db.return_turn(&key, &write_id)?))
+        let (takes, write_id) = (takes.to_vec(), write_id.to_owned());
+        self.in_transaction(move |db| Ok(db.take_turns(&takes, expires_at_ms, &write_id)?))
             .await
     }
 
@@ -264,12 +257,15 @@ mod tests {
             SqliteStore::open(&path).unwrap(),
             SqliteStore::open(&path).unwrap(),
         );
-        let key = TallyKey::new("meter/workspace/w", "m/1");
+        let take = TurnTake {
+            key: TallyKey::new("meter/workspace/w", "m/1"),
+            limit: 10,
+        };
         let takes = (0..40).map(|i| {
             let s = if i % 2 == 0 { a.clone() } else { b.clone() };
-            let key = key.clone();
+            let take = take.clone();
             async move {
-                s.take_turn(&key, 10, u64::MAX / 2, &format!("w{i}"))
+                s.take_turns(&[take], u64::MAX / 2, &format!("w{i}"))
                     .await
                     .unwrap()
             }

@@ -8,7 +8,7 @@ use crate::agent::Agent;
 use crate::agent::outcome::{AgentError, AgentResult};
 use crate::agent::output::Output;
 use crate::agent::turn::Turn;
-use crate::meter::limits::{Limits, Policy, Price};
+use crate::meter::limits::{ANY_WORKSPACE, Limits, Policy, Price};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 
 /// An [`Agent`] behind a pointer: agents of different types side by side in one [`Workers`].
@@ -145,7 +145,8 @@ impl Workers {
     }
 
     /// Serves `agent` instead of `agent_id`'s own for turns of `workspace_id` (a per-customer
-    /// variant: another model, prompt or tool set). No effect unless `agent_id` was added.
+    /// variant: another model, prompt or tool set); [`crate::meter::ANY_WORKSPACE`]: for
+    /// every workspace without a variant of its own. No effect unless `agent_id` was added.
     pub fn add_for_workspace(
         mut self,
         agent_id: &str,
@@ -232,12 +233,14 @@ impl Workers {
         &self.policy
     }
 
-    /// The agent for a turn of `agent_id` in `workspace_id`, if one serves it.
+    /// The agent for a turn of `agent_id` in `workspace_id`, if one serves it: the
+    /// workspace's variant, else the variant for every workspace, else the worker's own.
     pub fn agent_for(&self, agent_id: &str, workspace_id: &str) -> Option<&dyn DynAgent> {
         match self.entries.get(agent_id) {
             Some(e) => Some(
                 e.per_workspace
                     .get(workspace_id)
+                    .or_else(|| e.per_workspace.get(ANY_WORKSPACE))
                     .unwrap_or(&e.agent)
                     .as_ref(),
             ),

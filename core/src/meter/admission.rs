@@ -4,10 +4,13 @@
 //! Order, and why:
 //! 1. Token and spend budgets are read first (one read per scope with a budget): a turn
 //!    refused for its budget takes nothing from a rate limit.
-//! 2. Turns per minute are counted one scope after another with the store's atomic
-//!    [`TurnStore::take_turn`]; when a later scope refuses, the turns taken in the earlier
-//!    ones are given back. So a limit is never passed, whatever runs concurrently on any
-//!    instance; at worst a turn given back a moment late makes a concurrent one wait.
+//! 2. Turns per minute are counted in every scope at once, all or nothing, with the store's
+//!    atomic [`TurnStore::take_turns`]. So a limit is never passed, whatever runs
+//!    concurrently on any instance, and a turn refused by one scope never holds a slot of
+//!    another, not even for a moment: one worker refused by its own limit cannot crowd the
+//!    other workers out of their workspace's turns. (Taking scope by scope and giving back
+//!    on a refusal did: with a workspace at 10 per minute and one worker at 2 within it, 80
+//!    turns of that worker left another worker 3 to 7 of its 8 turns.)
 //!
 //! A store that cannot answer refuses the turn (`STORE_UNAVAILABLE`): limits fail closed.
 
@@ -20,7 +23,7 @@ use crate::meter::limits::{Policy, Scope};
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::window::{Windows, wait_phrase};
 use crate::store::TurnStore;
-use crate::store::tally::TallyKey;
+use crate::store::tally::{TallyKey, TurnTake};
 use crate::wire::Ending;
 
 /// How long a minute counter is kept after its minute (then deleted).
@@ -89,45 +92,36 @@ async fn take_turns<S: TurnStore>(
     write_id: &str,
 ) -> Result<(), Ending> {
     let item = windows.minute_item();
-    let expires = windows.minute_end_ms() + MINUTE_KEPT_MS;
-    let mut taken: Vec<TallyKey> = Vec::new();
-    let mut refusal = None;
-    for scope in scopes {
-        let Some(limit) = scope.limits.turns_per_minute else {
-            continue;
-        };
-        let key = TallyKey::new(meter_part(&scope.key), item.clone());
-        match store.take_turn(&key, limit, expires, write_id).await {
-            Ok(true) => taken.push(key),
-            Ok(false) => {
-                tracing::warn!(
-                    code = "RATE_LIMITED",
-                    scope = %scope.key,
-                    limit,
-                    "turn refused: turns per minute"
-                );
-                refusal = Some(Ending::error(
-                    TurnErrorCode::RateLimited,
-                    format!(
-                        "Too many messages right now. Please try again {}.",
-                        wait_phrase(now_ms, windows.minute_end_ms())
-                    ),
-                ));
-                break;
-            }
-            Err(e) => {
-                refusal = Some(store_failed(&e));
-                break;
-            }
-        }
-    }
-    let Some(refusal) = refusal else {
+    let takes: Vec<TurnTake> = scopes
+        .iter()
+        .filter_map(|scope| {
+            Some(TurnTake {
+                key: TallyKey::new(meter_part(&scope.key), item.clone()),
+                limit: scope.limits.turns_per_minute?,
+            })
+        })
+        .collect();
+    if takes.is_empty() {
         return Ok(());
-    };
-    for key in &taken {
-        if let Err(e) = store.return_turn(key, write_id).await {
-            tracing::warn!(error = %e, part = %key.part, "could not give back a counted turn");
-        }
     }
-    Err(refusal)
+    let expires = windows.minute_end_ms() + MINUTE_KEPT_MS;
+    match store.take_turns(&takes, expires, write_id).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            let scopes: Vec<&str> = takes.iter().map(|t| t.key.part.as_str()).collect();
+            tracing::warn!(
+                code = "RATE_LIMITED",
+                scopes = ?scopes,
+                "turn refused: turns per minute"
+            );
+            Err(Ending::error(
+                TurnErrorCode::RateLimited,
+                format!(
+                    "Too many messages right now. Please try again {}.",
+                    wait_phrase(now_ms, windows.minute_end_ms())
+                ),
+            ))
+        }
+        Err(e) => Err(store_failed(&e)),
+    }
 }

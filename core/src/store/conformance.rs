@@ -14,7 +14,7 @@ use crate::error::TurnErrorCode;
 use crate::meter::admission::admit;
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::{Limits, Policy};
-use crate::store::tally::{Tally, TallyKey};
+use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::{
     ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
@@ -36,6 +36,7 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     tallies_add_up_and_expire(store, &format!("{prefix}-tally")).await;
     a_repeated_tally_write_counts_once(store, &format!("{prefix}-once")).await;
     a_turn_limit_holds_under_concurrency(store, &format!("{prefix}-limit")).await;
+    a_refused_turn_holds_no_slot_of_another_scope(store, &format!("{prefix}-noslot")).await;
     limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
     tally_additions_saturate(store, &format!("{prefix}-saturate")).await;
 }
@@ -491,9 +492,9 @@ pub async fn tallies_add_up_and_expire<S: TurnStore>(s: &S, p: &str) {
 }
 
 /// A tally write sent again with its write id (an SDK retry after an answer that came too late,
-/// a request resent) counts once: a turn taken twice is one turn (and still admitted), a turn
-/// given back twice is given back once, a usage addition repeated adds once. Other write ids
-/// still count.
+/// a request resent) counts once: a turn taken twice is one turn (and still admitted), in
+/// every row it was taken from, a usage addition repeated adds once. Other write ids still
+/// count.
 pub async fn a_repeated_tally_write_counts_once<S: TurnStore>(s: &S, p: &str) {
     let part = format!("{p}/part");
     let minute = TallyKey::new(&part, "m/1");
@@ -503,41 +504,39 @@ pub async fn a_repeated_tally_write_counts_once<S: TurnStore>(s: &S, p: &str) {
             .map(|(_, t)| t.turns)
             .unwrap_or(0)
     };
+    let take = |key: &TallyKey, limit: u64| TurnTake {
+        key: key.clone(),
+        limit,
+    };
     // A limit of 2: the same turn taken three times leaves room for a second turn.
     for _ in 0..3 {
         assert!(
-            s.take_turn(&minute, 2, 9000, "w-a")
+            s.take_turns(&[take(&minute, 2)], 9000, "w-a")
                 .await
-                .expect("take_turn")
+                .expect("take_turns")
         );
     }
     assert_eq!(turns(s.tallies(&part, 0).await.expect("tallies"), "m/1"), 1);
     assert!(
-        s.take_turn(&minute, 2, 9000, "w-b")
+        s.take_turns(&[take(&minute, 2)], 9000, "w-b")
             .await
-            .expect("take_turn")
+            .expect("take_turns")
     );
     assert!(
-        !s.take_turn(&minute, 2, 9000, "w-c")
+        !s.take_turns(&[take(&minute, 2)], 9000, "w-c")
             .await
-            .expect("take_turn")
+            .expect("take_turns")
     );
-    // Given back twice: once. A write that was never counted gives nothing back.
-    s.return_turn(&minute, "w-a").await.expect("return_turn");
-    s.return_turn(&minute, "w-a").await.expect("return_turn");
-    s.return_turn(&minute, "w-c").await.expect("return_turn");
-    assert_eq!(turns(s.tallies(&part, 0).await.expect("tallies"), "m/1"), 1);
-    // The turn given back may be taken again (a re-delivery of its run).
-    assert!(
-        s.take_turn(&minute, 2, 9000, "w-a")
-            .await
-            .expect("take_turn")
-    );
-    assert!(
-        !s.take_turn(&minute, 2, 9000, "w-d")
-            .await
-            .expect("take_turn")
-    );
+    assert_eq!(turns(s.tallies(&part, 0).await.expect("tallies"), "m/1"), 2);
+    // Two rows at once: a retry of a write both count is admitted and counts nothing more,
+    // even once a row is full.
+    let (wide, narrow) = (TallyKey::new(&part, "m/2"), TallyKey::new(&part, "m/3"));
+    let both = [take(&wide, 5), take(&narrow, 1)];
+    for _ in 0..2 {
+        assert!(s.take_turns(&both, 9000, "w-e").await.expect("take_turns"));
+    }
+    let rows = s.tallies(&part, 0).await.expect("tallies");
+    assert_eq!((turns(rows.clone(), "m/2"), turns(rows, "m/3")), (1, 1));
 
     let usage = TallyKey::new(&part, "u");
     let one = Tally {
@@ -584,8 +583,8 @@ fn policy_with(workspace: &str, worker: &str, ws: Limits, wk: Limits) -> Policy 
 }
 
 /// 100 turns admitted concurrently against a limit of 10 turns per minute: exactly 10 run,
-/// the others are refused with `RATE_LIMITED`; a second limit (the worker's, 4 per minute)
-/// that refuses a turn gives its workspace turn back.
+/// the others are refused with `RATE_LIMITED`; a turn a second limit (the worker's, 4 per
+/// minute) refuses is not counted by its workspace.
 pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) {
     let ten = Limits {
         turns_per_minute: Some(10),
@@ -624,7 +623,7 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     );
 
     // Workspace 10 per minute, worker 4: of 20 concurrent turns 4 run, and the workspace
-    // counted only those 4 (the 16 refused by the worker gave theirs back).
+    // counted only those 4 (the 16 refused by the worker took nothing).
     let (ws, worker) = (format!("{p}-ws2"), format!("{p}-worker2"));
     let four = Limits {
         turns_per_minute: Some(4),
@@ -646,6 +645,88 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
         .expect("tallies");
     assert_eq!(counted.len(), 1, "{counted:?}");
     assert_eq!(counted[0].1.turns, 4, "{counted:?}");
+}
+
+/// A turn refused by one limit holds no slot of another, not even for a moment (issue 25):
+/// a workspace at 10 turns per minute, worker A at 2 within it; 80 turns of A and 8 of
+/// worker B admitted concurrently, B's among A's: A runs 2, B all 8, and the workspace counts
+/// exactly those 10. Then the primitive itself: a take refused by one row counts in none.
+pub async fn a_refused_turn_holds_no_slot_of_another_scope<S: TurnStore>(s: &S, p: &str) {
+    let (ws, a, b) = (format!("{p}-ws"), format!("{p}-a"), format!("{p}-b"));
+    let mut policy = Policy::serve_any();
+    let per_minute = |n| Limits {
+        turns_per_minute: Some(n),
+        ..Limits::default()
+    };
+    policy.workspace_limits.insert(ws.clone(), per_minute(10));
+    policy
+        .pair_limits
+        .insert((ws.clone(), a.clone()), per_minute(2));
+    let now = 1_800_000_030_000;
+    // 88 turns; every eleventh (from the sixth) is B's.
+    let is_b = |i: usize| i % 11 == 5;
+    let usages: Vec<TurnUsage> = (0..88).map(|_| TurnUsage::default()).collect();
+    let ids: Vec<String> = (0..88).map(|i| format!("w{i}")).collect();
+    let results = join_all(usages.iter().zip(&ids).enumerate().map(|(i, (u, id))| {
+        let worker = if is_b(i) { &b } else { &a };
+        admit(s, &policy, u, id, worker, &ws, now)
+    }))
+    .await;
+    let admitted = |want_b: bool| {
+        results
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| is_b(*i) == want_b && r.is_ok())
+            .count()
+    };
+    assert_eq!(
+        (admitted(false), admitted(true)),
+        (2, 8),
+        "(A, B) admitted: a turn of A refused by its own limit held a slot of the workspace"
+    );
+    let counted = s
+        .tallies(&format!("meter/workspace/{ws}"), now)
+        .await
+        .expect("tallies");
+    assert_eq!(
+        counted.iter().map(|(_, t)| t.turns).sum::<u64>(),
+        10,
+        "{counted:?}"
+    );
+
+    let part = format!("{p}/rows");
+    let (free, full) = (TallyKey::new(&part, "free"), TallyKey::new(&part, "full"));
+    let take = |key: &TallyKey, limit: u64| TurnTake {
+        key: key.clone(),
+        limit,
+    };
+    assert!(
+        s.take_turns(&[take(&full, 1)], 9000, "x-1")
+            .await
+            .expect("take_turns")
+    );
+    for (n, takes) in [
+        [take(&free, 5), take(&full, 1)],
+        [take(&full, 1), take(&free, 5)],
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            !s.take_turns(takes, 9000, &format!("x-refused-{n}"))
+                .await
+                .expect("take_turns"),
+            "a take with a full row was admitted"
+        );
+    }
+    let rows = s.tallies(&part, 0).await.expect("tallies");
+    assert_eq!(
+        rows.iter()
+            .find(|(i, _)| i == "free")
+            .map_or(0, |(_, t)| t.turns),
+        0,
+        "a refused take counted in a row with room: {rows:?}"
+    );
 }
 
 /// Token and spend limits: a turn is admitted while the day's counters are under them, with

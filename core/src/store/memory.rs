@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
 use crate::store::action_claims::{ActionClaim, claim_wins};
-use crate::store::tally::{Tally, TallyKey};
+use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::turn_state::{
     ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
     thread_after,
@@ -204,34 +204,37 @@ impl TurnStore for MemoryStore {
             .cloned())
     }
 
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
         let mut t = self.lock();
-        let row = t.tallies.entry(key.clone()).or_default();
-        if row.writes.contains(write_id) {
+        let counts = |t: &Tables, take: &TurnTake| {
+            t.tallies
+                .get(&take.key)
+                .is_some_and(|row| row.writes.contains(write_id))
+        };
+        // All or nothing: a write is counted in every row or in none.
+        if takes.first().is_some_and(|take| counts(&t, take)) {
             return Ok(true);
         }
-        if row.tally.turns >= limit {
+        let full = |take: &TurnTake| {
+            t.tallies
+                .get(&take.key)
+                .is_some_and(|row| row.tally.turns >= take.limit)
+        };
+        if takes.iter().any(full) {
             return Ok(false);
         }
-        row.tally.turns += 1;
-        row.writes.insert(write_id.to_owned());
-        row.expires_at_ms = row.expires_at_ms.max(expires_at_ms);
-        Ok(true)
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        if let Some(row) = self.lock().tallies.get_mut(key)
-            && row.writes.remove(write_id)
-        {
-            row.tally.turns = row.tally.turns.saturating_sub(1);
+        for take in takes {
+            let row = t.tallies.entry(take.key.clone()).or_default();
+            row.tally.turns += 1;
+            row.writes.insert(write_id.to_owned());
+            row.expires_at_ms = row.expires_at_ms.max(expires_at_ms);
         }
-        Ok(())
+        Ok(true)
     }
 
     async fn add_tally(

@@ -36,7 +36,7 @@ pub use crate::store::action_claims::ActionClaim;
 use crate::agent::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
-use crate::store::tally::{Tally, TallyKey};
+use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::wire::recording::Recording;
 
 /// A request to run a turn, made before the agent starts.
@@ -214,43 +214,33 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         now_ms: u64,
     ) -> impl Future<Output = Result<Option<HostedFile>, StoreError>> + MaybeSend;
 
-    /// Counts one turn, the write `write_id`, in the row `key` (created if absent, to expire
-    /// at `expires_at_ms`) unless its `turns` already reached `limit`; `true` if counted.
-    /// Atomic with every other call on the key, across processes: of 100 concurrent calls
-    /// with a limit of 10, exactly 10 return `true`. A turns-per-minute limit
-    /// ([`crate::meter`]).
+    /// Counts one turn, the write `write_id`, in every row of `takes` (each created if absent,
+    /// to expire at `expires_at_ms`) if none of them has reached its limit, else in none;
+    /// `true` if counted. All or nothing, atomically with every other call on any of the
+    /// rows, across processes: a turn refused by one row never holds a slot of another, not
+    /// even for a moment (a workspace's turns stay free for its other workers while one
+    /// worker's limit refuses). Of 100 concurrent calls on a row with a limit of 10, exactly
+    /// 10 return `true`. Turns-per-minute limits ([`crate::meter`]).
     ///
-    /// Idempotent per write (see [`crate::store::tally`]): a `write_id` this row already
-    /// counted with `take_turn` returns `true` and counts nothing more.
+    /// Idempotent per write (see [`crate::store::tally`]): a `write_id` these rows already
+    /// counted returns `true` and counts nothing more. Callers name the same rows, in the same
+    /// order, every time they send a write id.
     ///
     /// The default refuses with [`StoreError::Unavailable`]: a store that keeps no counters
     /// cannot serve limits, and a turn under a limit fails closed.
-    fn take_turn(
+    fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
-        let _ = (key, limit, expires_at_ms, write_id);
-        std::future::ready(Err(no_counters()))
-    }
-
-    /// Takes back the turn `write_id` counted by [`TurnStore::take_turn`] (the turn was
-    /// refused by another limit). Once: a write the row does not count (never taken, or
-    /// already given back) changes nothing.
-    fn return_turn(
-        &self,
-        key: &TallyKey,
-        write_id: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
-        let _ = (key, write_id);
+        let _ = (takes, expires_at_ms, write_id);
         std::future::ready(Err(no_counters()))
     }
 
     /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent),
     /// once per `write_id`: a write already added to this row changes nothing (see
-    /// [`crate::store::tally`]). Rows take either `take_turn` or `add_tally` writes, never
+    /// [`crate::store::tally`]). Rows take either `take_turns` or `add_tally` writes, never
     /// both. Its expiry becomes `expires_at_ms`: the callers give every
     /// write of a row the same expiry or a later one.
     fn add_tally(

@@ -6,71 +6,51 @@
 
 use crate::store::sql::{DbError, Sql, SqlValue};
 use crate::store::sql_store::SqlStore;
-use crate::store::tally::{Tally, TallyKey};
+use crate::store::tally::{Tally, TallyKey, TurnTake};
 
 fn int(v: u64) -> SqlValue {
     SqlValue::from(v)
 }
 
 impl<S: Sql> SqlStore<S> {
-    /// [`crate::adapter::TurnStore::take_turn`].
+    /// [`crate::adapter::TurnStore::take_turns`]: every row or none, in the caller's one
+    /// transaction.
     ///
     /// # Errors
     /// SQLite failed.
-    pub fn take_turn(
+    pub fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, DbError> {
-        if self.counts_write(key, write_id)? {
+        // All or nothing: a write is counted in every row or in none.
+        if let Some(first) = takes.first()
+            && self.counts_write(&first.key, write_id)?
+        {
             return Ok(true);
         }
-        let rows = self.sql().exec(
-            "SELECT turns FROM turn_tallies WHERE part = ? AND item = ?",
-            &[key.part.as_str().into(), key.item.as_str().into()],
-        )?;
-        let turns = match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
-            Some(v) => u64::try_from(v.int()?).unwrap_or(0),
-            None => 0,
+        for take in takes {
+            let rows = self.sql().exec(
+                "SELECT turns FROM turn_tallies WHERE part = ? AND item = ?",
+                &[take.key.part.as_str().into(), take.key.item.as_str().into()],
+            )?;
+            let turns = match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+                Some(v) => u64::try_from(v.int()?).unwrap_or(0),
+                None => 0,
+            };
+            if turns >= take.limit {
+                return Ok(false);
+            }
+        }
+        let one = Tally {
+            turns: 1,
+            ..Tally::default()
         };
-        if turns >= limit {
-            return Ok(false);
+        for take in takes {
+            self.add_tally(&take.key, &one, expires_at_ms, write_id)?;
         }
-        self.add_tally(
-            key,
-            &Tally {
-                turns: 1,
-                ..Tally::default()
-            },
-            expires_at_ms,
-            write_id,
-        )?;
         Ok(true)
-    }
-
-    /// [`crate::adapter::TurnStore::return_turn`].
-    ///
-    /// # Errors
-    /// SQLite failed.
-    pub fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), DbError> {
-        if !self.counts_write(key, write_id)? {
-            return Ok(());
-        }
-        self.sql().exec(
-            "DELETE FROM turn_tally_writes WHERE part = ? AND item = ? AND write_id = ?",
-            &[
-                key.part.as_str().into(),
-                key.item.as_str().into(),
-                write_id.into(),
-            ],
-        )?;
-        self.sql().exec(
-            "UPDATE turn_tallies SET turns = MAX(turns - 1, 0) WHERE part = ? AND item = ?",
-            &[key.part.as_str().into(), key.item.as_str().into()],
-        )?;
-        Ok(())
     }
 
     /// [`crate::adapter::TurnStore::add_tally`].

@@ -6,7 +6,7 @@
 //!   workspace;
 //! - the usage report: `usage/{day}` × `{workspace}/{worker}`, every field.
 //!
-//! A backend supplies three atomic primitives ([`crate::adapter::TurnStore::take_turn`],
+//! A backend supplies three atomic primitives ([`crate::adapter::TurnStore::take_turns`],
 //! [`crate::adapter::TurnStore::add_tally`], [`crate::adapter::TurnStore::tallies`]); what they
 //! mean is decided here and in [`crate::meter`], and checked by the conformance suite. A row's
 //! key names its window, so a row is never reused once its window has passed: its expiry only
@@ -43,9 +43,18 @@ impl TallyKey {
     }
 }
 
+/// One turns-per-minute counter a turn is counted in, with its limit (see
+/// [`crate::adapter::TurnStore::take_turns`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnTake {
+    /// The counter's row.
+    pub key: TallyKey,
+    /// The most turns the row may count.
+    pub limit: u64,
+}
+
 /// Counts of turns and what they used. Every field only ever grows (by
-/// [`crate::adapter::TurnStore::add_tally`]), except `turns` given back by a turn a later
-/// limit refused.
+/// [`crate::adapter::TurnStore::take_turns`] and [`crate::adapter::TurnStore::add_tally`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tally {

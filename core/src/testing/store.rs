@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
 use crate::store::memory::MemoryStore;
-use crate::store::tally::{Tally, TallyKey};
+use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::{
     ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
@@ -26,10 +26,8 @@ pub enum StoreCall {
     PutFile,
     /// `get_file`: serve a hosted file.
     GetFile,
-    /// `take_turn`: count a turn against a turns-per-minute limit.
-    TakeTurn,
-    /// `return_turn`: give back a turn another limit refused.
-    ReturnTurn,
+    /// `take_turns`: count a turn against its turns-per-minute limits.
+    TakeTurns,
     /// `add_tally`: add a turn's usage to a tally row.
     AddTally,
     /// `tallies`: read a part's tally rows (limits, `/usage`).
@@ -45,8 +43,7 @@ impl StoreCall {
         Self::LatestArrival,
         Self::PutFile,
         Self::GetFile,
-        Self::TakeTurn,
-        Self::ReturnTurn,
+        Self::TakeTurns,
         Self::AddTally,
         Self::Tallies,
         Self::ClaimAction,
@@ -58,7 +55,7 @@ impl StoreCall {
 }
 
 /// How many kinds of call [`StoreCall`] names.
-const CALL_KINDS: usize = 10;
+const CALL_KINDS: usize = 9;
 
 #[derive(Debug, Clone, Default)]
 struct Fault {
@@ -203,22 +200,14 @@ impl TurnStore for TestStore {
         self.inner.get_file(token, now_ms).await
     }
 
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        self.enter(StoreCall::TakeTurn).await?;
-        self.inner
-            .take_turn(key, limit, expires_at_ms, write_id)
-            .await
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        self.enter(StoreCall::ReturnTurn).await?;
-        self.inner.return_turn(key, write_id).await
+        self.enter(StoreCall::TakeTurns).await?;
+        self.inner.take_turns(takes, expires_at_ms, write_id).await
     }
 
     async fn add_tally(

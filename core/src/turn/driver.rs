@@ -234,7 +234,9 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 }
                 TurnStart::Conflict => {
                     tracing::warn!(code = "RUN_ID_REUSED", "runId reused with a different body");
-                    self.end_uncommitted(TurnErrorCode::RunIdReused).await;
+                    // Nothing ran: the refusal is not a turn, and not counted in the usage
+                    // (the run it collided with was counted once, when it ran).
+                    self.send_error(TurnErrorCode::RunIdReused).await;
                     return None;
                 }
                 TurnStart::Running => {
@@ -588,6 +590,11 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// Ends the turn with `code` and sends the final bytes; nothing is committed.
     async fn end_uncommitted(&mut self, code: TurnErrorCode) {
         self.usage.ended(TurnOutcome::Error(code));
+        self.send_error(code).await;
+    }
+
+    /// Sends `code` as the final frame, counting nothing; nothing is committed.
+    async fn send_error(&mut self, code: TurnErrorCode) {
         self.io.link.writer.finish(Ending::failed(code));
         self.io.link.flush();
         if let Some(final_bytes) = self.io.link.writer.take_final() {

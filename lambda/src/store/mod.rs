@@ -88,7 +88,7 @@ use aws_sdk_dynamodb::Client;
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 
 pub use files::MAX_FILE_BYTES;
 use item::{Item, s};
@@ -175,19 +175,13 @@ impl TurnStore for DynamoStore {
         self.get_hosted_file(token, now_ms).await
     }
 
-    async fn take_turn(
+    async fn take_turns(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        self.take_turn_item(key, limit, expires_at_ms, write_id)
-            .await
-    }
-
-    async fn return_turn(&self, key: &TallyKey, write_id: &str) -> Result<(), StoreError> {
-        self.return_turn_item(key, write_id).await
+        self.take_turns_items(takes, expires_at_ms, write_id).await
     }
 
     async fn add_tally(

@@ -3,28 +3,27 @@
 //!
 //! Each write counts once per row (see [`runway_core::store::tally`]): the SDK retries a
 //! request whose answer came too late, and an `ADD` applied twice would count a turn twice.
-//! - `take_turn`: one conditional `UpdateItem` (`ADD turns :1` if `turns < :limit`): atomic
-//!   across every Lambda instance, so a turns-per-minute limit holds exactly. The row keeps
-//!   the write ids it counts in a string set `w` (no more than its limit: a minute's turns),
-//!   checked in the same condition; a write refused because it is already counted reads the
-//!   row (`ReturnValuesOnConditionCheckFailure`) and answers `true`.
-//! - `return_turn`: `ADD turns -1 DELETE w` if `w` holds the write.
-//! - `add_tally`: a day's usage row counts thousands of writes, too many for a set in the
-//!   row: a transaction puts a marker item (`pk` = `tallyw#{part}`, `sk` = `{item}/{write}`)
-//!   if absent and adds the fields; a marker already there cancels it (already counted).
+//! Every write is one transaction that puts a marker item (`pk` = `tallyw#{part}`,
+//! `sk` = `{item}/{write}`, expiring with the row) if absent and updates the row; a marker
+//! already there cancels it (already counted). No item grows with the writes it counts: a
+//! row keeping its write ids in a set of its own passed DynamoDB's 400 KB item limit at
+//! about 11,000 turns in a minute, and every turn after that failed.
+//! - `take_turns`: the marker (of the first row) and one conditional update per row
+//!   (`ADD turns :1` if `turns < :limit`) in one `TransactWriteItems`: all rows or none,
+//!   atomic across every Lambda instance, so a turns-per-minute limit holds exactly and a
+//!   turn refused by one limit never holds a slot of another. 2 WRU per item: 4 for one
+//!   limit, 2 more per further limit.
+//! - `add_tally`: the marker and `ADD` of the fields.
 //! - `tallies`: one consistent `Query` of the part (markers live in their own partition).
 
 use aws_sdk_dynamodb::error::BuildError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use runway_core::adapter::StoreError;
-use runway_core::store::tally::{Tally, TallyKey};
+use runway_core::store::tally::{Tally, TallyKey, TurnTake};
 
 use super::DynamoStore;
 use super::item::{Item, expiry, get_n, get_s, n, s};
-use super::retry::{TxFailure, sdk_error};
+use super::retry::TxFailure;
 
 fn pk(part: &str) -> String {
     format!("tally#{part}")
@@ -35,83 +34,76 @@ fn marker_pk(part: &str) -> String {
     format!("tallyw#{part}")
 }
 
-/// Whether `row` (as DynamoDB returned it) counts the write `write_id` in its set `w`.
-fn counts_write(row: Option<&Item>, write_id: &str) -> bool {
-    matches!(
-        row.and_then(|r| r.get("w")),
-        Some(AttributeValue::Ss(ids)) if ids.iter().any(|i| i == write_id)
-    )
-}
-
 fn build_error(e: BuildError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
 impl DynamoStore {
-    pub(super) async fn take_turn_item(
+    pub(super) async fn take_turns_items(
         &self,
-        key: &TallyKey,
-        limit: u64,
+        takes: &[TurnTake],
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<bool, StoreError> {
-        let r = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(pk(&key.part)))
-            .key("sk", s(&key.item))
-            .update_expression("ADD turns :one, w :ids SET exp_ms = :exp, expires_at = :exps")
-            .condition_expression(
-                "(attribute_not_exists(turns) OR turns < :limit) AND NOT contains(w, :id)",
-            )
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":ids", AttributeValue::Ss(vec![write_id.to_owned()]))
-            .expression_attribute_values(":id", s(write_id))
-            .expression_attribute_values(":limit", n(limit))
-            .expression_attribute_values(":exp", n(expires_at_ms))
-            .expression_attribute_values(":exps", n(expires_at_ms.div_ceil(1000)))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match r {
-            Ok(_) => Ok(true),
-            Err(e) => match e.as_service_error() {
-                // Refused: full, or this write is already counted (a retry of an applied call).
-                Some(UpdateItemError::ConditionalCheckFailedException(c)) => {
-                    Ok(counts_write(c.item(), write_id))
+        let Some(first) = takes.first() else {
+            return Ok(true);
+        };
+        // The marker first: its cancellation reason is the first one.
+        let mut actions = vec![self.marker(&first.key, expires_at_ms, write_id)?];
+        for take in takes {
+            let update = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk(&take.key.part)))
+                .key("sk", s(&take.key.item))
+                .update_expression("ADD turns :one SET exp_ms = :exp, expires_at = :exps")
+                .condition_expression("attribute_not_exists(turns) OR turns < :limit")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":limit", n(take.limit))
+                .expression_attribute_values(":exp", n(expires_at_ms))
+                .expression_attribute_values(":exps", n(expires_at_ms.div_ceil(1000)))
+                .build()
+                .map_err(build_error)?;
+            actions.push(TransactWriteItem::builder().update(update).build());
+        }
+        match self.transact(actions).await {
+            Ok(()) => Ok(true),
+            Err(TxFailure::Condition(reasons)) => {
+                let failed = |r: &String| r == "ConditionalCheckFailed";
+                if reasons.first().is_some_and(failed) {
+                    // The marker is there: this write was applied before (the SDK retried it).
+                    Ok(true)
+                } else if reasons.iter().any(failed) {
+                    // A row is at its limit.
+                    Ok(false)
+                } else {
+                    Err(StoreError::Unavailable(format!(
+                        "turn count transaction cancelled: {}",
+                        reasons.join(", ")
+                    )))
                 }
-                _ => Err(sdk_error("UpdateItem", e)),
-            },
+            }
+            Err(TxFailure::Store(e)) => Err(e),
         }
     }
 
-    pub(super) async fn return_turn_item(
+    /// The put-if-absent of the marker saying `key`'s row counts `write_id`.
+    fn marker(
         &self,
         key: &TallyKey,
+        expires_at_ms: u64,
         write_id: &str,
-    ) -> Result<(), StoreError> {
-        let r = self
-            .client
-            .update_item()
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut marker: Item = Item::new();
+        marker.insert("pk".into(), s(marker_pk(&key.part)));
+        marker.insert("sk".into(), s(format!("{}/{write_id}", key.item)));
+        expiry(&mut marker, expires_at_ms);
+        let put = Put::builder()
             .table_name(&self.table)
-            .key("pk", s(pk(&key.part)))
-            .key("sk", s(&key.item))
-            .update_expression("ADD turns :minus DELETE w :ids")
-            .condition_expression("contains(w, :id) AND turns > :zero")
-            .expression_attribute_values(":minus", AttributeValue::N("-1".into()))
-            .expression_attribute_values(":ids", AttributeValue::Ss(vec![write_id.to_owned()]))
-            .expression_attribute_values(":id", s(write_id))
-            .expression_attribute_values(":zero", n(0))
-            .send()
-            .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(()),
-                _ => Err(sdk_error("UpdateItem", e)),
-            },
-        }
+            .set_item(Some(marker))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().put(put).build())
     }
 
     pub(super) async fn add_tally_item(
@@ -121,16 +113,7 @@ impl DynamoStore {
         expires_at_ms: u64,
         write_id: &str,
     ) -> Result<(), StoreError> {
-        let mut marker: Item = Item::new();
-        marker.insert("pk".into(), s(marker_pk(&key.part)));
-        marker.insert("sk".into(), s(format!("{}/{write_id}", key.item)));
-        expiry(&mut marker, expires_at_ms);
-        let marker = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(marker))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(build_error)?;
+        let marker = self.marker(key, expires_at_ms, write_id)?;
         let mut add = Update::builder()
             .table_name(&self.table)
             .key("pk", s(pk(&key.part)))
@@ -154,10 +137,7 @@ impl DynamoStore {
             .update_expression(expression)
             .build()
             .map_err(build_error)?;
-        let actions = vec![
-            TransactWriteItem::builder().put(marker).build(),
-            TransactWriteItem::builder().update(add).build(),
-        ];
+        let actions = vec![marker, TransactWriteItem::builder().update(add).build()];
         match self.transact(actions).await {
             Ok(()) => Ok(()),
             // The marker is there: this write was applied before (the SDK retried it).

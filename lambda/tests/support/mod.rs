@@ -147,6 +147,18 @@ pub async fn store(endpoint: &str, table: &str) -> (DynamoStore, Recorder) {
     )
 }
 
+/// A plain client on `endpoint`, to read items as they are stored.
+pub async fn raw_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let sdk = runway_lambda::sdk_config(|_| None).await;
+    let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        .endpoint_url(endpoint)
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "local", "local", None, None, "tests",
+        ))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(conf)
+}
+
 /// An HTTP proxy in front of moto that answers late the first time it sees a request: it
 /// forwards the request at once (moto applies it) and holds the answer for `delay`, so an SDK
 /// whose attempt timeout is shorter gives up and sends the same request again, which is
