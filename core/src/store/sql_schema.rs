@@ -14,14 +14,16 @@ pub const SCHEMA: [&str; 6] = [
         expires_at  INTEGER NOT NULL
     )",
     // `expires_at` is the row's lifetime (the context's expiry, or a running claim's lease if
-    // later); `context_expires_at` is the context's own, exact on read.
+    // later); `context_expires_at` is the context's own, exact on read. `workspace` owns the
+    // thread until `expires_at` ('' : nobody, as in rows written before owners existed).
     "CREATE TABLE IF NOT EXISTS turn_threads (
         thread_key         TEXT PRIMARY KEY,
         version            INTEGER NOT NULL,
         arrivals           INTEGER NOT NULL,
         parts              INTEGER NOT NULL,
         context_expires_at INTEGER NOT NULL,
-        expires_at         INTEGER NOT NULL
+        expires_at         INTEGER NOT NULL,
+        workspace          TEXT NOT NULL DEFAULT ''
     )",
     "CREATE TABLE IF NOT EXISTS turn_parts (
         owner TEXT NOT NULL,
@@ -33,6 +35,12 @@ pub const SCHEMA: [&str; 6] = [
     TALLY_TABLE,
     TALLY_WRITES_TABLE,
 ];
+
+/// Columns added to a table after it first shipped, as (table, column, definition): a
+/// database from before gets each one, with its default, when the store opens it (the
+/// `CREATE TABLE` statements above already hold them for a new database).
+pub const ADDED_COLUMNS: [(&str, &str, &str); 1] =
+    [("turn_threads", "workspace", "TEXT NOT NULL DEFAULT ''")];
 
 /// The SQLite table of action claims (used by [`crate::store::action_claims`]).
 const ACTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_actions (

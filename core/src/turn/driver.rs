@@ -187,6 +187,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             now_ms: 0,
             lease_until_ms: 0,
             token: self.claim_token(),
+            workspace: plan.workspace.clone(),
         };
         let mut polls = 0;
         loop {
@@ -234,6 +235,15 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                 TurnStart::Conflict => {
                     tracing::warn!(code = "RUN_ID_REUSED", "runId reused with a different body");
                     self.end_uncommitted(TurnErrorCode::RunIdReused).await;
+                    return None;
+                }
+                TurnStart::OtherWorkspace => {
+                    tracing::warn!(
+                        code = "THREAD_OTHER_WORKSPACE",
+                        "turn refused: the thread belongs to another workspace"
+                    );
+                    // Nothing ran and nothing was claimed: no usage, no limit slot.
+                    self.end_stream(TurnErrorCode::ThreadOtherWorkspace).await;
                     return None;
                 }
                 TurnStart::Running => {
@@ -587,6 +597,12 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// Ends the turn with `code` and sends the final bytes; nothing is committed.
     async fn end_uncommitted(&mut self, code: TurnErrorCode) {
         self.usage.ended(TurnOutcome::Error(code));
+        self.end_stream(code).await;
+    }
+
+    /// Ends the stream with `code`, recording no outcome: the turn is not counted in usage
+    /// (a refusal before anything ran).
+    async fn end_stream(&mut self, code: TurnErrorCode) {
         self.io.link.writer.finish(Ending::failed(code));
         self.io.link.flush();
         if let Some(final_bytes) = self.io.link.writer.take_final() {
