@@ -103,7 +103,9 @@ async fn a_resume_from_another_workspace_is_refused_before_anything_runs() {
     assert_eq!(done.text(), "Refunded.", "{:?}", done.all());
     assert_eq!(agent.refunds.load(Ordering::SeqCst), 1);
     // And a later attempt from the other workspace sees nothing either.
-    assert!(refused(&app.send(from("w2", "t", "what did w1 say?")).await));
+    assert!(refused(
+        &app.send(from("w2", "t", "what did w1 say?")).await
+    ));
 }
 
 #[tokio::test]

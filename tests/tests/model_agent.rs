@@ -465,7 +465,10 @@ async fn a_resume_from_another_workspace_is_refused_and_runs_nothing() {
     };
     let t = s
         .client
-        .turn(&in_workspace(run_body(&fresh_id(), &thread, "Refund DH-1"), &w1))
+        .turn(&in_workspace(
+            run_body(&fresh_id(), &thread, "Refund DH-1"),
+            &w1,
+        ))
         .await;
     assert_eq!(outcome(&t)["interrupts"][0]["kind"], "review");
 
@@ -474,7 +477,12 @@ async fn a_resume_from_another_workspace_is_refused_and_runs_nothing() {
         .client
         .turn(&in_workspace(resume_body(&thread, approve.clone()), &w2))
         .await;
-    assert_eq!(t.frames.first().unwrap()["type"], "STEP_STARTED", "{:?}", t.frames);
+    assert_eq!(
+        t.frames.first().unwrap()["type"],
+        "STEP_STARTED",
+        "{:?}",
+        t.frames
+    );
     assert_eq!(t.last()["type"], "RUN_ERROR", "{:?}", t.frames);
     assert_eq!(t.last()["code"], "THREAD_OTHER_WORKSPACE");
     assert!(tools.requests().is_empty(), "the refund ran for W2");

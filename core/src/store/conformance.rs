@@ -772,7 +772,14 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
 pub async fn a_thread_belongs_to_the_workspace_that_started_it<S: TurnStore>(s: &S, p: &str) {
     let t = format!("{p}/t");
     let from = |ws: &str, run: &str, now: u64| {
-        claim_from(ws, &format!("{p}/{run}"), &t, run, now, &format!("k-{run}-{now}"))
+        claim_from(
+            ws,
+            &format!("{p}/{run}"),
+            &t,
+            run,
+            now,
+            &format!("k-{run}-{now}"),
+        )
     };
     let first = from("w1", "r1", 0);
     let started = start(s, &first).await;
