@@ -74,6 +74,9 @@ pub enum TurnErrorCode {
     RateLimited,
     /// A token or spend limit refused the turn, or stopped it mid-way.
     QuotaExceeded,
+    /// The thread belongs to another workspace (the one that started it): the turn was
+    /// refused before anything ran.
+    ThreadOtherWorkspace,
 }
 
 impl TurnErrorCode {
@@ -94,6 +97,7 @@ impl TurnErrorCode {
             Self::ReplayUnavailable => "REPLAY_UNAVAILABLE",
             Self::RateLimited => "RATE_LIMITED",
             Self::QuotaExceeded => "QUOTA_EXCEEDED",
+            Self::ThreadOtherWorkspace => "THREAD_OTHER_WORKSPACE",
         }
     }
 }
@@ -126,6 +130,9 @@ impl TurnErrorCode {
             // runway's own refusals name the limit and its reset (`meter::budget`); this is the
             // text of an agent's own `QUOTA_EXCEEDED` without a message.
             Self::QuotaExceeded => "A usage limit has been reached. Please try again later.",
+            Self::ThreadOtherWorkspace => {
+                "This conversation belongs to another workspace. Please start a new conversation."
+            }
         }
     }
 }

@@ -139,6 +139,25 @@ async fn a_repeated_turn_id_replays_and_a_reused_one_is_refused() {
 }
 
 #[tokio::test]
+async fn a_session_belongs_to_the_plugin_that_started_it() {
+    // Lowkey carries no workspace: the plugin is the one its limits and usage count under,
+    // so a session started by one plugin refuses another's turns (issue 25).
+    let rw = runway(Config::unauthenticated());
+    turn(&rw, &request("sess-P", "t1", "plugin secret")).await;
+    let mut other = request("sess-P", "t2", "what was said?");
+    other["pluginId"] = json!("other-plugin");
+    let ev = turn(&rw, &other).await;
+    assert_eq!(kinds(&ev), ["status:started", "error"]);
+    assert_eq!(
+        ev[1]["content"],
+        "This conversation belongs to another workspace. Please start a new conversation."
+    );
+    // The owner goes on; the refused turn was never run.
+    let ev = turn(&rw, &request("sess-P", "t3", "/count")).await;
+    assert_eq!(text_of(&ev), "The agent has run 2 times on this thread.");
+}
+
+#[tokio::test]
 async fn richer_outputs_are_mapped() {
     let rw = runway(Config::unauthenticated());
     let ev = turn(&rw, &request("sess-R", "t1", "/tool")).await;

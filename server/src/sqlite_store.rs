@@ -51,6 +51,9 @@ pub enum OpenError {
     /// The database could not be opened or its schema created.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    /// The turn tables could not be created or migrated.
+    #[error("cannot create or migrate the turn tables: {0}")]
+    Schema(#[from] runway_core::store::sql::DbError),
     /// The thread owning the connection could not be started.
     #[error("cannot start the database thread: {0}")]
     Thread(std::io::Error),
@@ -74,14 +77,8 @@ impl SqliteStore {
         // room for all of them (about twenty), so none is evicted and parsed again.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(FILES_SCHEMA)?;
-        for stmt in runway_core::store::sql_store::SCHEMA {
-            conn.execute_batch(stmt)?;
-        }
-        for (probe, add) in runway_core::store::sql_store::ADDED_COLUMNS {
-            if conn.prepare(probe).is_err() {
-                conn.execute_batch(add)?;
-            }
-        }
+        // The turn tables, and the columns added since a database from before was written.
+        SqlStore::open(&conn)?;
         let db = ConnectionThread::start(conn).map_err(OpenError::Thread)?;
         Ok(Self { db })
     }
@@ -296,6 +293,51 @@ mod tests {
                 arrival: 1
             }
         ));
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_thread_owners_opens_and_its_next_turn_owns_the_thread() {
+        // The previous release's `turn_threads` (no `workspace` column), one stored thread.
+        let dir = tempdir("owners");
+        let path = dir.join("db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE turn_threads (thread_key TEXT PRIMARY KEY, version INTEGER NOT NULL,
+                 arrivals INTEGER NOT NULL, parts INTEGER NOT NULL,
+                 context_expires_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+             CREATE TABLE turn_parts (owner TEXT NOT NULL, seq INTEGER NOT NULL,
+                 data TEXT NOT NULL, PRIMARY KEY (owner, seq));
+             INSERT INTO turn_threads VALUES ('a/t', 3, 3, 1, 99999999999999, 99999999999999);",
+        )
+        .unwrap();
+        let context = runway_core::ThreadContext {
+            turns: 3,
+            ..Default::default()
+        };
+        old.execute(
+            "INSERT INTO turn_parts VALUES ('t/a/t', 0, ?1)",
+            [serde_json::to_string(&context).unwrap()],
+        )
+        .unwrap();
+        drop(old);
+        let s = SqliteStore::open(&path).unwrap();
+        // Opening it again finds the column there.
+        drop(SqliteStore::open(&path).unwrap());
+        let from = |ws: &str, run: &str| {
+            runway_core::store::conformance::claim_from(ws, run, "a/t", "f", 1, run)
+        };
+        let first = s.start_turn(&from("w1", "r1")).await.unwrap();
+        assert!(
+            matches!(
+                &first,
+                TurnStart::Claimed { context: Some(c), version: 3, arrival: 4 } if c.turns == 3
+            ),
+            "{first:?}"
+        );
+        assert_eq!(
+            s.start_turn(&from("w2", "r2")).await.unwrap(),
+            TurnStart::OtherWorkspace
+        );
     }
 
     #[tokio::test]

@@ -433,6 +433,75 @@ async fn approval_round_trip(resume: Value) -> (TurnStream, Vec<Recorded>, Value
     (t, tools.requests(), calls[1].clone())
 }
 
+/// `GET /usage`'s row of workspace `ws` (the test's one worker), if any.
+async fn usage_row(client: &Client, ws: &str) -> Option<Value> {
+    let (status, report) = client.raw(reqwest::Method::GET, "/usage", Vec::new()).await;
+    assert_eq!(status, 200, "{report}");
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workspaceId"] == ws)
+        .cloned()
+}
+
+/// Issue 25, the attack: turn 1 in workspace W1 ends with a review of `issue_refund`; a resume
+/// approving it with another `workspaceId` (W2) on the same thread is refused after the first
+/// frame with `RUN_ERROR` `THREAD_OTHER_WORKSPACE`: the refund does not run, the model is not
+/// called, and W2's usage counts nothing. W1's own resume still runs the refund.
+#[tokio::test]
+async fn a_resume_from_another_workspace_is_refused_and_runs_nothing() {
+    let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
+    let model = ScriptedServer::script(vec![
+        refund_call(),
+        Reply::sse(&[chunk::role(), chunk::text("Done."), chunk::finish("stop")]),
+    ])
+    .await;
+    let s = serve(&model.base_url, Some(&tools), false).await;
+    let (w1, w2, thread) = (fresh_id(), fresh_id(), fresh_id());
+    let in_workspace = |mut body: Value, ws: &str| {
+        body["workspaceId"] = json!(ws);
+        body
+    };
+    let t = s
+        .client
+        .turn(&in_workspace(
+            run_body(&fresh_id(), &thread, "Refund DH-1"),
+            &w1,
+        ))
+        .await;
+    assert_eq!(outcome(&t)["interrupts"][0]["kind"], "review");
+
+    let approve = json!({"decision": "approve"});
+    let t = s
+        .client
+        .turn(&in_workspace(resume_body(&thread, approve.clone()), &w2))
+        .await;
+    assert_eq!(
+        t.frames.first().unwrap()["type"],
+        "STEP_STARTED",
+        "{:?}",
+        t.frames
+    );
+    assert_eq!(t.last()["type"], "RUN_ERROR", "{:?}", t.frames);
+    assert_eq!(t.last()["code"], "THREAD_OTHER_WORKSPACE");
+    assert!(tools.requests().is_empty(), "the refund ran for W2");
+    assert_eq!(model_calls(&model).len(), 1, "the model was called for W2");
+    assert_eq!(usage_row(&s.client, &w2).await, None, "W2 was counted");
+    assert_eq!(usage_row(&s.client, &w1).await.unwrap()["turns"], 1);
+
+    let t = s
+        .client
+        .turn(&in_workspace(resume_body(&thread, approve), &w1))
+        .await;
+    assert_eq!(outcome(&t), json!({"type": "success"}));
+    assert_eq!(t.text(), "Done.");
+    assert_eq!(tools.requests().len(), 1);
+    assert_eq!(usage_row(&s.client, &w2).await, None);
+    assert_eq!(usage_row(&s.client, &w1).await.unwrap()["turns"], 2);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn approve_runs_the_pending_call_and_continues() {
     let (t, tool_calls, req) = approval_round_trip(json!({"decision": "approve"})).await;

@@ -8,6 +8,7 @@ use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
 use crate::platform::runtime::Runtime;
 use crate::protocol::{LogId, RunRequest};
+use crate::protocol::lowkey::storage_id;
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
@@ -70,6 +71,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             run_key: format!("console/{}", run.run_id),
             thread_key: thread_key(&run.agent_id, &run.thread_id),
             fingerprint,
+            workspace: storage_id(&run.workspace_id),
             seed: run.history.clone(),
             user_message,
             turn: Turn {

@@ -72,6 +72,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             run_key,
             thread_key,
             fingerprint,
+            // A Lowkey session belongs to the plugin that started it: the plugin is the
+            // workspace its limits and usage are counted under.
+            workspace: storage_id(&req.plugin_id),
             seed,
             user_message: req.turn.message.clone(),
             turn: Turn {

@@ -39,7 +39,16 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
     a_refused_turn_holds_no_slot_of_another_scope(store, &format!("{prefix}-noslot")).await;
     limits_refuse_with_their_codes(store, &format!("{prefix}-quota")).await;
     tally_additions_saturate(store, &format!("{prefix}-saturate")).await;
+    a_thread_belongs_to_the_workspace_that_started_it(store, &format!("{prefix}-owner")).await;
+    concurrent_first_claims_from_two_workspaces_have_one_owner(
+        store,
+        &format!("{prefix}-owner-race"),
+    )
+    .await;
 }
+
+/// The workspace every claim made by [`claim`] comes from.
+pub const WORKSPACE: &str = "workspace-1";
 
 /// A claim of `run` on `thread` at `now` with a one-second lease and token `token`.
 pub fn claim(run: &str, thread: &str, fp: &str, now: u64, token: &str) -> TurnClaim {
@@ -50,6 +59,22 @@ pub fn claim(run: &str, thread: &str, fp: &str, now: u64, token: &str) -> TurnCl
         now_ms: now,
         lease_until_ms: now + 1000,
         token: token.into(),
+        workspace: WORKSPACE.into(),
+    }
+}
+
+/// [`claim`] from `workspace`.
+pub fn claim_from(
+    workspace: &str,
+    run: &str,
+    thread: &str,
+    fp: &str,
+    now: u64,
+    token: &str,
+) -> TurnClaim {
+    TurnClaim {
+        workspace: workspace.into(),
+        ..claim(run, thread, fp, now, token)
     }
 }
 
@@ -852,4 +877,115 @@ pub async fn tally_additions_saturate<S: TurnStore>(s: &S, p: &str) {
         "a sum wrapped: {t:?}"
     );
     assert_eq!(t.model_calls, 1);
+}
+
+/// A thread belongs to the workspace that started it (issue 25): a claim from another
+/// workspace is refused, while the first turn still runs and after it committed, and writes
+/// nothing (no arrival counted, the run id not taken); the owner goes on with its context.
+/// Once the thread expired it is nobody's, and a new thread of that id is whoever's starts it.
+pub async fn a_thread_belongs_to_the_workspace_that_started_it<S: TurnStore>(s: &S, p: &str) {
+    let t = format!("{p}/t");
+    let from = |ws: &str, run: &str, now: u64| {
+        claim_from(
+            ws,
+            &format!("{p}/{run}"),
+            &t,
+            run,
+            now,
+            &format!("k-{run}-{now}"),
+        )
+    };
+    let first = from("w1", "r1", 0);
+    let started = start(s, &first).await;
+    assert!(
+        matches!(started, TurnStart::Claimed { arrival: 1, .. }),
+        "{started:?}"
+    );
+    assert_eq!(
+        start(s, &from("w2", "x1", 10)).await,
+        TurnStart::OtherWorkspace,
+        "a claim from another workspace while the first turn runs"
+    );
+    assert_eq!(
+        finish(s, &commit(&first, &started, "q1", "a1")).await,
+        CommitOutcome::Applied
+    );
+    for now in [20, 30] {
+        // The same run twice: a refused claim leaves its run id free (not running, not done).
+        assert_eq!(
+            start(s, &from("w2", "x2", now)).await,
+            TurnStart::OtherWorkspace,
+            "a resume from another workspace at {now}"
+        );
+    }
+    assert_eq!(
+        s.latest_arrival(&t).await.expect("latest_arrival"),
+        1,
+        "a refused claim counted an arrival"
+    );
+    let second = from("w1", "r2", 40);
+    let started = start(s, &second).await;
+    let TurnStart::Claimed {
+        context: Some(context),
+        version: 1,
+        arrival: 2,
+    } = &started
+    else {
+        panic!("the owner's next turn: {started:?}");
+    };
+    assert_eq!(texts(context), ["q1", "a1"]);
+    assert_eq!(
+        finish(s, &commit(&second, &started, "q2", "a2")).await,
+        CommitOutcome::Applied
+    );
+    // The context expires 10 s after the last commit (at 10 040), and with it the owner.
+    assert_eq!(
+        start(s, &from("w2", "x3", 10_039)).await,
+        TurnStart::OtherWorkspace
+    );
+    let fresh = start(s, &from("w2", "x4", 10_040)).await;
+    assert!(
+        matches!(fresh, TurnStart::Claimed { context: None, .. }),
+        "an expired thread is a new one: {fresh:?}"
+    );
+    assert_eq!(
+        start(s, &from("w1", "r3", 10_050)).await,
+        TurnStart::OtherWorkspace,
+        "the new thread is the workspace's that started it"
+    );
+}
+
+/// First claims on a new thread from two workspaces at once: exactly one workspace owns it;
+/// every claim from the other is refused.
+pub async fn concurrent_first_claims_from_two_workspaces_have_one_owner<S: TurnStore>(
+    s: &S,
+    p: &str,
+) {
+    let t = format!("{p}/t");
+    let claims: Vec<_> = (0..6)
+        .map(|i| {
+            let ws = if i % 2 == 0 { "w1" } else { "w2" };
+            claim_from(ws, &format!("{p}/r{i}"), &t, "f", 0, &format!("k{i}"))
+        })
+        .collect();
+    let starts = join_all(claims.iter().map(|c| start(s, c))).await;
+    let owners: std::collections::BTreeSet<&str> = claims
+        .iter()
+        .zip(&starts)
+        .filter(|(_, st)| matches!(st, TurnStart::Claimed { .. }))
+        .map(|(c, _)| c.workspace.as_str())
+        .collect();
+    assert_eq!(owners.len(), 1, "{starts:?}");
+    for (c, st) in claims.iter().zip(&starts) {
+        let expected_claimed = owners.contains(c.workspace.as_str());
+        assert_eq!(
+            matches!(st, TurnStart::Claimed { .. }),
+            expected_claimed,
+            "{}: {st:?}",
+            c.workspace
+        );
+        if !expected_claimed {
+            assert_eq!(*st, TurnStart::OtherWorkspace);
+        }
+    }
 }

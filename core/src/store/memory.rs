@@ -10,8 +10,8 @@ use crate::error::StoreError;
 use crate::store::action_claims::{ActionClaim, claim_wins};
 use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::turn_state::{
-    ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
-    thread_after,
+    ClaimDecision, OwnerDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit,
+    decide_owner, holds_claim, thread_after,
 };
 use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
 use crate::wire::recording::Recording;
@@ -41,6 +41,10 @@ struct Thread {
     head: ThreadHead,
     /// The context and when it expires.
     context: Option<(ThreadContext, u64)>,
+    /// The workspace that owns the thread (empty: nobody yet) and until when: the later of
+    /// the context's expiry and the last claim's lease.
+    owner: String,
+    owner_until_ms: u64,
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +121,14 @@ impl TurnStore for MemoryStore {
             ClaimDecision::Conflict => return Ok(TurnStart::Conflict),
             ClaimDecision::Take => {}
         }
+        let owner = t
+            .threads
+            .get(&claim.thread_key)
+            .filter(|th| th.owner_until_ms > claim.now_ms)
+            .map(|th| th.owner.as_str());
+        if decide_owner(owner, &claim.workspace) == OwnerDecision::Refuse {
+            return Ok(TurnStart::OtherWorkspace);
+        }
         t.runs.insert(
             claim.run_key.clone(),
             Run {
@@ -129,6 +141,8 @@ impl TurnStore for MemoryStore {
         );
         let thread = t.threads.entry(claim.thread_key.clone()).or_default();
         thread.head.latest_arrival += 1;
+        thread.owner.clone_from(&claim.workspace);
+        thread.owner_until_ms = thread.owner_until_ms.max(claim.lease_until_ms);
         let context = thread
             .context
             .as_ref()
@@ -157,6 +171,7 @@ impl TurnStore for MemoryStore {
         let context = thread_after(decision, stored, commit);
         thread.context = Some((context, commit.context_expires_at_ms));
         thread.head.version += 1;
+        thread.owner_until_ms = thread.owner_until_ms.max(commit.context_expires_at_ms);
         t.runs.insert(
             commit.run_key.clone(),
             Run {

@@ -58,6 +58,12 @@ pub struct TurnClaim {
     /// only while the run's record still carries it, so a delivery whose lease lapsed and was
     /// taken over can never overwrite what the delivery that took over recorded.
     pub token: String,
+    /// The workspace the turn comes from (its storage form, see
+    /// [`crate::protocol::lowkey::storage_id`]): a new thread is owned by it, and a thread
+    /// owned by another workspace refuses the claim ([`TurnStart::OtherWorkspace`], decided by
+    /// [`crate::store::turn_state::decide_owner`]).
+    #[serde(default)]
+    pub workspace: String,
 }
 
 /// What the store says about a claimed run.
@@ -85,6 +91,8 @@ pub enum TurnStart {
     Running,
     /// This run key was used with a different request body.
     Conflict,
+    /// The thread belongs to another workspace: nothing was claimed, counted or loaded.
+    OtherWorkspace,
 }
 
 /// A finished turn to persist, in one write.
@@ -160,6 +168,11 @@ pub struct HostedFile {
 pub trait TurnStore: MaybeSend + MaybeSync + 'static {
     /// Claims `claim.run_key` and loads `claim.thread_key`, atomically with respect to other
     /// claims of the same run: of two concurrent claims, exactly one is [`TurnStart::Claimed`].
+    ///
+    /// In the same atomic step it applies the thread's owner
+    /// ([`crate::store::turn_state::decide_owner`]): a thread nobody owns (new, expired, or
+    /// stored before owners were recorded) becomes `claim.workspace`'s; a thread another
+    /// workspace owns answers [`TurnStart::OtherWorkspace`] and writes nothing.
     fn start_turn(
         &self,
         claim: &TurnClaim,

@@ -14,14 +14,16 @@ pub const SCHEMA: [&str; 6] = [
         expires_at  INTEGER NOT NULL
     )",
     // `expires_at` is the row's lifetime (the context's expiry, or a running claim's lease if
-    // later); `context_expires_at` is the context's own, exact on read.
+    // later); `context_expires_at` is the context's own, exact on read. `workspace` owns the
+    // thread until `expires_at` ('' : nobody, as in rows written before owners existed).
     "CREATE TABLE IF NOT EXISTS turn_threads (
         thread_key         TEXT PRIMARY KEY,
         version            INTEGER NOT NULL,
         arrivals           INTEGER NOT NULL,
         parts              INTEGER NOT NULL,
         context_expires_at INTEGER NOT NULL,
-        expires_at         INTEGER NOT NULL
+        expires_at         INTEGER NOT NULL,
+        workspace          TEXT NOT NULL DEFAULT ''
     )",
     "CREATE TABLE IF NOT EXISTS turn_parts (
         owner TEXT NOT NULL,
@@ -34,14 +36,13 @@ pub const SCHEMA: [&str; 6] = [
     TALLY_WRITES_TABLE,
 ];
 
-/// Columns added to a table after it was first created, each as a statement that fails if the
-/// column is missing and the statement that adds it: a database made by an older runway gets
-/// them when it is opened ([`SCHEMA`]'s `CREATE TABLE IF NOT EXISTS` leaves an existing table
-/// as it was).
-pub const ADDED_COLUMNS: [(&str, &str); 1] = [(
-    "SELECT estimated_tokens FROM turn_tallies LIMIT 0",
-    "ALTER TABLE turn_tallies ADD COLUMN estimated_tokens INTEGER NOT NULL DEFAULT 0",
-)];
+/// Columns added to a table after it first shipped, as (table, column, definition): a
+/// database from before gets each one, with its default, when the store opens it (the
+/// `CREATE TABLE` statements above already hold them for a new database).
+pub const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+    ("turn_tallies", "estimated_tokens", "INTEGER NOT NULL DEFAULT 0"),
+    ("turn_threads", "workspace", "TEXT NOT NULL DEFAULT ''"),
+];
 
 /// The SQLite table of action claims (used by [`crate::store::action_claims`]).
 const ACTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_actions (

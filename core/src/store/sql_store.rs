@@ -18,8 +18,8 @@ use crate::agent::context::ThreadContext;
 use crate::store::sql::{DbError, Sql, SqlValue};
 use crate::store::text_parts::{PART_BYTES, split};
 use crate::store::turn_state::{
-    ClaimDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit, holds_claim,
-    thread_after,
+    ClaimDecision, OwnerDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit,
+    decide_owner, holds_claim, thread_after,
 };
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit, TurnStart};
 
@@ -62,6 +62,10 @@ struct ThreadRow {
     head: ThreadHead,
     parts: i64,
     context_expires_at: u64,
+    /// The row's lifetime: the owner holds until then.
+    expires_at: u64,
+    /// The owning workspace ('': nobody).
+    workspace: String,
 }
 
 /// The turn tables over a [`Sql`] connection.
@@ -71,17 +75,26 @@ pub struct SqlStore<S> {
 }
 
 impl<S: Sql> SqlStore<S> {
-    /// The tables on `sql`, created if missing.
+    /// The tables on `sql`, created if missing, and the columns added since a table first
+    /// shipped ([`ADDED_COLUMNS`]) added to a database from before.
     ///
     /// # Errors
-    /// The schema could not be created.
+    /// The schema could not be created or migrated.
     pub fn open(sql: S) -> Result<Self, DbError> {
         for stmt in SCHEMA {
             sql.exec(stmt, &[])?;
         }
-        for (probe, add) in ADDED_COLUMNS {
-            if sql.exec(probe, &[]).is_err() {
-                sql.exec(add, &[])?;
+        for (table, column, definition) in ADDED_COLUMNS {
+            // Selecting the column fails only where it is missing: one cheap statement on a
+            // current database (a Durable Object opens its store on every call).
+            if sql
+                .exec(&format!("SELECT {column} FROM {table} LIMIT 0"), &[])
+                .is_err()
+            {
+                sql.exec(
+                    &format!("ALTER TABLE {table} ADD COLUMN {column} {definition}"),
+                    &[],
+                )?;
             }
         }
         Ok(Self { sql })
@@ -97,8 +110,9 @@ impl<S: Sql> SqlStore<S> {
         &self.sql
     }
 
-    /// [`crate::adapter::TurnStore::start_turn`]: claims the run (as [`decide_claim`] says) and, only
-    /// once claimed, counts the arrival and loads the thread.
+    /// [`crate::adapter::TurnStore::start_turn`]: claims the run (as [`decide_claim`] says) and,
+    /// only once claimed and only if the thread is not another workspace's ([`decide_owner`]),
+    /// counts the arrival, records the owner and loads the thread.
     ///
     /// # Errors
     /// SQLite failed or stored rows are corrupt.
@@ -115,6 +129,14 @@ impl<S: Sql> SqlStore<S> {
             ClaimDecision::Conflict => return Ok(TurnStart::Conflict),
             ClaimDecision::Take => {}
         }
+        let thread = self.thread(&claim.thread_key)?;
+        let owner = thread
+            .as_ref()
+            .filter(|t| t.expires_at > claim.now_ms)
+            .map(|t| t.workspace.as_str());
+        if decide_owner(owner, &claim.workspace) == OwnerDecision::Refuse {
+            return Ok(TurnStart::OtherWorkspace);
+        }
         // A lapsed claim or an expired recording: take the run over.
         self.delete_parts(&run_owner(&claim.run_key))?;
         self.sql.exec(
@@ -129,19 +151,26 @@ impl<S: Sql> SqlStore<S> {
         )?;
         self.sql.exec(
             "INSERT INTO turn_threads
-                 (thread_key, version, arrivals, parts, context_expires_at, expires_at)
-             VALUES (?, 0, 1, 0, 0, ?)
+                 (thread_key, version, arrivals, parts, context_expires_at, expires_at, workspace)
+             VALUES (?, 0, 1, 0, 0, ?, ?)
              ON CONFLICT (thread_key) DO UPDATE SET
                  arrivals = arrivals + 1,
-                 expires_at = MAX(expires_at, excluded.expires_at)",
+                 expires_at = MAX(expires_at, excluded.expires_at),
+                 workspace = excluded.workspace",
             &[
                 claim.thread_key.as_str().into(),
                 claim.lease_until_ms.into(),
+                claim.workspace.as_str().into(),
             ],
         )?;
-        let thread = self
-            .thread(&claim.thread_key)?
-            .ok_or_else(|| corrupt("thread row vanished"))?;
+        // The row as read above, one arrival later (the transaction keeps anyone else out).
+        let Some(thread) = thread else {
+            return Ok(TurnStart::Claimed {
+                context: None,
+                version: 0,
+                arrival: 1,
+            });
+        };
         let context = if thread.context_expires_at > claim.now_ms && thread.parts > 0 {
             let json = self.read_parts(&thread_owner(&claim.thread_key), thread.parts)?;
             Some(parse_context(&json)?)
@@ -151,7 +180,7 @@ impl<S: Sql> SqlStore<S> {
         Ok(TurnStart::Claimed {
             context,
             version: thread.head.version,
-            arrival: thread.head.latest_arrival,
+            arrival: thread.head.latest_arrival + 1,
         })
     }
 
@@ -335,17 +364,22 @@ impl<S: Sql> SqlStore<S> {
 
     fn thread(&self, thread_key: &str) -> Result<Option<ThreadRow>, DbError> {
         let rows = self.sql.exec(
-            "SELECT version, arrivals, parts, context_expires_at FROM turn_threads
-             WHERE thread_key = ?",
+            "SELECT version, arrivals, parts, context_expires_at, expires_at, workspace
+             FROM turn_threads WHERE thread_key = ?",
             &[thread_key.into()],
         )?;
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
         let mut row = row.into_iter();
-        let (Some(version), Some(arrivals), Some(parts), Some(exp)) =
-            (row.next(), row.next(), row.next(), row.next())
-        else {
+        let (Some(version), Some(arrivals), Some(parts), Some(exp), Some(row_exp), Some(ws)) = (
+            row.next(),
+            row.next(),
+            row.next(),
+            row.next(),
+            row.next(),
+            row.next(),
+        ) else {
             return Err(corrupt("turn_threads row"));
         };
         let n = |v: SqlValue| v.int().map(|i| u64::try_from(i).unwrap_or(0));
@@ -356,6 +390,8 @@ impl<S: Sql> SqlStore<S> {
             },
             parts: parts.int()?,
             context_expires_at: n(exp)?,
+            expires_at: n(row_exp)?,
+            workspace: ws.text()?,
         }))
     }
 

@@ -8,8 +8,11 @@
 //! recorded as interrupted: its user message and partial answer are kept, in arrival order,
 //! and never overwrite what came after.
 //!
-//! Two decisions, plain data in and out:
+//! Three decisions, plain data in and out:
 //! - [`decide_claim`]: the run's stored record and a claim → replay | wait | conflict | take.
+//! - [`decide_owner`]: once a claim may take its run, the thread's owner → claim | refuse.
+//!   **A thread belongs to the workspace that started it**: a turn from another workspace is
+//!   refused before anything is written, counted or loaded.
 //! - [`decide_commit`]: the thread's stored head and a commit → apply | merge | superseded,
 //!   after [`holds_claim`] (the fencing token) said the commit may be written at all.
 //!
@@ -68,6 +71,27 @@ pub fn decide_claim(record: Option<RunRecord<'_>>, claim: &TurnClaim) -> ClaimDe
             }
         }
         _ => ClaimDecision::Take,
+    }
+}
+
+/// Whether a claim may go on, given the workspace owning its thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerDecision {
+    /// The thread is the claiming workspace's, or nobody's: claim it, recording the claiming
+    /// workspace as its owner.
+    Claim,
+    /// Another workspace owns the thread: refuse, writing nothing.
+    Refuse,
+}
+
+/// The decision for a claim from `workspace` on a thread owned by `owner`: `None` (or empty)
+/// when nobody owns it — a new thread, one expired at the claim's time, or one stored before
+/// owners were recorded, which the first turn after the upgrade claims. A backend reads the
+/// owner and writes `workspace` as the owner in the same atomic step as the run's claim.
+pub fn decide_owner(owner: Option<&str>, workspace: &str) -> OwnerDecision {
+    match owner {
+        Some(o) if !o.is_empty() && o != workspace => OwnerDecision::Refuse,
+        _ => OwnerDecision::Claim,
     }
 }
 
@@ -168,6 +192,7 @@ mod tests {
             now_ms: now,
             lease_until_ms: now + 100,
             token: "k".into(),
+            workspace: "w1".into(),
         }
     }
 
@@ -235,6 +260,16 @@ mod tests {
         assert!(!holds_claim(Some(running), "y"));
         assert!(!holds_claim(Some(rec("f", RunPhase::Done, 60)), "x"));
         assert!(!holds_claim(None, "x"));
+    }
+
+    #[test]
+    fn a_thread_refuses_only_another_workspace() {
+        assert_eq!(decide_owner(None, "w1"), OwnerDecision::Claim);
+        assert_eq!(decide_owner(Some(""), "w1"), OwnerDecision::Claim);
+        assert_eq!(decide_owner(Some("w1"), "w1"), OwnerDecision::Claim);
+        assert_eq!(decide_owner(Some("w2"), "w1"), OwnerDecision::Refuse);
+        // A claim naming no workspace never takes an owned thread.
+        assert_eq!(decide_owner(Some("w2"), ""), OwnerDecision::Refuse);
     }
 
     #[test]

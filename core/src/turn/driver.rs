@@ -188,6 +188,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             now_ms: 0,
             lease_until_ms: 0,
             token: self.claim_token(),
+            workspace: plan.workspace.clone(),
         };
         let mut polls = 0;
         loop {
@@ -237,6 +238,15 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
                     // Nothing ran: the refusal is not a turn, and not counted in the usage
                     // (the run it collided with was counted once, when it ran).
                     self.send_error(TurnErrorCode::RunIdReused).await;
+                    return None;
+                }
+                TurnStart::OtherWorkspace => {
+                    tracing::warn!(
+                        code = "THREAD_OTHER_WORKSPACE",
+                        "turn refused: the thread belongs to another workspace"
+                    );
+                    // Nothing ran and nothing was claimed: no usage, no limit slot.
+                    self.send_error(TurnErrorCode::ThreadOtherWorkspace).await;
                     return None;
                 }
                 TurnStart::Running => {

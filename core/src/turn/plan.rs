@@ -9,6 +9,10 @@ pub(crate) struct TurnPlan {
     pub run_key: String,
     pub thread_key: String,
     pub fingerprint: String,
+    /// The workspace the turn comes from, in its storage form (bounded): a new thread becomes
+    /// its, and a thread another workspace owns refuses the turn
+    /// ([`crate::store::TurnClaim::workspace`]).
+    pub workspace: String,
     /// Messages to seed a thread the store does not know (Console `history` on a fork,
     /// Lowkey `transcriptWindow`).
     pub seed: Vec<Message>,

@@ -1,9 +1,16 @@
 //! `start_turn`: a conditional `PutItem` claims the run; a refused claim brings the existing
 //! record back and [`runway_core::store::turn_state::decide_claim`] says whether it is a
 //! replay, a duplicate to wait for, or a reused run id.
+//!
+//! The thread's owner ([`runway_core::store::turn_state::decide_owner`]) is on its `live`
+//! item: `ws`, the owning workspace, holds while the item's `exp_ms` (the context's expiry)
+//! or `ws_exp` (the latest claim's lease) is ahead. The `UpdateItem` counting the arrival is
+//! conditional on it and records the claiming workspace, so a claim from another workspace
+//! counts nothing and costs no extra request on the way in; its run claim is then released.
 
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use runway_core::adapter::{StoreError, TurnClaim, TurnStart};
 use runway_core::store::turn_state::{ClaimDecision, RunPhase, RunRecord, decide_claim};
@@ -46,7 +53,8 @@ impl DynamoStore {
                 _ => Err(sdk_error("PutItem", e)),
             };
         }
-        // Claimed: count the arrival and read the thread, together.
+        // Claimed: count the arrival (only if the thread is nobody's or this workspace's, which
+        // then owns it) and read the thread, together.
         let arrive = self
             .client
             .update_item()
@@ -55,15 +63,29 @@ impl DynamoStore {
             .key("sk", s("live"))
             .update_expression(
                 "ADD arrivals :one SET exp_ms = if_not_exists(exp_ms, :exp), \
-                 expires_at = if_not_exists(expires_at, :exps)",
+                 expires_at = if_not_exists(expires_at, :exps), ws = :ws, ws_exp = :exp",
+            )
+            .condition_expression(
+                "attribute_not_exists(ws) OR ws = :ws OR ws = :nobody \
+                 OR (exp_ms <= :now AND ws_exp <= :now)",
             )
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":exp", n(claim.lease_until_ms))
             .expression_attribute_values(":exps", n(claim.lease_until_ms.div_ceil(1000)))
+            .expression_attribute_values(":ws", s(&claim.workspace))
+            .expression_attribute_values(":nobody", s(""))
+            .expression_attribute_values(":now", n(claim.now_ms))
             .return_values(ReturnValue::UpdatedNew)
             .send();
         let thread = self.query_all(&thread_pk, None);
         let (arrive, thread) = futures::join!(arrive, thread);
+        if let Err(e) = &arrive
+            && let Some(UpdateItemError::ConditionalCheckFailedException(_)) = e.as_service_error()
+        {
+            // Another workspace's thread: nothing counted; the run id is freed for a retry.
+            self.release(&run_pk, claim).await;
+            return Ok(TurnStart::OtherWorkspace);
+        }
         let arrival = arrive
             .map_err(|e| sdk_error("UpdateItem", e))
             .and_then(|out| {
@@ -154,8 +176,8 @@ impl DynamoStore {
         }
     }
 
-    /// Best-effort release of a claim whose turn cannot start (the thread read failed), so a
-    /// later delivery need not wait for the lease.
+    /// Best-effort release of a claim whose turn cannot start (the thread read failed, or the
+    /// thread is another workspace's), so a later delivery need not wait for the lease.
     async fn release(&self, run_pk: &str, claim: &TurnClaim) {
         let r = self
             .client

@@ -10,7 +10,7 @@
 //! | run record | `run#{run key}` | `run` | `fp` fingerprint, `st` `running`/`done`, `tok` the claim's fencing token, recording as `data` or `tag`+`parts` |
 //! | recording part | `run#{run key}` | `part#{tag}#{i}` | `data` |
 //! | thread context | `thread#{thread key}` | `ctx` | `ver` version, context JSON as `data` or `tag`+`parts` |
-//! | thread arrivals | `thread#{thread key}` | `live` | `arrivals`: claims counted so far (the latest is the live turn) |
+//! | thread arrivals and owner | `thread#{thread key}` | `live` | `arrivals`: claims counted so far (the latest is the live turn); `ws`: the workspace owning the thread, until the later of `exp_ms` and `ws_exp` (the latest claim's lease) |
 //! | superseded turn | `thread#{thread key}` | `msg#{arrival}` | `arr`, its messages (JSON) as `data`: folded into the context on read, deleted by the next commit that writes them into it |
 //! | context part | `thread#{thread key}` | `part#{i}` | `tag`, `data` |
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
@@ -27,8 +27,10 @@
 //! - [`TurnStore::start_turn`]: a conditional `PutItem` claiming the run
 //!   (`attribute_not_exists(pk) OR exp_ms <= :now`, with `ReturnValuesOnConditionCheckFailure`
 //!   so a refused claim brings the existing record back). Only once claimed: an `UpdateItem`
-//!   counting the arrival (`ADD arrivals :1`) and a consistent `Query` of the thread's items,
-//!   sent concurrently. A duplicate delivery costs one conditional write per poll and reads
+//!   counting the arrival (`ADD arrivals :1`), conditional on the thread being nobody's or the
+//!   claiming workspace's, and a consistent `Query` of the thread's items, sent concurrently
+//!   (a claim on another workspace's thread then deletes its run record: one more request,
+//!   only for a refused turn). A duplicate delivery costs one conditional write per poll and reads
 //!   nothing else.
 //! - [`TurnStore::finish_turn`]: one `TransactWriteItems` saving the context (conditional on
 //!   its version), the finished run record (conditional on the claim's token) and the
