@@ -40,7 +40,11 @@ pub const SCHEMA: [&str; 6] = [
 /// database from before gets each one, with its default, when the store opens it (the
 /// `CREATE TABLE` statements above already hold them for a new database).
 pub const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
-    ("turn_tallies", "estimated_tokens", "INTEGER NOT NULL DEFAULT 0"),
+    (
+        "turn_tallies",
+        "estimated_tokens",
+        "INTEGER NOT NULL DEFAULT 0",
+    ),
     ("turn_threads", "workspace", "TEXT NOT NULL DEFAULT ''"),
 ];
 
