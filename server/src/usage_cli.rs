@@ -205,7 +205,7 @@ fn terminal_text(s: &str) -> String {
 }
 
 /// JSON text with every character [`unsafe_on_a_terminal`] that serde_json leaves as it is
-/// (DEL, C1, formatting characters; it escapes C0 itself) written as a JSON `\uXXXX` escape:
+/// (DEL, C1, formatting characters; it escapes C0 itself) written as a JSON `\u` escape (four hex digits):
 /// the same JSON, safe to print. Such characters only occur inside strings; the line feeds
 /// between values are kept.
 fn json_for_terminal(json: &str) -> String {
