@@ -45,9 +45,10 @@ pub(crate) async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
         "overlapping turns on one thread",
         crate::overlap::overlapping_turns(&c).await,
     );
+    let n = target.thread_burst_turns();
     record(
-        "50-turn burst on one thread",
-        crate::overlap::burst(&c, 50).await,
+        &format!("{n}-turn burst on one thread"),
+        crate::overlap::burst(&c, n).await,
     );
     record("runId reused with another body", reused_run_id(&c).await);
     record("interrupts and resume", interrupts(&c).await);

@@ -63,6 +63,11 @@ pub trait Target {
     fn burst_turns(&self) -> usize {
         100
     }
+    /// How many turns the burst on one thread sends at once (every one must end properly and
+    /// the thread keep all their user messages).
+    fn thread_burst_turns(&self) -> usize {
+        50
+    }
 }
 
 /// Runs every check against `target`; panics listing each failed check.
