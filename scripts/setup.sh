@@ -9,3 +9,4 @@ rustup target add wasm32-unknown-unknown >/dev/null
 # The MCP servers the model agent's end-to-end tests call (tests/tests/model_agent.rs runs in
 # `cargo test --workspace`).
 scripts/setup-mcp.sh
+scripts/setup-oauth.sh

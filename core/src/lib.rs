@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+pub mod connect;
 mod error;
 pub mod http_client;
 pub mod meter;
@@ -47,8 +48,9 @@ mod turn;
 mod wire;
 
 pub use agent::{
-    Agent, AgentError, AgentResult, Artifact, DynAgent, Message, Outcome, Output, OutputFile,
-    Protocol, Role, SharedAgent, ThreadContext, ToolCall, Turn, Workers,
+    AccessToken, Agent, AgentError, AgentResult, Artifact, Connection, ConnectionError, DynAgent,
+    Message, Outcome, Output, OutputFile, Protocol, Role, SharedAgent, ThreadContext, ToolCall,
+    Turn, Workers,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
 pub use meter::{Limits, ModelTokens, Price, TurnUsage};

@@ -51,7 +51,7 @@ mod write_stall;
 pub use cli::{check, serve};
 pub use logging::init as init_logging;
 pub use playground::proxy::{PlaygroundArgs, run as playground};
-pub use serve::{ServeArgs, run};
+pub use serve::{ServeArgs, run, run_with_providers};
 pub use serve_models::ServeModels;
 pub use sqlite_attachments::SqliteAttachmentStore;
 pub use usage_cli::{UsageArgs, usage};

@@ -139,7 +139,12 @@ fn main() -> ExitCode {
                 },
                 other => other,
             };
-            rt.block_on(runway::run(agent, serve))
+            // The tools file's OAuth providers, served with the agent.
+            let providers = match &agent {
+                BuiltinAgent::Model(model) => model.settings().providers.clone(),
+                _ => Default::default(),
+            };
+            rt.block_on(runway::run_with_providers(agent, serve, providers))
         }
         Command::Check { args } => rt.block_on(runway::check(args)),
         Command::New { .. } => unreachable!("handled before the runtime starts"),

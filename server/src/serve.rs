@@ -13,6 +13,7 @@ use runway_core::adapter::{
     ALLOW_UNAUTHENTICATED, Access, Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply,
     Runtime, Runway, TokioRuntime,
 };
+use runway_core::connect::provider::Providers;
 use runway_core::http_client::ReqwestClient;
 use runway_core::{Agent, Workers};
 
@@ -45,15 +46,26 @@ pub struct ServeArgs {
 /// to stderr (filter `RUNWAY_LOG`), prints the base URL on stdout once listening, and reports
 /// a start-up error (bad setting, unusable data directory or address) as a failure.
 pub async fn run<A: Agent>(agent: A, args: ServeArgs) -> ExitCode {
+    run_with_providers(agent, args, Providers::new()).await
+}
+
+/// [`run`], serving connected accounts at `providers` too (`Runway::with_providers`; the
+/// tools file's `[providers.KEY]` for the built-in model agent): `RUNWAY_VAULT_KEY` is then
+/// required, and `GET {base}/connect/{id}` and `GET {base}/callback` answer.
+pub async fn run_with_providers<A: Agent>(
+    agent: A,
+    args: ServeArgs,
+    providers: Providers,
+) -> ExitCode {
     crate::logging::init();
     // The workers of RUNWAY_WORKERS_FILE / RUNWAY_WORKERS if one is set, else `agent`.
     let served = if runway_agents::settings::workers_file_in_env() {
         match workers(agent, &args) {
-            Ok(workers) => serve(workers, args).await,
+            Ok(workers) => serve(workers, args, providers).await,
             Err(e) => Err(e),
         }
     } else {
-        serve(agent, args).await
+        serve(agent, args, providers).await
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -112,7 +124,11 @@ fn local_access(access: Access, listen: SocketAddr) -> Result<Access, ServeError
     }
 }
 
-async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
+async fn serve<A: Agent>(
+    agent: A,
+    args: ServeArgs,
+    providers: Providers,
+) -> Result<(), ServeError> {
     // var_os: a value that is not UTF-8 is refused, never read as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
     let config = Config::from_lookup(|k| env.get(k));
@@ -143,7 +159,10 @@ async fn serve<A: Agent>(agent: A, args: ServeArgs) -> Result<(), ServeError> {
     let page = PageSettings::serve(&config.access.headers().cloned().unwrap_or_default());
     let base_path = config.base_path.clone();
     let name = config.name.clone();
-    let runway = Runway::new(agent, store, rt, config).with_http_client(ReqwestClient::new());
+    let runway = Runway::new(agent, store, rt, config)
+        .with_http_client(ReqwestClient::new())
+        .with_providers(providers)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let prometheus = crate::metrics::Prometheus::for_policy(runway.policy());
     let runway = runway.with_metrics(prometheus.clone());
 

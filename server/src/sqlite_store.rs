@@ -16,6 +16,7 @@ use runway_core::adapter::{
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
+use runway_core::store::{ConnectState, ConnectionKey};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::sqlite_thread::ConnectionThread;
@@ -149,6 +150,34 @@ impl TurnStore for SqliteStore {
             .await
     }
 
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        let state = state.clone();
+        self.in_transaction(move |db| Ok(db.put_connect_state(&state)?))
+            .await
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        let id = id.to_owned();
+        self.in_transaction(move |db| Ok(db.claim_connect_state(&id, now_ms)?))
+            .await
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        let (key, sealed) = (key.clone(), sealed.to_owned());
+        self.in_transaction(move |db| Ok(db.put_connection(&key, &sealed)?))
+            .await
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        let key = key.clone();
+        self.with(move |c| Ok(SqlStore::over(c).get_connection(&key)?))
+            .await
+    }
+
     async fn take_turns(
         &self,
         takes: &[TurnTake],
@@ -242,6 +271,7 @@ mod tests {
         let dir = tempdir("conformance");
         let s = SqliteStore::open(&dir.join("db")).unwrap();
         runway_core::store::conformance::run_all(&s, "sqlite").await;
+        runway_core::store::conformance::run_vault(&s, "sqlite").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

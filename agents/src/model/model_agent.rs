@@ -1,7 +1,7 @@
 //! [`ModelAgent`]: the turn loop. Call the model, stream what it says, run the tools it calls,
 //! ask the user first where a tool wants approval, and go round again.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, EditedAction, Interrupt, LogId, ReviewItem};
 use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn, TurnUsage};
+use runway_core::{Connection, ConnectionError};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -265,6 +266,8 @@ enum Settled {
     /// Calls are still waiting (the decision named others, or could not be matched): ask
     /// about them again.
     AskAgain,
+    /// An approved call needs an account the user has not connected: end with this card.
+    Connect(Interrupt),
 }
 
 /// What a decision does with one pending call.
@@ -307,7 +310,43 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                     self.save(turn, &mut t);
                     return Ok(interrupt.into());
                 }
+                Settled::Connect(card) => {
+                    self.save(turn, &mut t);
+                    return Ok(card.into());
+                }
             }
+        } else if !t.connecting.is_empty() {
+            // The answer to the card is no proof: the vault is (`run_calls` asks it again).
+            let calls = std::mem::take(&mut t.connecting);
+            let authorized = turn
+                .resume
+                .as_ref()
+                .is_some_and(|r| r.decision == Decision::Authorized);
+            let mut to_run = Vec::new();
+            for call in calls {
+                let args: Value = serde_json::from_str(&call.function.arguments)
+                    .unwrap_or_else(|_| Value::String(call.function.arguments.clone()));
+                let shown = out.tool_call(call.function.name.clone(), &args);
+                if authorized {
+                    to_run.push((call, shown));
+                } else {
+                    let reason =
+                        "Not run: the user did not connect the account this tool needs.".to_owned();
+                    out.tool_result(&shown, reason.clone());
+                    t.messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id,
+                        content: reason,
+                    });
+                }
+            }
+            if let Some(card) = self
+                .run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .await
+            {
+                self.save(turn, &mut t);
+                return Ok(card.into());
+            }
+            input_used = authorized;
         } else if turn.resume.is_some() && turn.input.trim().is_empty() {
             out.text(
                 "There is nothing waiting for your decision any more, so nothing was run. \
@@ -387,8 +426,20 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                     _ => to_run.push((call, shown)),
                 }
             }
-            self.run_calls(turn, out, &mut t, to_run, &tools, &log)
-                .await;
+            if let Some(card) = self
+                .run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .await
+            {
+                // Calls that wait for approval are not asked about behind the card.
+                for call in to_ask {
+                    t.messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id,
+                        content: "Not run: an account had to be connected first; ask again.".into(),
+                    });
+                }
+                self.save(turn, &mut t);
+                return Ok(card.into());
+            }
             if !to_ask.is_empty() {
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
@@ -525,7 +576,17 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        self.run_calls(turn, out, t, to_run, tools, log).await;
+        if let Some(card) = self.run_calls(turn, out, t, to_run, tools, log).await {
+            // The calls still waiting for a decision are not asked about behind the card.
+            for call in waiting {
+                t.messages.push(ChatMessage::Tool {
+                    tool_call_id: call.id,
+                    content: "Not run: an account had to be connected first; ask again.".into(),
+                });
+            }
+            t.review = None;
+            return Settled::Connect(card);
+        }
         if waiting.is_empty() {
             t.review = None;
             Settled::Continue { input_used }
@@ -537,7 +598,10 @@ impl<R: Runtime> ModelAgent<R> {
     }
 
     /// Runs `calls` (at most [`ModelSettings::max_tool_calls_per_reply`] at once), shows each
-    /// result and adds it to the transcript.
+    /// result and adds it to the transcript. A call whose tool acts as the user (`auth`) runs
+    /// with the user's token; without one it is not sent: it waits in
+    /// [`Transcript::connecting`] and the `authorization` card to end the turn with is
+    /// returned.
     async fn run_calls(
         &self,
         turn: &Turn,
@@ -546,23 +610,79 @@ impl<R: Runtime> ModelAgent<R> {
         calls: Vec<(ModelToolCall, ToolCall)>,
         tools: &Toolbox<'_>,
         log: &LogBudget,
-    ) {
+    ) -> Option<Interrupt> {
         if calls.is_empty() {
-            return;
+            return None;
+        }
+        // One lookup per provider per reply: one card, one state.
+        let mut found: HashMap<String, Result<Connection, ConnectionError>> = HashMap::new();
+        let mut card = None;
+        let mut ready = Vec::with_capacity(calls.len());
+        for (call, shown) in calls {
+            let Some(key) = tools
+                .find(&call.function.name)
+                .and_then(|tool| tool.auth().map(str::to_owned))
+            else {
+                ready.push((call, shown, None));
+                continue;
+            };
+            if !found.contains_key(&key) {
+                let c = turn.connection(&key).await;
+                found.insert(key.clone(), c);
+            }
+            match &found[&key] {
+                Ok(Connection::Token(token)) => ready.push((call, shown, Some(Ok(token.clone())))),
+                Ok(Connection::Authorize(interrupt)) => {
+                    card.get_or_insert_with(|| interrupt.clone());
+                    t.connecting.push(call);
+                }
+                Err(ConnectionError::NoUser(name)) => ready.push((
+                    call,
+                    shown,
+                    Some(Err(format!(
+                        "Error: connecting {name} needs a signed-in user, and this conversation \
+                         has none; the tool was not called."
+                    ))),
+                )),
+                Err(e) => {
+                    if log.admit() {
+                        tracing::warn!(run_id = %LogId(&turn.run_id), error = %e, "a connected account could not be used");
+                    }
+                    ready.push((
+                        call,
+                        shown,
+                        Some(Err(format!(
+                            "Error: the account this tool acts with could not be used ({e}); \
+                             the tool was not called."
+                        ))),
+                    ));
+                }
+            }
         }
         let tool_http = self
             .tool_client
             .as_ref()
             .and_then(|c| turn.http().with_client(c.clone()));
         let tool_http = tool_http.as_ref();
-        let mut runs = Vec::with_capacity(calls.len());
-        for (call, _) in &calls {
+        let mut runs = Vec::with_capacity(ready.len());
+        for (call, _, auth) in &ready {
             runs.push(async move {
-                let result = tools.run(tool_http, call, log).await;
+                let result = match auth {
+                    None => tools.run(tool_http, call, None, log).await,
+                    Some(Ok(token)) => {
+                        // An API that echoes the token does not get it to the model.
+                        tools
+                            .run(tool_http, call, Some(token), log)
+                            .await
+                            .replace(token.expose(), "[redacted]")
+                    }
+                    Some(Err(refusal)) => refusal.clone(),
+                };
                 self.redactor.redact(&result)
             });
         }
         let results = run_bounded(runs, self.settings.max_tool_calls_per_reply).await;
+        let calls: Vec<_> = ready.into_iter().map(|(c, s, _)| (c, s)).collect();
         for ((call, shown), content) in calls.into_iter().zip(results) {
             turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
@@ -571,6 +691,7 @@ impl<R: Runtime> ModelAgent<R> {
                 content,
             });
         }
+        card
     }
 
     /// One model call, attempted again (with backoff, honouring `Retry-After`, within the turn's

@@ -45,6 +45,9 @@ pub struct ModelSettings {
     pub tools: Vec<HttpTool>,
     /// MCP servers whose tools the model may call (listed when a turn needs them).
     pub mcp: Vec<McpServer>,
+    /// OAuth providers the tools act as the user with (`[providers.KEY]` of the tools file):
+    /// the server serves them with `Runway::with_providers`.
+    pub providers: runway_core::connect::provider::Providers,
     /// The only tools the model is offered and may call, by the names it sees (an HTTP tool's
     /// `name`, an MCP tool's `{server}_{tool}`); `None`: every tool above. A workspace's
     /// `tools_allowed` (workers file).
@@ -104,6 +107,7 @@ impl ModelSettings {
             system_prompt: None,
             tools: Vec::new(),
             mcp: Vec::new(),
+            providers: Default::default(),
             tools_allowed: None,
             max_rounds: 8,
             window_bytes: 40 * 1024,
@@ -175,6 +179,7 @@ impl ModelSettings {
         };
         s.tools = file.tools;
         s.mcp = file.mcp;
+        s.providers = file.providers;
         Ok(s)
     }
 

@@ -13,6 +13,7 @@ use super::log_budget::LogBudget;
 use super::secret::Secret;
 use super::tools_file::{HttpTool, Redirects, fill_placeholders};
 use super::transcript::truncate;
+use runway_core::AccessToken;
 use runway_core::http_client::{Http, HttpResponse};
 
 /// Redirects followed at most by one tool request.
@@ -196,6 +197,7 @@ pub(crate) async fn run_tool(
     http: &Http,
     tool: &HttpTool,
     arguments: &str,
+    bearer: Option<&AccessToken>,
     limits: ToolLimits,
     log: &LogBudget,
 ) -> String {
@@ -222,10 +224,19 @@ pub(crate) async fn run_tool(
         tool.method,
         http::Method::POST | http::Method::PUT | http::Method::PATCH
     );
+    // The user's token joins the configured headers: bound like them to the tool's origin.
+    let mut headers = tool.headers.clone();
+    if let Some(token) = bearer {
+        headers.retain(|(name, _)| name != http::header::AUTHORIZATION);
+        headers.push((
+            http::header::AUTHORIZATION,
+            Secret::new(format!("Bearer {}", token.expose())),
+        ));
+    }
     let request = ToolHttpRequest {
         method: tool.method.clone(),
         url,
-        headers: &tool.headers,
+        headers: &headers,
         json: with_body.then_some(&args),
         redirects: tool.redirects,
     };

@@ -13,6 +13,7 @@ use super::settings::ModelSettings;
 use super::tool_runner::{ToolLimits, run_tool};
 use super::tools_file::HttpTool;
 use super::transcript::ModelToolCall;
+use runway_core::AccessToken;
 use runway_core::http_client::Http;
 
 /// One tool, of either kind.
@@ -30,6 +31,14 @@ impl Tool<'_> {
         match self {
             Self::Http(t) => &t.name,
             Self::Mcp(t) => &t.name,
+        }
+    }
+
+    /// The provider whose token the call is sent with (`auth = "KEY"`), if any.
+    pub(crate) fn auth(&self) -> Option<&str> {
+        match self {
+            Self::Http(t) => t.auth.as_deref(),
+            Self::Mcp(_) => None,
         }
     }
 
@@ -155,6 +164,7 @@ impl<'a> Toolbox<'a> {
         &self,
         tool_http: Option<&Http>,
         call: &ModelToolCall,
+        bearer: Option<&AccessToken>,
         log: &LogBudget,
     ) -> String {
         let s = self.settings;
@@ -166,7 +176,7 @@ impl<'a> Toolbox<'a> {
                         timeout: turn_bounded(http, s.tool_timeout),
                         max_result_bytes: s.max_tool_result_bytes,
                     };
-                    run_tool(http, tool, arguments, limits, log).await
+                    run_tool(http, tool, arguments, bearer, limits, log).await
                 }
                 None => "Error: this runtime gave the agent no HTTP client for tools, so the \
                          tool was not called."

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
+use runway_core::connect::provider::{Provider, Providers, provider_url};
 
 /// Longest `timeout` of an `[[mcp]]` entry, in seconds.
 const MAX_MCP_TIMEOUT_SECS: f64 = 900.0;
@@ -21,6 +22,9 @@ pub struct ToolsFile {
     pub tools: Vec<HttpTool>,
     /// `[[mcp]]`: MCP servers, whose tools are listed when a turn needs them.
     pub mcp: Vec<McpServer>,
+    /// `[providers.KEY]`: OAuth providers users connect their accounts at, for tools with
+    /// `auth = "KEY"`.
+    pub providers: Providers,
 }
 
 /// An HTTP endpoint the model may call as a tool.
@@ -43,6 +47,9 @@ pub struct HttpTool {
     pub approval: bool,
     /// Which redirects of the tool's API are followed (default: same origin only).
     pub redirects: Redirects,
+    /// `auth = "KEY"`: the call is sent as the user, with their token at provider `KEY`
+    /// (`Authorization: Bearer …`, to the tool's own origin only).
+    pub auth: Option<String>,
 }
 
 /// Which redirects a tool's requests follow (`redirects` in the tools file). Whatever the
@@ -210,6 +217,19 @@ pub fn parse_tools(
                 ));
             }
         };
+        let auth = match t.auth {
+            None => None,
+            Some(a) => {
+                let key = a.get_ref().trim();
+                if !raw.providers.contains_key(key) {
+                    return Err(err_at(
+                        a.span().start,
+                        format!("auth = {key:?} names no [providers.{key}]"),
+                    ));
+                }
+                Some(key.to_owned())
+            }
+        };
         tools.push(HttpTool {
             name,
             description: t.description,
@@ -219,6 +239,7 @@ pub fn parse_tools(
             headers: tool_headers,
             approval: t.approval,
             redirects,
+            auth,
         });
     }
     let mut mcp = Vec::new();
@@ -230,7 +251,52 @@ pub fn parse_tools(
         }
         mcp.push(server.0);
     }
-    Ok(ToolsFile { tools, mcp })
+    let mut providers = Providers::new();
+    for (key, p) in raw.providers {
+        providers.add(parse_provider(&key, p, setting).map_err(|(at, r)| err_at(at, r))?);
+    }
+    Ok(ToolsFile {
+        tools,
+        mcp,
+        providers,
+    })
+}
+
+/// One `[providers.KEY]` table; or where and why it is refused.
+fn parse_provider(
+    key: &str,
+    p: RawProvider,
+    setting: &dyn Fn(&str) -> Option<String>,
+) -> Result<Provider, (usize, String)> {
+    let url = |u: &Spanned<String>, what: &str| {
+        provider_url(u.get_ref()).map_err(|e| (u.span().start, format!("{what} {e}")))
+    };
+    let name = p.name.get_ref().trim().to_owned();
+    if name.is_empty() {
+        return Err((p.name.span().start, "a provider needs a name".into()));
+    }
+    let client_id = p.client_id.get_ref().trim().to_owned();
+    if client_id.is_empty() {
+        return Err((p.client_id.span().start, "client_id is empty".into()));
+    }
+    let client_secret = match &p.client_secret {
+        None => None,
+        Some(s) => Some(fill_settings(s.get_ref(), setting).map_err(|r| {
+            (
+                s.span().start,
+                r.replace("the header needs", "client_secret needs"),
+            )
+        })?),
+    };
+    Ok(Provider {
+        key: key.to_owned(),
+        name,
+        authorize_url: url(&p.authorize_url, "authorize_url")?,
+        token_url: url(&p.token_url, "token_url")?,
+        client_id,
+        client_secret,
+        scopes: p.scopes,
+    })
 }
 
 /// Why `server`'s name cannot be used next to these tools and servers, if it cannot.
@@ -368,6 +434,21 @@ struct RawFile {
     tools: Vec<RawTool>,
     #[serde(default)]
     mcp: Vec<RawMcp>,
+    #[serde(default)]
+    providers: std::collections::BTreeMap<String, RawProvider>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    name: Spanned<String>,
+    authorize_url: Spanned<String>,
+    token_url: Spanned<String>,
+    client_id: Spanned<String>,
+    #[serde(default)]
+    client_secret: Option<Spanned<String>>,
+    #[serde(default)]
+    scopes: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -414,6 +495,8 @@ struct RawTool {
     approval: bool,
     #[serde(default)]
     redirects: Option<Spanned<String>>,
+    #[serde(default)]
+    auth: Option<Spanned<String>>,
 }
 
 /// 1-based line and column of a byte offset.
@@ -545,6 +628,54 @@ approval = true
 
     fn settings(name: &str) -> Option<String> {
         (name == "SHOP_TOKEN").then(|| "tok-123".to_owned())
+    }
+
+    const PROVIDERS: &str = r#"
+[providers.acme]
+name = "Acme CRM"
+authorize_url = "https://acme.example/oauth/authorize"
+token_url = "http://127.0.0.1:9/oauth/token"
+client_id = "runway"
+client_secret = "${SHOP_TOKEN}"
+scopes = ["profile", "orders:read"]
+
+[[tools]]
+name = "my_orders"
+method = "GET"
+url = "https://api.acme.example/orders"
+auth = "acme"
+"#;
+
+    #[test]
+    fn providers_parse_and_tools_name_them() {
+        let file = parse_tools(PROVIDERS, "t.toml", &settings).unwrap();
+        let acme = file.providers.get("acme").unwrap();
+        assert_eq!(acme.name, "Acme CRM");
+        assert_eq!(acme.client_secret.as_deref(), Some("tok-123"));
+        assert_eq!(acme.scopes, ["profile", "orders:read"]);
+        assert!(!format!("{acme:?}").contains("tok-123"));
+        assert_eq!(file.tools[0].auth.as_deref(), Some("acme"));
+    }
+
+    #[test]
+    fn a_provider_mistake_refuses_with_its_line() {
+        let unknown = PROVIDERS.replace("auth = \"acme\"", "auth = \"globex\"");
+        let e = parse_tools(&unknown, "t.toml", &settings).unwrap_err();
+        assert_eq!(e.line, 14, "{e}");
+        assert!(e.reason.contains("globex"), "{e}");
+        let typo = PROVIDERS.replace("scopes", "scope");
+        let e = parse_tools(&typo, "t.toml", &settings).unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        let plain = PROVIDERS.replace(
+            "https://acme.example/oauth/authorize",
+            "http://acme.example/a",
+        );
+        let e = parse_tools(&plain, "t.toml", &settings).unwrap_err();
+        assert_eq!((e.line, e.column), (4, 17), "{e}");
+        assert!(e.reason.contains("https"), "{e}");
+        let e = parse_tools(PROVIDERS, "t.toml", &|_| None).unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(e.reason.contains("SHOP_TOKEN"), "{e}");
     }
 
     #[test]

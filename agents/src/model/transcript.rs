@@ -86,6 +86,10 @@ pub struct Transcript {
     /// ([`runway_core::Turn::claim_action`]), so each pending call is settled once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<String>,
+    /// Calls of the last assistant message waiting for the user to connect an account (the
+    /// `authorization` card): run on the turn that answers it, if the vault then has a token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connecting: Vec<ModelToolCall>,
     /// Bytes of the files downloaded for this thread so far (bounded by
     /// `AttachmentSettings::max_thread_bytes`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -156,7 +160,10 @@ impl Transcript {
                 open = tool_calls
                     .iter()
                     .map(|c| c.id.clone())
-                    .filter(|id| !self.pending.iter().any(|p| &p.id == id))
+                    .filter(|id| {
+                        !self.pending.iter().any(|p| &p.id == id)
+                            && !self.connecting.iter().any(|p| &p.id == id)
+                    })
                     .collect();
             }
             repaired.push(m);
@@ -281,6 +288,7 @@ mod tests {
                 answer("ok"),
             ],
             pending: vec![],
+            connecting: vec![],
             review: None,
             kept_bytes: 0,
             partial: None,
@@ -308,6 +316,7 @@ mod tests {
     fn a_pending_call_goes_with_its_message() {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
+            connecting: vec![],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,
@@ -325,6 +334,7 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a", "b"]), result("a", "ok")],
             pending: vec![],
+            connecting: vec![],
             review: None,
             kept_bytes: 0,
             partial: None,
@@ -350,6 +360,7 @@ mod tests {
         // Nothing to repair: unchanged; a call waiting for approval is not answered.
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["c"])],
+            connecting: vec![],
             pending: vec![ModelToolCall::new("c".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,
@@ -364,6 +375,7 @@ mod tests {
         let mut state = serde_json::json!({"mine": 1});
         let t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
+            connecting: vec![],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,

@@ -15,12 +15,14 @@ pub(crate) mod outcome;
 pub(crate) mod output;
 pub(crate) mod turn;
 pub(crate) mod turn_actions;
+pub(crate) mod turn_connections;
 pub(crate) mod workers;
 
 pub use context::{Message, Role, ThreadContext};
 pub use outcome::{AgentError, AgentResult, Outcome};
 pub use output::{Artifact, Output, OutputFile, ToolCall};
 pub use turn::{Protocol, Turn};
+pub use turn_connections::{AccessToken, Connection, ConnectionError};
 pub use workers::{DynAgent, SharedAgent, Workers};
 
 /// A Digital Worker.

@@ -2,6 +2,7 @@
 
 use crate::agent::context::ThreadContext;
 use crate::agent::turn_actions::TurnActions;
+use crate::agent::turn_connections::{ConnectScope, Connection, ConnectionError, TurnConnections};
 use crate::error::StoreError;
 use crate::http_client::Http;
 use crate::meter::TurnUsage;
@@ -50,6 +51,8 @@ pub struct Turn {
     pub(crate) actions: TurnActions,
     /// What this turn used (see [`Turn::usage`]).
     pub(crate) usage: TurnUsage,
+    /// Where [`Turn::connection`] looks.
+    pub(crate) connections: TurnConnections,
 }
 
 impl Turn {
@@ -97,6 +100,57 @@ impl Turn {
     /// ```
     pub async fn claim_action(&self, action: &str) -> Result<bool, StoreError> {
         self.actions.claim(action).await
+    }
+
+    /// The user's connection to the provider `provider` (its key, `[providers.KEY]`): a
+    /// token valid now ([`Connection::Token`], refreshed first if it was about to expire), or
+    /// the `authorization` interrupt to end the turn with ([`Connection::Authorize`]) when the
+    /// user has not connected, the entry does not decrypt, or refreshing failed. Ask again on
+    /// the turn that answers the card: `decision: "authorized"` is no proof, the vault is.
+    /// One user's connection is never another's, nor the same user's in another workspace.
+    ///
+    /// # Errors
+    /// No such provider; a turn without `userId` ([`ConnectionError::NoUser`]: tell the
+    /// user, there is nobody to connect); no vault on this deployment; the store failed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use runway_core::{Agent, AgentResult, Connection, Outcome, Output, Turn};
+    ///
+    /// struct MyOrders;
+    ///
+    /// impl Agent for MyOrders {
+    ///     async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+    ///         match turn.connection("acme").await {
+    ///             Ok(Connection::Token(token)) => {
+    ///                 let orders = turn
+    ///                     .http()
+    ///                     .get("https://api.acme.example/orders")
+    ///                     .bearer_auth(token.expose())
+    ///                     .send()
+    ///                     .await;
+    ///                 out.text(if orders.is_ok() { "Here are your orders." } else { "Acme is down." });
+    ///                 Ok(Outcome::Done)
+    ///             }
+    ///             Ok(Connection::Authorize(card)) => Ok(card.into()),
+    ///             Err(e) => {
+    ///                 out.text(e.to_string());
+    ///                 Ok(Outcome::Done)
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub async fn connection(&self, provider: &str) -> Result<Connection, ConnectionError> {
+        let scope = ConnectScope {
+            worker: self.agent_id.clone(),
+            workspace: self.workspace_id.clone(),
+            user: self.user_id.clone(),
+            thread: self.thread_id.clone(),
+            public_base_url: self.public_base_url.clone(),
+        };
+        self.connections.get(&scope, provider).await
     }
 
     /// What this turn used so far, and whether its token and spend limits let it call its

@@ -73,6 +73,9 @@ pub struct Config {
     pub duplicate_poll: Duration,
     /// `/health` says `degraded` for this long after a store error (default 60 s).
     pub degraded_after_store_error: Duration,
+    /// The key connected accounts are sealed with (`RUNWAY_VAULT_KEY`, 32 bytes in base64):
+    /// required as soon as a provider is configured.
+    pub vault_key: Option<crate::connect::vault::VaultKey>,
     /// How long a day's usage rows (`GET /usage`) are kept after the day (default 90 days,
     /// `RUNWAY_USAGE_TTL_DAYS`).
     pub usage_ttl: Duration,
@@ -100,6 +103,7 @@ impl Default for Config {
             duplicate_poll: Duration::from_millis(250),
             degraded_after_store_error: Duration::from_secs(60),
             usage_ttl: Duration::from_secs(90 * 24 * 3600),
+            vault_key: None,
         }
     }
 }
@@ -224,6 +228,11 @@ impl Config {
             url::Url::parse(&u)
                 .map_err(|_| crate::adapter::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
             c.public_url = Some(u);
+        }
+        if let Some(k) = get("RUNWAY_VAULT_KEY").filter(|k| !k.trim().is_empty()) {
+            let key = crate::connect::vault::VaultKey::from_base64(&k)
+                .map_err(|e| crate::adapter::BadRequest::new(e.to_string()))?;
+            c.vault_key = Some(key);
         }
         if let Some(p) = get("RUNWAY_BASE_PATH") {
             c.base_path = parse_base_path(&p)?;

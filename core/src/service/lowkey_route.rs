@@ -91,6 +91,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 public_base_url,
                 http: Http::default(),
                 actions: Default::default(),
+                connections: Default::default(),
                 usage: Default::default(),
             },
         };

@@ -12,6 +12,7 @@
 pub(crate) mod access;
 pub(crate) mod auth;
 pub(crate) mod config;
+mod connect_route;
 mod console_route;
 pub(crate) mod hosted_files;
 mod lowkey_route;
@@ -129,6 +130,30 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         self
     }
 
+    /// Serves connected accounts for `providers` ([`crate::Turn::connection`], and the routes
+    /// `GET {base}/connect/{id}` and `GET {base}/callback`), sealing tokens with
+    /// `config.vault_key`. Call after [`Runway::with_http_client`] and before serving; no
+    /// providers changes nothing.
+    ///
+    /// # Errors
+    /// A provider without `RUNWAY_VAULT_KEY` (named), or no HTTP client.
+    ///
+    /// # Panics
+    /// If this `Runway` was already cloned (it is being served).
+    pub fn with_providers(
+        mut self,
+        providers: crate::connect::provider::Providers,
+    ) -> Result<Self, crate::connect::ConnectionsError> {
+        let engine =
+            Arc::get_mut(&mut self.engine).expect("with_providers is called before serving");
+        engine.connections = crate::connect::Connections::new(
+            providers,
+            engine.config.vault_key.clone(),
+            self.http.clone(),
+        )?;
+        Ok(self)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.engine.config
@@ -168,7 +193,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // Hosted files need no auth (a browser opens the link). Anything else, an unknown path
         // included, needs the header set, so a stranger's body is never read.
         let route = route(parts.uri.path(), &self.engine.config.base_path);
-        if matches!(route, Some(Route::File { .. })) {
+        // The connect routes are opened by a browser too: their single-use state authorizes
+        // them (see `crate::connect`).
+        if matches!(
+            route,
+            Some(Route::File { .. } | Route::Connect { .. } | Route::Callback)
+        ) {
             return Ok(());
         }
         self.admit(parts.uri.path(), route.as_ref(), &parts.headers)
@@ -215,6 +245,19 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 }
                 return Reply::Full(self.serve_file(token, name).await);
             }
+            Some(Route::Connect { id }) => {
+                if method != http::Method::GET {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                return Reply::Full(self.connect_route(id).await);
+            }
+            Some(Route::Callback) => {
+                if method != http::Method::GET {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                let query = req.uri().query().unwrap_or("").to_owned();
+                return Reply::Full(self.callback_route(&query).await);
+            }
             Some(r) => r,
             None => {
                 return Reply::Full(json_error(
@@ -236,7 +279,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::Runs => self.console_route(&req),
             Route::LowkeyTurn => self.lowkey_route(&req),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
-            Route::File { .. } => unreachable!("answered above"),
+            Route::File { .. } | Route::Connect { .. } | Route::Callback => {
+                unreachable!("answered above")
+            }
         }
     }
 

@@ -18,6 +18,13 @@ pub(crate) enum Route<'a> {
     LowkeyTurn,
     /// `GET {base}/usage`.
     Usage,
+    /// `GET {base}/connect/{id}`: the `authorization` card's link.
+    Connect {
+        /// The connect state's id.
+        id: &'a str,
+    },
+    /// `GET {base}/callback`: the OAuth provider's redirect back.
+    Callback,
     /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
     File {
         /// The link's token.
@@ -37,8 +44,12 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/runs" => return Some(Route::Runs),
         "/health" => return Some(Route::Health),
         "/usage" => return Some(Route::Usage),
+        "/callback" => return Some(Route::Callback),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
         _ => {}
+    }
+    if let Some(id) = rest.strip_prefix("/connect/") {
+        return (!id.is_empty() && !id.contains('/')).then_some(Route::Connect { id });
     }
     let file = rest.strip_prefix("/files/")?;
     let (token, name) = file.split_once('/')?;
@@ -57,6 +68,14 @@ mod tests {
         assert_eq!(route("/runs", ""), Some(Route::Runs));
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
+        assert_eq!(route("/callback", ""), Some(Route::Callback));
+        assert_eq!(
+            route("/connect/abc", ""),
+            Some(Route::Connect { id: "abc" })
+        );
+        assert_eq!(route("/connect/", ""), None);
+        assert_eq!(route("/connect/a/b", ""), None);
+        assert_eq!(route("/x/callback", ""), None);
         assert_eq!(
             route("/files/abc/report.csv", ""),
             Some(Route::File {

@@ -16,7 +16,8 @@ use crate::meter::turn_usage::TurnUsage;
 use crate::meter::{Limits, Policy};
 use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::{
-    ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, ConnectStage, ConnectState, ConnectionKey, HostedFile, TurnClaim,
+    TurnCommit, TurnStart, TurnStore,
 };
 use crate::wire::Ending;
 
@@ -45,6 +46,106 @@ pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {
         &format!("{prefix}-owner-race"),
     )
     .await;
+}
+
+/// Runs every check of the vault and the connect states (see
+/// [`crate::store::connections`]), each on keys under `prefix`: a store that keeps connected
+/// accounts runs these beside [`run_all`].
+pub async fn run_vault<S: TurnStore>(store: &S, prefix: &str) {
+    a_connect_state_is_claimed_once(store, &format!("{prefix}-state")).await;
+    a_connect_state_expires_exactly(store, &format!("{prefix}-state-exp")).await;
+    connections_are_kept_per_workspace_user_and_provider(store, &format!("{prefix}-vault")).await;
+}
+
+fn connect_state(id: &str, key: &ConnectionKey, expires_at_ms: u64) -> ConnectState {
+    ConnectState {
+        id: id.into(),
+        stage: ConnectStage::Link,
+        worker: "agent-1".into(),
+        thread: "thread-1".into(),
+        key: key.clone(),
+        verifier: format!("verifier-of-{id}"),
+        redirect_uri: "https://agent.example/callback".into(),
+        expires_at_ms,
+    }
+}
+
+fn connection_key(workspace: &str, user: &str, provider: &str) -> ConnectionKey {
+    ConnectionKey {
+        workspace: workspace.into(),
+        user: user.into(),
+        provider: provider.into(),
+    }
+}
+
+/// Of ten concurrent claims of one state, exactly one gets it, whole; a claim after that gets
+/// nothing; an unknown id gets nothing.
+pub async fn a_connect_state_is_claimed_once<S: TurnStore>(s: &S, p: &str) {
+    let key = connection_key(&format!("{p}-ws"), "u1", "acme");
+    let state = connect_state(&format!("{p}-id"), &key, 10_000);
+    s.put_connect_state(&state)
+        .await
+        .expect("put_connect_state");
+    let claims = (0..10).map(|_| s.claim_connect_state(&state.id, 5));
+    let got: Vec<_> = join_all(claims)
+        .await
+        .into_iter()
+        .map(|r| r.expect("claim_connect_state"))
+        .collect();
+    let won: Vec<_> = got.iter().flatten().collect();
+    assert_eq!(won.len(), 1, "{got:?}");
+    assert_eq!(won[0], &state);
+    assert_eq!(won[0].verifier, state.verifier);
+    assert_eq!(s.claim_connect_state(&state.id, 6).await.unwrap(), None);
+    assert_eq!(
+        s.claim_connect_state(&format!("{p}-forged"), 6)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+/// A state expired at the claim's `now` is not given out (even if the backend still holds
+/// it), and one just before its expiry is.
+pub async fn a_connect_state_expires_exactly<S: TurnStore>(s: &S, p: &str) {
+    let key = connection_key(&format!("{p}-ws"), "u1", "acme");
+    let late = connect_state(&format!("{p}-late"), &key, 600_000);
+    s.put_connect_state(&late).await.unwrap();
+    assert_eq!(
+        s.claim_connect_state(&late.id, 600_000).await.unwrap(),
+        None
+    );
+    let on_time = connect_state(&format!("{p}-on-time"), &key, 600_000);
+    s.put_connect_state(&on_time).await.unwrap();
+    assert_eq!(
+        s.claim_connect_state(&on_time.id, 599_999).await.unwrap(),
+        Some(on_time)
+    );
+}
+
+/// A sealed entry is found under its own (workspace, user, provider) only, and a new one
+/// replaces the old.
+pub async fn connections_are_kept_per_workspace_user_and_provider<S: TurnStore>(s: &S, p: &str) {
+    let ws = format!("{p}-ws");
+    let mine = connection_key(&ws, "u1", "acme");
+    assert_eq!(s.get_connection(&mine).await.unwrap(), None);
+    s.put_connection(&mine, "sealed-1").await.unwrap();
+    assert_eq!(
+        s.get_connection(&mine).await.unwrap().as_deref(),
+        Some("sealed-1")
+    );
+    for other in [
+        connection_key(&ws, "u2", "acme"),
+        connection_key(&format!("{p}-other-ws"), "u1", "acme"),
+        connection_key(&ws, "u1", "globex"),
+    ] {
+        assert_eq!(s.get_connection(&other).await.unwrap(), None, "{other:?}");
+    }
+    s.put_connection(&mine, "sealed-2").await.unwrap();
+    assert_eq!(
+        s.get_connection(&mine).await.unwrap().as_deref(),
+        Some("sealed-2")
+    );
 }
 
 /// The workspace every claim made by [`claim`] comes from.

@@ -13,7 +13,10 @@ use crate::store::turn_state::{
     ClaimDecision, OwnerDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit,
     decide_owner, holds_claim, thread_after,
 };
-use crate::store::{CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore};
+use crate::store::{
+    CommitOutcome, ConnectState, ConnectionKey, HostedFile, TurnClaim, TurnCommit, TurnStart,
+    TurnStore,
+};
 use crate::wire::recording::Recording;
 
 #[derive(Debug, Clone)]
@@ -54,6 +57,10 @@ struct Tables {
     files: HashMap<String, HostedFile>,
     /// Action claims by (thread, action): holder and expiry.
     actions: HashMap<(String, String), (String, u64)>,
+    /// Sealed vault entries.
+    connections: HashMap<ConnectionKey, String>,
+    /// States of connections being made, by id.
+    connect_states: HashMap<String, ConnectState>,
     /// Tally rows.
     tallies: std::collections::BTreeMap<TallyKey, TallyRow>,
 }
@@ -193,6 +200,36 @@ impl TurnStore for MemoryStore {
             .map_or(0, |t| t.head.latest_arrival))
     }
 
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        self.lock()
+            .connect_states
+            .insert(state.id.clone(), state.clone());
+        Ok(())
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        Ok(self
+            .lock()
+            .connect_states
+            .remove(id)
+            .filter(|s| s.expires_at_ms > now_ms))
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        self.lock()
+            .connections
+            .insert(key.clone(), sealed.to_owned());
+        Ok(())
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        Ok(self.lock().connections.get(key).cloned())
+    }
+
     async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
         let mut t = self.lock();
         let key = (claim.thread_key.clone(), claim.action.clone());
@@ -285,5 +322,6 @@ mod tests {
     fn passes_the_store_conformance_suite() {
         let store = super::MemoryStore::new();
         futures::executor::block_on(crate::store::conformance::run_all(&store, "memory"));
+        futures::executor::block_on(crate::store::conformance::run_vault(&store, "memory"));
     }
 }

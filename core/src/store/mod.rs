@@ -18,6 +18,7 @@
 pub mod action_claims;
 #[cfg(any(test, feature = "store-tests"))]
 pub mod conformance;
+pub mod connections;
 pub(crate) mod memory;
 pub mod sql;
 mod sql_schema;
@@ -32,6 +33,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 pub use crate::store::action_claims::ActionClaim;
+pub use crate::store::connections::{ConnectStage, ConnectState, ConnectionKey};
 
 use crate::agent::context::{ContextPolicy, Message, ThreadContext};
 use crate::error::StoreError;
@@ -214,6 +216,50 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         }
     }
 
+    /// Keeps a connection being made until it is claimed or `state.expires_at_ms`
+    /// (see [`crate::store::connections`]).
+    ///
+    /// The default refuses (fails closed): a store must implement the vault before a
+    /// provider can be connected on it.
+    fn put_connect_state(
+        &self,
+        state: &ConnectState,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
+        let _ = state;
+        std::future::ready(Err(no_vault()))
+    }
+
+    /// Claims the state `id`: returns it and deletes it, in one atomic step, unless absent or
+    /// expired at `now_ms`. Of any number of concurrent claims of one state, at most one gets
+    /// it.
+    fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Option<ConnectState>, StoreError>> + MaybeSend {
+        let _ = (id, now_ms);
+        std::future::ready(Err(no_vault()))
+    }
+
+    /// Stores the sealed vault entry of `key` (replacing any before it).
+    fn put_connection(
+        &self,
+        key: &ConnectionKey,
+        sealed: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
+        let _ = (key, sealed);
+        std::future::ready(Err(no_vault()))
+    }
+
+    /// The sealed vault entry of `key`, if any.
+    fn get_connection(
+        &self,
+        key: &ConnectionKey,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + MaybeSend {
+        let _ = key;
+        std::future::ready(Err(no_vault()))
+    }
+
     /// Stores a hosted file.
     fn put_file(
         &self,
@@ -277,6 +323,10 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         let _ = (part, now_ms);
         std::future::ready(Err(no_counters()))
     }
+}
+
+fn no_vault() -> StoreError {
+    StoreError::Unavailable("this store keeps no connected accounts".into())
 }
 
 fn no_counters() -> StoreError {

@@ -4,7 +4,7 @@
 //! `sql_tally.rs`).
 
 /// The schema, one statement each.
-pub const SCHEMA: [&str; 6] = [
+pub const SCHEMA: [&str; 8] = [
     "CREATE TABLE IF NOT EXISTS turn_runs (
         run_key     TEXT PRIMARY KEY,
         fingerprint TEXT NOT NULL,
@@ -34,6 +34,8 @@ pub const SCHEMA: [&str; 6] = [
     ACTIONS_TABLE,
     TALLY_TABLE,
     TALLY_WRITES_TABLE,
+    CONNECTIONS_TABLE,
+    CONNECT_STATES_TABLE,
 ];
 
 /// Columns added to a table after it first shipped, as (table, column, definition): a
@@ -90,4 +92,23 @@ const TALLY_WRITES_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_tally_writes (
         write_id   TEXT NOT NULL,
         expires_at INTEGER NOT NULL,
         PRIMARY KEY (part, item, write_id)
+    )";
+
+/// The vault (used by `connections.rs`): one sealed entry per (workspace, user, provider),
+/// encrypted before it reaches the store. Kept until replaced: a connection does not expire
+/// with a thread.
+const CONNECTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_connections (
+        workspace TEXT NOT NULL,
+        user_id   TEXT NOT NULL,
+        provider  TEXT NOT NULL,
+        sealed    TEXT NOT NULL,
+        PRIMARY KEY (workspace, user_id, provider)
+    )";
+
+/// OAuth states of connections being made (used by `connections.rs`): claimed once, exact
+/// expiry on read.
+const CONNECT_STATES_TABLE: &str = "CREATE TABLE IF NOT EXISTS turn_connect_states (
+        id         TEXT PRIMARY KEY,
+        data       TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
     )";

@@ -325,6 +325,10 @@ impl<S: Sql> SqlStore<S> {
             std::slice::from_ref(&now),
         )?;
         self.sql.exec(
+            "DELETE FROM turn_connect_states WHERE expires_at <= ?",
+            std::slice::from_ref(&now),
+        )?;
+        self.sql.exec(
             "DELETE FROM turn_tallies WHERE expires_at <= ?",
             std::slice::from_ref(&now),
         )?;

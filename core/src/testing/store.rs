@@ -9,7 +9,8 @@ use crate::error::StoreError;
 use crate::store::memory::MemoryStore;
 use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::{
-    ActionClaim, CommitOutcome, HostedFile, TurnClaim, TurnCommit, TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, ConnectState, ConnectionKey, HostedFile, TurnClaim, TurnCommit,
+    TurnStart, TurnStore,
 };
 use crate::testing::clock::VirtualRuntime;
 
@@ -34,6 +35,9 @@ pub enum StoreCall {
     Tallies,
     /// `claim_action`: claim an approved action before it runs.
     ClaimAction,
+    /// `put_connect_state`, `claim_connect_state`, `put_connection`, `get_connection`: the
+    /// vault and the states of connections being made.
+    Vault,
 }
 
 impl StoreCall {
@@ -47,6 +51,7 @@ impl StoreCall {
         Self::AddTally,
         Self::Tallies,
         Self::ClaimAction,
+        Self::Vault,
     ];
 
     fn index(self) -> usize {
@@ -55,7 +60,7 @@ impl StoreCall {
 }
 
 /// How many kinds of call [`StoreCall`] names.
-const CALL_KINDS: usize = 9;
+const CALL_KINDS: usize = 10;
 
 #[derive(Debug, Clone, Default)]
 struct Fault {
@@ -231,5 +236,29 @@ impl TurnStore for TestStore {
     async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
         self.enter(StoreCall::ClaimAction).await?;
         self.inner.claim_action(claim).await
+    }
+
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.put_connect_state(state).await
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.claim_connect_state(id, now_ms).await
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.put_connection(key, sealed).await
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.get_connection(key).await
     }
 }

@@ -32,6 +32,7 @@ use tracing::Instrument;
 use crate::agent::context::ThreadContext;
 use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
 use crate::agent::turn_actions::TurnActions;
+use crate::agent::turn_connections::TurnConnections;
 use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
@@ -114,6 +115,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
             plan.thread_key.clone(),
             delivery.clone(),
         );
+        plan.turn.connections = TurnConnections::new(Arc::clone(self) as _);
         plan.turn
             .usage
             .start(started_ms, Arc::clone(&self.policy), delivery);

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::agent::turn_actions::ActionStore;
+use crate::agent::turn_connections::{ConnectScope, Connection, ConnectionError, ConnectionSource};
+use crate::connect::Connections;
 use crate::error::StoreError;
 use crate::http_client::turn_clock::TurnClock;
 use crate::meter::ledger::BudgetLedger;
@@ -29,6 +31,8 @@ pub(crate) struct Engine<A, S, R> {
     pub(crate) metrics: Arc<dyn TurnMetrics>,
     /// When a store call last failed (0: never).
     last_store_error_ms: AtomicU64,
+    /// Connected accounts (none: no provider configured).
+    pub(crate) connections: Option<Connections>,
 }
 
 impl<A, S, R: Runtime> Engine<A, S, R> {
@@ -43,6 +47,7 @@ impl<A, S, R: Runtime> Engine<A, S, R> {
             policy: Arc::new(policy),
             metrics: Arc::new(LogLine),
             last_store_error_ms: AtomicU64::new(0),
+            connections: None,
         }
     }
 
@@ -98,6 +103,27 @@ where
             expires_at_ms: now_ms.saturating_add(self.config.context_ttl.as_millis() as u64),
         };
         Box::pin(async move { self.store.claim_action(&claim).await })
+    }
+}
+
+/// The vault, for the turn's [`Turn::connection`](crate::Turn::connection).
+impl<A, S, R> ConnectionSource for Engine<A, S, R>
+where
+    A: MaybeSend + MaybeSync + 'static,
+    S: TurnStore,
+    R: Runtime,
+{
+    fn connection<'a>(
+        &'a self,
+        scope: &'a ConnectScope,
+        provider: &'a str,
+    ) -> BoxFuture<'a, Result<Connection, ConnectionError>> {
+        Box::pin(async move {
+            match &self.connections {
+                Some(c) => c.for_turn(&self.store, &self.rt, scope, provider).await,
+                None => Err(ConnectionError::NotConfigured),
+            }
+        })
     }
 }
 

@@ -1,0 +1,125 @@
+//! An OAuth 2.0 provider users connect their accounts at (`[providers.KEY]` in the tools
+//! file).
+
+use std::collections::BTreeMap;
+
+/// One provider: where users authorize, where codes become tokens, and who runway is there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Provider {
+    /// Its key (`[providers.KEY]`, what tools name in `auth = "KEY"`).
+    pub key: String,
+    /// Its display name, the card's `provider` ("Acme CRM").
+    pub name: String,
+    /// The authorization endpoint (https, or http on a loopback address).
+    pub authorize_url: url::Url,
+    /// The token endpoint (https, or http on a loopback address).
+    pub token_url: url::Url,
+    /// runway's client id there.
+    pub client_id: String,
+    /// runway's client secret there (none: a public client, PKCE alone).
+    pub client_secret: Option<String>,
+    /// The scopes asked for.
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("key", &self.key)
+            .field("name", &self.name)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| ".."))
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a provider URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderUrlError {
+    /// Not an absolute URL.
+    #[error("not a URL")]
+    NotAUrl,
+    /// Neither https nor http on a loopback address.
+    #[error("must be https (http only on a loopback address such as 127.0.0.1)")]
+    NotHttps,
+    /// `user:pass@` in the URL.
+    #[error("must not embed credentials")]
+    Credentials,
+}
+
+/// `raw` as a provider URL: https, or http on a loopback address (local providers, tests),
+/// without embedded credentials.
+///
+/// # Errors
+/// The rule it breaks.
+pub fn provider_url(raw: &str) -> Result<url::Url, ProviderUrlError> {
+    let url = url::Url::parse(raw.trim()).map_err(|_| ProviderUrlError::NotAUrl)?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ProviderUrlError::Credentials);
+    }
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => return Err(ProviderUrlError::NotAUrl),
+    };
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        _ => Err(ProviderUrlError::NotHttps),
+    }
+}
+
+/// The providers of a deployment, by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Providers(BTreeMap<String, Provider>);
+
+impl Providers {
+    /// No providers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `provider` (replacing one with its key).
+    pub fn add(&mut self, provider: Provider) {
+        self.0.insert(provider.key.clone(), provider);
+    }
+
+    /// The provider `key`.
+    pub fn get(&self, key: &str) -> Option<&Provider> {
+        self.0.get(key)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every provider, by key.
+    pub fn iter(&self) -> impl Iterator<Item = &Provider> {
+        self.0.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_or_loopback_http_only() {
+        assert!(provider_url("https://acme.example/oauth/token").is_ok());
+        assert!(provider_url("http://127.0.0.1:9000/token").is_ok());
+        assert!(provider_url("http://[::1]:9000/token").is_ok());
+        assert!(provider_url("http://localhost/token").is_ok());
+        assert_eq!(
+            provider_url("http://acme.example/token"),
+            Err(ProviderUrlError::NotHttps)
+        );
+        assert_eq!(
+            provider_url("https://u:p@acme.example/"),
+            Err(ProviderUrlError::Credentials)
+        );
+        assert_eq!(provider_url("acme"), Err(ProviderUrlError::NotAUrl));
+    }
+}

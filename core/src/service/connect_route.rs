@@ -1,0 +1,124 @@
+//! `GET {base}/connect/{id}` and `GET {base}/callback`: the two routes of a connection being
+//! made (see [`crate::connect`]). A browser opens them, without Console's header set: the
+//! single-use state in the path or query is what authorizes them. They answer a redirect or a
+//! small HTML page, never JSON, and name no token.
+
+use bytes::Bytes;
+
+use crate::agent::Agent;
+use crate::connect::{CallbackOutcome, LinkOutcome};
+use crate::platform::runtime::Runtime;
+use crate::service::Runway;
+use crate::store::TurnStore;
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// `GET {base}/connect/{id}`.
+    pub(crate) async fn connect_route(&self, id: &str) -> http::Response<Bytes> {
+        let Some(connections) = &self.engine.connections else {
+            return page(404, "Not found", "Connected accounts are not set up here.");
+        };
+        match connections
+            .open_link(&self.engine.store, &self.engine.rt, id)
+            .await
+        {
+            Ok(LinkOutcome::Redirect(to)) => http::Response::builder()
+                .status(302)
+                .header(http::header::LOCATION, to)
+                .header(http::header::CACHE_CONTROL, "no-store")
+                .header("referrer-policy", "no-referrer")
+                .body(Bytes::new())
+                .unwrap_or_else(|_| page(500, "Error", "Could not start the connection.")),
+            Ok(LinkOutcome::Refused) => page(
+                404,
+                "Link expired",
+                "This link was already used or has expired. Ask the assistant again to get a new one.",
+            ),
+            Err(e) => self.store_failed(&e),
+        }
+    }
+
+    /// `GET {base}/callback?…`.
+    pub(crate) async fn callback_route(&self, query: &str) -> http::Response<Bytes> {
+        let Some(connections) = &self.engine.connections else {
+            return page(404, "Not found", "Connected accounts are not set up here.");
+        };
+        match connections
+            .callback(&self.engine.store, &self.engine.rt, query)
+            .await
+        {
+            Ok(CallbackOutcome::Connected(name)) => page(
+                200,
+                "Connected",
+                &format!("{name} is connected. You can close this window."),
+            ),
+            Ok(CallbackOutcome::Declined(name, code)) => page(
+                403,
+                "Not connected",
+                &format!(
+                    "{name} was not connected ({code}). You can close this window and try again."
+                ),
+            ),
+            Ok(CallbackOutcome::Refused) => page(
+                400,
+                "Link expired",
+                "This sign-in was already used, has expired, or did not come from here. Nothing was changed.",
+            ),
+            Ok(CallbackOutcome::Failed(name)) => page(
+                502,
+                "Not connected",
+                &format!("{name} did not confirm the connection. Close this window and try again."),
+            ),
+            Err(e) => self.store_failed(&e),
+        }
+    }
+
+    fn store_failed(&self, e: &crate::error::StoreError) -> http::Response<Bytes> {
+        self.engine.note_store_error();
+        tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "connect route: the store failed");
+        page(
+            503,
+            "Try again",
+            "Storage is unavailable right now. Try again in a moment.",
+        )
+    }
+}
+
+/// A small HTML page: `title` and `message`, escaped.
+fn page(status: u16, title: &str, message: &str) -> http::Response<Bytes> {
+    let body = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
+         content=\"width=device-width\"><title>{}</title></head><body style=\"font-family:\
+         system-ui,sans-serif;max-width:32rem;margin:3rem auto\"><h1>{}</h1><p>{}</p></body></html>",
+        escape(title),
+        escape(title),
+        escape(message)
+    );
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .header(
+            "content-security-policy",
+            "default-src 'none'; style-src 'unsafe-inline'",
+        )
+        .body(Bytes::from(body))
+        .unwrap_or_default()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pages_escape_what_they_show() {
+        let r = super::page(200, "x", "<script>a&b</script>");
+        let body = String::from_utf8(r.body().to_vec()).unwrap();
+        assert!(body.contains("&lt;script&gt;a&amp;b"), "{body}");
+    }
+}
