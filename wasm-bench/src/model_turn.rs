@@ -102,10 +102,7 @@ struct ScriptedModel {
 
 impl HttpClient for ScriptedModel {
     fn send(&self, request: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
-        let has_result = request
-            .body
-            .windows(b"\"tool_call_id\"".len())
-            .any(|w| w == b"\"tool_call_id\"");
+        let has_result = contains(&request.body, b"\"tool_call_id\"");
         let events = if has_result {
             Arc::clone(&self.answer)
         } else {
@@ -231,7 +228,8 @@ impl ModelTurnBench {
                 (0usize, false, Vec::<u8>::new()),
                 |(n, mut saw_result, mut tail), chunk| async move {
                     let chunk = chunk.expect("stream");
-                    saw_result |= contains(&chunk, b"TOOL_CALL_RESULT");
+                    // Searched until found only: the check must not weigh in the figure.
+                    saw_result = saw_result || contains(&chunk, b"TOOL_CALL_RESULT");
                     tail.clear();
                     tail.extend_from_slice(&chunk[chunk.len().saturating_sub(256)..]);
                     (n + chunk.len(), saw_result, tail)
@@ -250,7 +248,14 @@ impl ModelTurnBench {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    haystack
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == first)
+        .any(|(i, _)| haystack[i + 1..].starts_with(rest))
 }
 
 #[cfg(test)]
