@@ -72,7 +72,9 @@ fn answer_reply() -> Vec<Bytes> {
     for i in 0..ANSWER_TOKENS {
         let token = if i == 0 { "Order" } else { " shipped" };
         events.push(chunk_event(
-            &format!("{{\"index\":0,\"delta\":{{\"content\":\"{token}\"}},\"finish_reason\":null}}"),
+            &format!(
+                "{{\"index\":0,\"delta\":{{\"content\":\"{token}\"}},\"finish_reason\":null}}"
+            ),
             None,
         ));
     }
@@ -173,19 +175,14 @@ impl ModelTurnBench {
                 })),
             )
             .on_clock(&rt);
-        let agent =
-            ModelAgent::new(settings, rt.clone()).with_tool_client(Arc::new(tool.clone()));
+        let agent = ModelAgent::new(settings, rt.clone()).with_tool_client(Arc::new(tool.clone()));
         let model = ScriptedModel {
             tool_call: Arc::new(tool_call_reply()),
             answer: Arc::new(answer_reply()),
         };
         Self {
-            app: TestRunway::with(
-                agent,
-                rt,
-                runway_core::adapter::Config::unauthenticated(),
-            )
-            .with_http_client(model),
+            app: TestRunway::with(agent, rt, runway_core::adapter::Config::unauthenticated())
+                .with_http_client(model),
             tool,
             turns: 0,
         }
