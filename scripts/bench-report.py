@@ -190,13 +190,21 @@ def section(out, runs, seconds):
             "### The core on wasm32 (the Worker's own CPU per turn)",
             "",
             f"`scripts/wasm-turn-cost.sh 2000 20 {runs}`: runway-wasm-bench built like the Worker "
-            "(profile `release`, opt-level z, wasm-bindgen, wasm-opt -O), the demo agent and the "
-            f"in-memory store, whole turns to the end of the stream, under Node {w['node']}.",
+            "(profile `release`, opt-level z, wasm-bindgen, wasm-opt -O), the demo agent (the model "
+            "agent for the model turn) and the in-memory store, whole turns to the end of the "
+            f"stream, under Node {w['node']}.",
             "",
             "| turn | CPU per turn (median) | SSE bytes per turn |",
             "|---|---|---|",
             f"| plain (`Hello`, fresh thread; {w['plain']['turns_per_run']} turns per run) | **{w['plain']['cpu_us_per_turn_median']:,.1f} µs** | {w['plain']['sse_bytes_per_turn']:,} |",
             f"| 1 MiB answer (`/long 1048576`; {w['long_1mib']['turns_per_run']} turns per run) | **{w['long_1mib']['cpu_us_per_turn_median'] / 1000:,.2f} ms** | {w['long_1mib']['sse_bytes_per_turn']:,} |",
+        ]
+        model = w.get("model_tool_call_500_tokens")
+        if model:
+            lines.append(
+                f"| model turn (the model agent: a tool call, its result, a 500-token streamed answer, usage recorded; scripted model and tool in process; {model['turns_per_run']} turns per run) | **{model['cpu_us_per_turn_median'] / 1000:,.2f} ms** | {model['sse_bytes_per_turn']:,} |"
+            )
+        lines += [
             "",
         ]
     lines.append(END)

@@ -2,9 +2,10 @@
 # CPU per whole turn of the core on wasm32, as the Worker runs it (BENCHMARKS.md):
 # builds runway-wasm-bench with the Worker's profile (`release`: opt-level z, LTO) for
 # wasm32-unknown-unknown, runs the pinned wasm-bindgen CLI and binaryen's wasm-opt -O (what
-# worker-build does), and times plain and 1 MiB turns under the pinned Node 22.
+# worker-build does), and times plain, 1 MiB and model turns (a tool call, its result, a
+# 500-token streamed answer, usage recorded) under the pinned Node 22.
 #
-#   scripts/wasm-turn-cost.sh [PLAIN_TURNS] [LONG_TURNS] [RUNS]     (prints one JSON line)
+#   scripts/wasm-turn-cost.sh [PLAIN_TURNS] [LONG_TURNS] [RUNS] [MODEL_TURNS]     (prints one JSON line)
 #
 # Uses CARGO_TARGET_DIR if set. Installs the Cloudflare tools on first use
 # (scripts/setup-cloudflare.sh's cache). Nothing here is part of the Worker's upload.
@@ -20,4 +21,4 @@ rm -rf "$pkg"
 "$WASM_BINDGEN_BIN" --target nodejs --out-dir "$pkg" \
   "$target/wasm32-unknown-unknown/release/runway_wasm_bench.wasm"
 "$WASM_OPT_BIN" -O "$pkg/runway_wasm_bench_bg.wasm" -o "$pkg/runway_wasm_bench_bg.wasm"
-node "$repo/wasm-bench/turn-cost.mjs" "$pkg" "${1:-2000}" "${2:-20}" "${3:-5}"
+node "$repo/wasm-bench/turn-cost.mjs" "$pkg" "${1:-2000}" "${2:-20}" "${3:-5}" "${4:-200}"

@@ -160,6 +160,11 @@ cf_build() {
   # ${a[@]+...}: an empty array under `set -u` is an error in macOS's bash 3.2.
   cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]+${features[*]}})"
   (cd "$CF_CRATE" && worker-build --release ${features[@]+"${features[@]}"}) >&2
+  # The repo's Worker drops the wasm names section (strip-names.mjs says why); a crate written
+  # by `runway new` deploys with plain `worker-build --release`, so it is built as it deploys.
+  if [ "$CF_CRATE" = "$CF_PINS" ] && [ "${RUNWAY_CF_KEEP_NAMES:-}" != 1 ]; then
+    node "$CF_REPO/infra/cloudflare/strip-names.mjs" "$CF_CRATE/build/index_bg.wasm" >&2
+  fi
 }
 
 # The upload of $CF_CRATE's current build, from an offline `wrangler deploy --dry-run`: sets
@@ -175,6 +180,19 @@ cf_upload_size() {
   CF_UPLOAD_GZIP_KIB="$(printf '%s\n' "$CF_UPLOAD" | sed -n 's/.*gzip: \([0-9.]*\) KiB.*/\1/p')"
   [ -n "$CF_UPLOAD_GZIP_KIB" ] || { cf_log "no gzip size in: $CF_UPLOAD"; return 1; }
   echo "upload size: $CF_UPLOAD"
+}
+
+# The start-up CPU of $CF_CRATE's current build, from `wrangler check startup` (offline: it
+# bundles like `wrangler deploy --dry-run`, then profiles the Worker's top-level evaluation in a
+# local workerd): prints wrangler's bundle size and profile summary ("Active: X ms" is the CPU
+# the isolate's start-up took). Sampled every ~10 ms, so a single figure is coarse: read several.
+cf_startup() {
+  local out
+  out="$(mktemp -d "${TMPDIR:-/tmp}/runway-cf-startup.XXXXXX")"
+  (cd "$CF_CRATE" && node "$CF_WRANGLER" check startup --outfile "$out/startup.cpuprofile") \
+    >"$out/log" 2>&1 || { cat "$out/log" >&2; rm -rf "$out"; return 1; }
+  sed -n 's/^[│ ]*\(Bundle:.*\|Active:.*\|Samples:.*\)$/start-up: \1/p' "$out/log"
+  rm -rf "$out"
 }
 
 # Fails unless the gzip upload measured by cf_upload_size is at most $1 KiB.

@@ -8,7 +8,13 @@
 //! wasm module runs on one thread without preemption, so the wall time of
 //! [`TurnBench::run`] measured by the host is CPU time. `scripts/wasm-turn-cost.sh` builds it
 //! with the Worker's release profile and times it under Node (`wasm-bench/turn-cost.mjs`).
+//! [`ModelTurnBench`] does the same for a model turn: the model agent, a tool call answered in
+//! process, a 500-token streamed answer and its usage recorded.
 //! This crate is not a dependency of the Worker and is never part of its upload.
+
+mod model_turn;
+
+pub use model_turn::{ANSWER_TOKENS, ModelTurnBench};
 
 use futures::StreamExt;
 use runway_agents::DemoAgent;
