@@ -137,9 +137,13 @@ impl TurnStore for CloudflareStore {
     }
 
     async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
-        self.call(CONNECT_STATES_OBJECT, PUT_CONNECT_STATE_PATH, to_json(state)?)
-            .await
-            .map(drop)
+        self.call(
+            CONNECT_STATES_OBJECT,
+            PUT_CONNECT_STATE_PATH,
+            to_json(state)?,
+        )
+        .await
+        .map(drop)
     }
 
     async fn claim_connect_state(
@@ -169,7 +173,11 @@ impl TurnStore for CloudflareStore {
 
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         let text = self
-            .call(&vault_object(&key.workspace), GET_CONNECTION_PATH, to_json(key)?)
+            .call(
+                &vault_object(&key.workspace),
+                GET_CONNECTION_PATH,
+                to_json(key)?,
+            )
             .await?;
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("vault reply: {e}")))
     }

@@ -204,9 +204,13 @@ fn the_connect_states_alarm_purges_expired_states_and_keeps_live_ones() {
         expires_at_ms,
     };
     let put = |s: &ConnectState| {
-        answer(&db, PUT_CONNECT_STATE_PATH, &serde_json::to_string(s).unwrap())
-            .unwrap()
-            .1
+        answer(
+            &db,
+            PUT_CONNECT_STATE_PATH,
+            &serde_json::to_string(s).unwrap(),
+        )
+        .unwrap()
+        .1
     };
     assert_eq!(put(&state("early", 1_000)), Some(Some(1_000)));
     assert_eq!(put(&state("late", 5_000)), Some(Some(1_000)));

@@ -219,16 +219,17 @@ async fn init_with_sdk<A: Agent>(
         Some(name) => Some(read_secure_parameter(sdk, name).await?),
         None => None,
     };
-    let vault_key_from_ssm = match &settings.vault_key_parameter {
-        Some(name) => Some(read_parameter(sdk, name).await.map_err(|reason| {
-            InitError::SettingParameter {
-                setting: VAULT_KEY_SETTING.into(),
-                parameter: name.clone(),
-                reason,
-            }
-        })?),
-        None => None,
-    };
+    let vault_key_from_ssm =
+        match &settings.vault_key_parameter {
+            Some(name) => Some(read_parameter(sdk, name).await.map_err(|reason| {
+                InitError::SettingParameter {
+                    setting: VAULT_KEY_SETTING.into(),
+                    parameter: name.clone(),
+                    reason,
+                }
+            })?),
+            None => None,
+        };
     let mut config = core_config(|k| {
         if k == "RUNWAY_AUTH_HEADERS"
             && let Some(v) = &auth_from_ssm

@@ -26,8 +26,8 @@ fn state_pk(id: &str) -> String {
 }
 
 fn connection_keys(key: &ConnectionKey) -> (String, String) {
-    let sk = serde_json::to_string(&[&key.user, &key.provider])
-        .expect("two strings serialize as JSON");
+    let sk =
+        serde_json::to_string(&[&key.user, &key.provider]).expect("two strings serialize as JSON");
     (format!("connection#{}", key.workspace), sk)
 }
 
