@@ -22,6 +22,9 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 const KEY: &str = "sk-lambda-test-91c3";
+/// The card's links and the provider's redirect name this (Console wants https and a domain);
+/// the test maps it onto the emulator's address, as a reverse proxy would.
+const PUBLIC: &str = "https://agent.runway.test";
 const TOOL_TOKEN: &str = "tooltok-lambda-27";
 const TOOLS: &str = r#"
 [[tools]]
@@ -168,12 +171,9 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
         answer("Your orders: DH-1, DH-2."),
     ])
     .await;
-    // The function's address is chosen here: the OAuth server must know its redirect URI.
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}/lambda-url/bootstrap");
     let oauth_port = free_port();
     let oauth = format!("http://127.0.0.1:{oauth_port}");
-    let _oauth_server = oauth_server(oauth_port, &format!("{base}/callback")).await;
+    let _oauth_server = oauth_server(oauth_port, &format!("{PUBLIC}/callback")).await;
     let api = ScriptedServer::start(oauth_flow::orders_api).await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
     let files = ScriptedServer::start(|r| {
@@ -191,8 +191,7 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
     .await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/aws/local");
     let mut cmd = Command::new(script);
-    cmd.args(["--table", "model", "--concurrency", "2", "--port"])
-        .arg(port.to_string())
+    cmd.args(["--table", "model", "--concurrency", "2"])
         .envs(TARGET_ENV)
         .env("RUNWAY_TURN_DEADLINE_SECS", "30")
         .env("RUNWAY_AGENT", "model")
@@ -201,6 +200,7 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
         .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
         .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
         .env("RUNWAY_VAULT_KEY", VAULT_KEY)
+        .env("RUNWAY_PUBLIC_URL", PUBLIC)
         .env(CLIENT_SECRET_SETTING, CLIENT_SECRET)
         .env("RUNWAY_LOG", "warn");
     for (k, v) in bench.settings() {
@@ -216,13 +216,12 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
         };
     }
     let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
-    assert_eq!(function.base_url(), base);
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
         checks(&function, &bench.model, &tools, &files).await;
         let client = Client::new(function.base_url(), target_auth());
         // Issue 27: the card, the popup at the real provider, the pending call run as the
         // user with the token from the DynamoDB vault; forged and replayed callbacks refused.
-        let mut browser = Browser::new(&base, &base);
+        let mut browser = Browser::new(PUBLIC, function.base_url());
         oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth)
             .await;
         bench.check(&client).await;
