@@ -14,17 +14,19 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<web_sys::
         // The file names each worker's agent (model, a built-in): RUNWAY_AGENT is not used.
         return crate::fetch_with(|_| Ok(runway_core::Workers::new()), req, env, ctx).await;
     }
-    crate::fetch_with(
+    crate::fetch_with_providers(
         |env| {
             let name = runway_agents::settings::agent_name(|k| setting(env, k));
             let agent = BuiltinAgent::from_settings(&name, &WorkersRuntime, |k| setting(env, k))?;
             Ok(match agent {
                 #[cfg(feature = "model")]
-                BuiltinAgent::Model(model) => BuiltinAgent::Model(crate::entry::model_on_workers(
-                    model,
-                    crate::entry::files_kv(env)?,
-                )),
-                other => other,
+                BuiltinAgent::Model(model) => {
+                    // The tools file's OAuth providers, served with the agent.
+                    let providers = model.settings().providers.clone();
+                    let model = crate::entry::model_on_workers(model, crate::entry::files_kv(env)?);
+                    (BuiltinAgent::Model(model), providers)
+                }
+                other => (other, Default::default()),
             })
         },
         req,

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use runway_core::Agent;
 use runway_core::adapter::{BadRequest, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error};
+use runway_core::connect::provider::Providers;
 use worker::{Context, Env, Request};
 
 #[cfg(feature = "model")]
@@ -70,7 +71,7 @@ pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
 }
 
 fn app<A: Agent>(
-    make_agent: impl FnOnce(&Env) -> Result<A, String>,
+    make_agent: impl FnOnce(&Env) -> Result<(A, Providers), String>,
     env: &Env,
 ) -> Result<App<A>, SetupError> {
     let cached = APP.with(|a| {
@@ -92,15 +93,19 @@ fn app<A: Agent>(
     );
     config.access.log_at_start();
     let rt = WorkersRuntime;
-    let agent = make_agent(env).map_err(SetupError::Agent)?;
+    let (agent, providers) = make_agent(env).map_err(SetupError::Agent)?;
     let threads = env
         .durable_object(THREADS_BINDING)
         .map_err(|_| SetupError::Binding(THREADS_BINDING))?;
     let files = env
         .kv(FILES_BINDING)
         .map_err(|_| SetupError::Binding(FILES_BINDING))?;
+    // Providers need the RUNWAY_VAULT_KEY secret: without it every request answers 500,
+    // logged naming it.
     let app = Runway::new(agent, CloudflareStore::new(threads, files), rt, config)
-        .with_http_client(FetchClient);
+        .with_http_client(FetchClient)
+        .with_providers(providers)
+        .map_err(|e| SetupError::Agent(e.to_string()))?;
     // A Workers Analytics Engine data point per turn when the binding is configured; else the
     // structured log line (Workers Logs).
     let app = match env.analytics_engine(ANALYTICS_BINDING) {
@@ -154,11 +159,35 @@ pub async fn fetch_with<A: Agent>(
     env: Env,
     ctx: Context,
 ) -> worker::Result<web_sys::Response> {
+    fetch_with_providers(
+        |env| make_agent(env).map(|a| (a, Providers::new())),
+        req,
+        env,
+        ctx,
+    )
+    .await
+}
+
+/// [`fetch_with`], serving connected accounts too: `make_agent` gives the agent and its OAuth
+/// providers (see [`Runway::with_providers`]; the tools file's `[providers.KEY]` for the
+/// built-in model agent). Providers need the `RUNWAY_VAULT_KEY` secret (without it every
+/// request answers 500, logged naming it), and `GET {base}/connect/{id}` and
+/// `GET {base}/callback` answer.
+///
+/// # Errors
+/// Only when a response cannot be built at all; every other failure is an HTTP answer.
+pub async fn fetch_with_providers<A: Agent>(
+    make_agent: impl FnOnce(&Env) -> Result<(A, Providers), String>,
+    req: Request,
+    env: Env,
+    ctx: Context,
+) -> worker::Result<web_sys::Response> {
     let workers_file = [WORKERS_SETTING, WORKERS_FILE_SETTING]
         .iter()
         .any(|k| setting(&env, k).is_some_and(|v| !v.trim().is_empty()));
     if workers_file {
-        return serve(|env| workers_of(make_agent(env)?, env), req, env, ctx).await;
+        let workers = |env: &Env| Ok((workers_of(make_agent(env)?.0, env)?, Providers::new()));
+        return serve(workers, req, env, ctx).await;
     }
     serve(make_agent, req, env, ctx).await
 }
@@ -230,7 +259,7 @@ pub(crate) fn files_kv(env: &Env) -> Result<worker::kv::KvStore, String> {
 
 /// [`fetch_with`] for one agent type.
 async fn serve<A: Agent>(
-    make_agent: impl FnOnce(&Env) -> Result<A, String>,
+    make_agent: impl FnOnce(&Env) -> Result<(A, Providers), String>,
     req: Request,
     env: Env,
     ctx: Context,

@@ -42,4 +42,6 @@ pub mod store;
 mod thread_object;
 
 #[cfg(target_arch = "wasm32")]
-pub use entry::{ANALYTICS_BINDING, FILES_BINDING, THREADS_BINDING, fetch, fetch_with};
+pub use entry::{
+    ANALYTICS_BINDING, FILES_BINDING, THREADS_BINDING, fetch, fetch_with, fetch_with_providers,
+};

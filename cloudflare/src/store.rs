@@ -15,6 +15,9 @@
 //!   one object's, read by `GET /usage` one call per day. The turns-per-minute counters of
 //!   every scope are in one object ([`crate::wire::TURN_COUNTS_OBJECT`]), so a turn is
 //!   counted in all its scopes at once or in none.
+//! - Connected accounts: every connect state in one object ([`CONNECT_STATES_OBJECT`]: the
+//!   routes that claim them know only the id), claimed there in one transaction; a
+//!   workspace's vault entries in its own object ([`crate::wire::vault_object`]), sealed.
 
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
@@ -25,11 +28,14 @@ use worker::kv::KvStore;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
-    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, ErrorReply, FINISH_PATH, LATEST_PATH,
-    LatestRequest, ListTallies, START_PATH, TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT,
-    TakeTurns, merge_rows, tally_object, tally_objects,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, CLAIM_CONNECT_STATE_PATH, CONNECT_STATES_OBJECT,
+    ClaimConnectState, ErrorReply, FINISH_PATH, GET_CONNECTION_PATH, LATEST_PATH, LatestRequest,
+    ListTallies, PUT_CONNECT_STATE_PATH, PUT_CONNECTION_PATH, PutConnection, START_PATH,
+    TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, merge_rows, tally_object,
+    tally_objects, vault_object,
 };
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
+use runway_core::store::{ConnectState, ConnectionKey};
 
 /// KV's shortest accepted `expirationTtl`, in seconds.
 const KV_MIN_TTL_SECS: u64 = 60;
@@ -128,6 +134,52 @@ impl TurnStore for CloudflareStore {
             .call(&claim.thread_key, CLAIM_ACTION_PATH, body)
             .await?;
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("claim reply: {e}")))
+    }
+
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        self.call(
+            CONNECT_STATES_OBJECT,
+            PUT_CONNECT_STATE_PATH,
+            to_json(state)?,
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        let body = to_json(&ClaimConnectState {
+            id: id.to_owned(),
+            now_ms,
+        })?;
+        let text = self
+            .call(CONNECT_STATES_OBJECT, CLAIM_CONNECT_STATE_PATH, body)
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("claim reply: {e}")))
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        let body = to_json(&PutConnection {
+            key: key.clone(),
+            sealed: sealed.to_owned(),
+        })?;
+        self.call(&vault_object(&key.workspace), PUT_CONNECTION_PATH, body)
+            .await
+            .map(drop)
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        let text = self
+            .call(
+                &vault_object(&key.workspace),
+                GET_CONNECTION_PATH,
+                to_json(key)?,
+            )
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("vault reply: {e}")))
     }
 
     async fn take_turns(

@@ -11,6 +11,7 @@ use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
+use runway_core::store::{ConnectState, ConnectionKey};
 use serde::{Deserialize, Serialize};
 
 /// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.
@@ -21,6 +22,15 @@ pub const FINISH_PATH: &str = "/finish";
 pub const LATEST_PATH: &str = "/latest";
 /// Path of an action claim: [`ActionClaim`] in, `true` or `false` out.
 pub const CLAIM_ACTION_PATH: &str = "/claim-action";
+
+/// Path of a connect state kept: [`ConnectState`] in, `null` out (to [`CONNECT_STATES_OBJECT`]).
+pub const PUT_CONNECT_STATE_PATH: &str = "/connect/put";
+/// Path of a connect state claimed: [`ClaimConnectState`] in, the state or `null` out.
+pub const CLAIM_CONNECT_STATE_PATH: &str = "/connect/claim";
+/// Path of a vault entry stored: [`PutConnection`] in, `null` out (to [`vault_object`]).
+pub const PUT_CONNECTION_PATH: &str = "/vault/put";
+/// Path of a vault entry read: [`ConnectionKey`] in, the sealed entry or `null` out.
+pub const GET_CONNECTION_PATH: &str = "/vault/get";
 
 /// Path of a turns-per-minute count: [`TakeTurns`] in, `true`/`false` out.
 pub const TAKE_TURNS_PATH: &str = "/tally/take";
@@ -43,6 +53,19 @@ pub const TURN_COUNTS_OBJECT: &str = "#tally-turns";
 /// be named so.
 pub fn tally_object(part: &str) -> String {
     format!("#tally/{part}")
+}
+
+/// The Durable Object holding every connect state of the deployment. The `/connect/{id}` and
+/// `/callback` routes carry nothing but the state's id, so a state must be findable from its
+/// id alone; a state is written and claimed once per connection made (a person clicking a
+/// card), far below what one object serves. Its alarm purges expired states.
+pub const CONNECT_STATES_OBJECT: &str = "#connect-states";
+
+/// The Durable Object holding the vault entries of `workspace` (each user's, each provider's):
+/// only ever vault entries, which do not expire, so it never sets an alarm and its storage is
+/// never purged.
+pub fn vault_object(workspace: &str) -> String {
+    format!("#vault/{workspace}")
 }
 
 /// The objects holding rows of `part`: its own (added rows) and the turn counts' object
@@ -92,6 +115,26 @@ pub struct ListTallies {
     pub part: String,
     /// Rows expired by then are left out.
     pub now_ms: u64,
+}
+
+/// `POST /connect/claim`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimConnectState {
+    /// The state's id.
+    pub id: String,
+    /// A state expired by then is not given out.
+    pub now_ms: u64,
+}
+
+/// `POST /vault/put`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PutConnection {
+    /// Whose entry.
+    pub key: ConnectionKey,
+    /// The sealed entry.
+    pub sealed: String,
 }
 
 /// `POST /latest`: which arrival is the thread's live turn.
@@ -187,6 +230,24 @@ pub fn answer<S: Sql>(
         TALLIES_PATH => {
             let req: ListTallies = serde_json::from_str(body).map_err(bad)?;
             Ok((json(&db.tallies(&req.part, req.now_ms)?), None))
+        }
+        PUT_CONNECT_STATE_PATH => {
+            let state: ConnectState = serde_json::from_str(body).map_err(bad)?;
+            db.put_connect_state(&state)?;
+            Ok(("null".into(), Some(db.next_expiry()?)))
+        }
+        CLAIM_CONNECT_STATE_PATH => {
+            let req: ClaimConnectState = serde_json::from_str(body).map_err(bad)?;
+            Ok((json(&db.claim_connect_state(&req.id, req.now_ms)?), None))
+        }
+        PUT_CONNECTION_PATH => {
+            let req: PutConnection = serde_json::from_str(body).map_err(bad)?;
+            db.put_connection(&req.key, &req.sealed)?;
+            Ok(("null".into(), None))
+        }
+        GET_CONNECTION_PATH => {
+            let key: ConnectionKey = serde_json::from_str(body).map_err(bad)?;
+            Ok((json(&db.get_connection(&key)?), None))
         }
         other => Err(CallError::NotFound(other.to_owned())),
     }

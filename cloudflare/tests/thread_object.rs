@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
-    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, FINISH_PATH, LATEST_PATH, LatestRequest,
-    ListTallies, START_PATH, TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, answer,
-    merge_rows, tally_object, tally_objects,
+    ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, CLAIM_CONNECT_STATE_PATH, CONNECT_STATES_OBJECT,
+    ClaimConnectState, FINISH_PATH, GET_CONNECTION_PATH, LATEST_PATH, LatestRequest, ListTallies,
+    PUT_CONNECT_STATE_PATH, PUT_CONNECTION_PATH, PutConnection, START_PATH, TAKE_TURNS_PATH,
+    TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, answer, merge_rows, tally_object, tally_objects,
+    vault_object,
 };
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
@@ -18,6 +20,7 @@ use runway_core::adapter::{
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
+use runway_core::store::{ConnectStage, ConnectState, ConnectionKey};
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]
@@ -131,12 +134,108 @@ impl TurnStore for NativeThreadObjects {
     async fn get_file(&self, token: &str, now_ms: u64) -> Result<Option<HostedFile>, StoreError> {
         self.files.get_file(token, now_ms).await
     }
+
+    // Connected accounts: states in one object, vault entries in their workspace's.
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        let body = serde_json::to_string(state).unwrap();
+        self.call(CONNECT_STATES_OBJECT, PUT_CONNECT_STATE_PATH, body)
+            .map(drop)
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        let body = serde_json::to_string(&ClaimConnectState {
+            id: id.to_owned(),
+            now_ms,
+        })
+        .unwrap();
+        let text = self.call(CONNECT_STATES_OBJECT, CLAIM_CONNECT_STATE_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        let body = serde_json::to_string(&PutConnection {
+            key: key.clone(),
+            sealed: sealed.to_owned(),
+        })
+        .unwrap();
+        self.call(&vault_object(&key.workspace), PUT_CONNECTION_PATH, body)
+            .map(drop)
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        let body = serde_json::to_string(key).unwrap();
+        let text = self.call(&vault_object(&key.workspace), GET_CONNECTION_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
 }
 
 #[test]
 fn the_durable_objects_storage_passes_the_store_conformance_suite() {
     let store = NativeThreadObjects::default();
     futures::executor::block_on(runway_core::store::conformance::run_all(&store, "do"));
+}
+
+#[test]
+fn the_durable_objects_storage_passes_the_vault_conformance_suite() {
+    let store = NativeThreadObjects::default();
+    futures::executor::block_on(runway_core::store::conformance::run_vault(&store, "do"));
+}
+
+#[test]
+fn the_connect_states_alarm_purges_expired_states_and_keeps_live_ones() {
+    let db = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
+    let key = ConnectionKey {
+        workspace: "w".into(),
+        user: "u".into(),
+        provider: "acme".into(),
+    };
+    let state = |id: &str, expires_at_ms| ConnectState {
+        id: id.into(),
+        stage: ConnectStage::Link,
+        worker: "a".into(),
+        thread: "t".into(),
+        key: key.clone(),
+        verifier: "v".into(),
+        redirect_uri: "https://agent.example/callback".into(),
+        expires_at_ms,
+    };
+    let put = |s: &ConnectState| {
+        answer(
+            &db,
+            PUT_CONNECT_STATE_PATH,
+            &serde_json::to_string(s).unwrap(),
+        )
+        .unwrap()
+        .1
+    };
+    assert_eq!(put(&state("early", 1_000)), Some(Some(1_000)));
+    assert_eq!(put(&state("late", 5_000)), Some(Some(1_000)));
+    // The alarm at the first expiry keeps the later state (not "nothing left").
+    assert_eq!(db.purge(1_000).unwrap(), Some(5_000));
+    let claim = |id: &str, now_ms| {
+        let body = serde_json::to_string(&ClaimConnectState {
+            id: id.into(),
+            now_ms,
+        })
+        .unwrap();
+        answer(&db, CLAIM_CONNECT_STATE_PATH, &body).unwrap().0
+    };
+    assert_eq!(claim("early", 0), "null");
+    assert!(claim("late", 4_999).contains("\"late\""));
+    assert_eq!(db.purge(5_000).unwrap(), None);
+
+    // A vault object never asks for an alarm: its entries do not expire.
+    let vault = SqlStore::open(rusqlite::Connection::open_in_memory().unwrap()).unwrap();
+    let body = serde_json::to_string(&PutConnection {
+        key,
+        sealed: "v1.sealed".into(),
+    })
+    .unwrap();
+    assert_eq!(answer(&vault, PUT_CONNECTION_PATH, &body).unwrap().1, None);
 }
 
 #[test]

@@ -50,8 +50,10 @@ use runway_core::adapter::{
 
 pub use body::LambdaBody;
 pub use lambda_http::Error;
-pub use run::{run, run_builtin};
-pub use settings::{InitError, Settings, core_config, emf_line, init_agent, sdk_config};
+pub use run::{run, run_builtin, run_with_providers};
+pub use settings::{
+    InitError, Settings, core_config, emf_line, init_agent, init_agent_with_providers, sdk_config,
+};
 pub use store::DynamoStore;
 
 /// The served application: an agent (a built-in one unless said), the DynamoDB store, tokio.

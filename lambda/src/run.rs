@@ -4,11 +4,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lambda_http::service_fn;
+use runway_agents::BuiltinAgent;
 use runway_core::Agent;
 use runway_core::adapter::OsSettings;
+use runway_core::connect::provider::Providers;
 
 use crate::model_agents::LambdaModels;
-use crate::settings::{InitError, builtin_agent, init_agent};
+use crate::settings::{InitError, builtin_agent, init_agent_with_providers};
 
 /// Serves `agent` on Lambda until the runtime stops the process: logs as Lambda expects
 /// (`RUST_LOG`/`AWS_LAMBDA_LOG_LEVEL`), reads the settings from the environment
@@ -23,9 +25,26 @@ use crate::settings::{InitError, builtin_agent, init_agent};
 /// An init error (a bad setting, an unreadable auth parameter), which Lambda reports and
 /// retries on the next invocation; or the runtime's own failure.
 pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
+    run_with_providers(agent, Providers::new()).await
+}
+
+/// [`run`], serving connected accounts at `providers` too (see
+/// [`runway_core::adapter::Runway::with_providers`]): the vault key is then required
+/// (`RUNWAY_VAULT_KEY_SSM_PARAMETER` or `RUNWAY_VAULT_KEY`), and `GET {base}/connect/{id}` and
+/// `GET {base}/callback` answer.
+///
+/// # Errors
+/// As [`run`], and providers without a vault key.
+pub async fn run_with_providers<A: Agent>(
+    agent: A,
+    providers: Providers,
+) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     lambda_http::tracing::init_default_subscriber();
-    serve_configured(agent, started).await
+    if runway_agents::settings::workers_file_in_env() {
+        return serve_workers(agent, started).await;
+    }
+    serve(agent, started, providers).await
 }
 
 /// [`run`] for this crate's own `bootstrap`: the workers of a workers file if one is set (it
@@ -42,16 +61,12 @@ pub async fn run_builtin() -> Result<(), lambda_http::Error> {
         return serve_workers(runway_core::Workers::new(), started).await;
     }
     let agent = builtin_agent(|k| std::env::var(k).ok(), std::env::vars_os()).await?;
-    serve(agent, started).await
-}
-
-/// Serves the workers of `RUNWAY_WORKERS_FILE` (a file in the package) or `RUNWAY_WORKERS` (a
-/// SAM parameter) if one is set, else `agent`.
-async fn serve_configured<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
-    if runway_agents::settings::workers_file_in_env() {
-        return serve_workers(agent, started).await;
-    }
-    serve(agent, started).await
+    // The tools file's OAuth providers, served with the agent.
+    let providers = match &agent {
+        BuiltinAgent::Model(model) => model.settings().providers.clone(),
+        _ => Providers::new(),
+    };
+    serve(agent, started, providers).await
 }
 
 /// Serves the workers of the workers file, with `agent` as `agent = "main"`: model workers
@@ -61,14 +76,19 @@ async fn serve_workers<A: Agent>(agent: A, started: Instant) -> Result<(), lambd
     let get = |k: &str| std::env::var(k).ok();
     let models = LambdaModels::start(&get, std::env::vars_os()).await?;
     let workers = models.workers(agent, &get)?;
-    serve(workers, started).await
+    serve(workers, started, Providers::new()).await
 }
 
-/// Initialises the app for `agent` and answers invocations until the runtime stops.
-async fn serve<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
+/// Initialises the app for `agent` (with connected accounts at `providers`) and answers
+/// invocations until the runtime stops.
+async fn serve<A: Agent>(
+    agent: A,
+    started: Instant,
+    providers: Providers,
+) -> Result<(), lambda_http::Error> {
     // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
-    let app = init_agent(agent, |k| env.get(k)).await;
+    let app = init_agent_with_providers(agent, |k| env.get(k), providers).await;
     env.check().map_err(|e| InitError::Config(e.to_string()))?;
     let app = app?;
     tracing::info!(

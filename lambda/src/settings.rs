@@ -9,6 +9,7 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use runway_agents::{BuiltinAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
 use runway_core::Agent;
 use runway_core::adapter::{Config, FIRST_FLUSH_BYTES, Runway, TokioRuntime};
+use runway_core::connect::provider::Providers;
 use runway_core::http_client::ReqwestClient;
 
 use crate::App;
@@ -57,6 +58,9 @@ pub struct Settings {
     /// Name of the SSM SecureString holding the auth header set
     /// (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`); when unset, `RUNWAY_AUTH_HEADERS` is used as is.
     pub auth_parameter: Option<String>,
+    /// Name of the SSM SecureString holding the vault key (`RUNWAY_VAULT_KEY_SSM_PARAMETER`);
+    /// when unset, `RUNWAY_VAULT_KEY` is used as is.
+    pub vault_key_parameter: Option<String>,
     /// Built-in agent the repo's own `bootstrap` serves (`RUNWAY_AGENT`, default `demo`: see
     /// [`runway_agents::settings`]); a `bootstrap` serving its own agent through
     /// [`crate::run`] ignores it.
@@ -107,6 +111,7 @@ impl Settings {
             table: non_empty("RUNWAY_DYNAMODB_TABLE").unwrap_or_else(|| "runway".into()),
             dynamodb_endpoint,
             auth_parameter: non_empty(AUTH_PARAMETER),
+            vault_key_parameter: non_empty(VAULT_KEY_PARAMETER),
             agent: runway_agents::settings::agent_name(&get),
             metrics_namespace: non_empty("RUNWAY_METRICS_NAMESPACE")
                 .unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
@@ -183,15 +188,56 @@ pub async fn init_agent<A: Agent>(
     agent: A,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<App<A>, InitError> {
-    let settings = Settings::from_lookup(&get)?;
+    init_agent_with_providers(agent, get, Providers::new()).await
+}
+
+/// [`init_agent`], serving connected accounts at `providers` too (see
+/// [`Runway::with_providers`]): the vault key is then required, from the SSM SecureString
+/// named by `RUNWAY_VAULT_KEY_SSM_PARAMETER` or from `RUNWAY_VAULT_KEY`, and
+/// `GET {base}/connect/{id}` and `GET {base}/callback` answer.
+///
+/// # Errors
+/// As [`init_agent`]; an unreadable vault key parameter; providers without a vault key.
+pub async fn init_agent_with_providers<A: Agent>(
+    agent: A,
+    get: impl Fn(&str) -> Option<String>,
+    providers: Providers,
+) -> Result<App<A>, InitError> {
     let sdk = sdk_config(&get).await;
+    init_with_sdk(agent, get, providers, &sdk).await
+}
+
+/// [`init_agent_with_providers`] with the SDK configuration made already.
+async fn init_with_sdk<A: Agent>(
+    agent: A,
+    get: impl Fn(&str) -> Option<String>,
+    providers: Providers,
+    sdk: &SdkConfig,
+) -> Result<App<A>, InitError> {
+    let settings = Settings::from_lookup(&get)?;
     let auth_from_ssm = match &settings.auth_parameter {
-        Some(name) => Some(read_secure_parameter(&sdk, name).await?),
+        Some(name) => Some(read_secure_parameter(sdk, name).await?),
         None => None,
     };
+    let vault_key_from_ssm =
+        match &settings.vault_key_parameter {
+            Some(name) => Some(read_parameter(sdk, name).await.map_err(|reason| {
+                InitError::SettingParameter {
+                    setting: VAULT_KEY_SETTING.into(),
+                    parameter: name.clone(),
+                    reason,
+                }
+            })?),
+            None => None,
+        };
     let mut config = core_config(|k| {
         if k == "RUNWAY_AUTH_HEADERS"
             && let Some(v) = &auth_from_ssm
+        {
+            return Some(v.clone());
+        }
+        if k == VAULT_KEY_SETTING
+            && let Some(v) = &vault_key_from_ssm
         {
             return Some(v.clone());
         }
@@ -205,7 +251,7 @@ pub async fn init_agent<A: Agent>(
     config.access.log_at_start();
     config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
 
-    let store = dynamo_store(&settings, &sdk);
+    let store = dynamo_store(&settings, sdk);
     let rt = TokioRuntime;
     tracing::info!(
         table = %settings.table,
@@ -215,6 +261,8 @@ pub async fn init_agent<A: Agent>(
     );
     Ok(Runway::new(agent, store, rt, config)
         .with_http_client(ReqwestClient::new())
+        .with_providers(providers)
+        .map_err(|e| InitError::Config(e.to_string()))?
         .with_metrics(emf_line(&settings)))
 }
 
@@ -240,6 +288,12 @@ pub fn emf_line(settings: &Settings) -> EmfLine {
 
 /// The setting naming the SSM SecureString that holds the auth header set.
 pub(crate) const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
+
+/// The vault key's setting (see [`runway_core::connect::vault`]).
+pub(crate) const VAULT_KEY_SETTING: &str = "RUNWAY_VAULT_KEY";
+
+/// The setting naming the SSM SecureString that holds the vault key.
+pub(crate) const VAULT_KEY_PARAMETER: &str = "RUNWAY_VAULT_KEY_SSM_PARAMETER";
 
 /// The auth header set from the SSM SecureString `name`.
 pub(crate) async fn read_secure_parameter(
@@ -333,6 +387,51 @@ mod tests {
             Settings::from_lookup(lookup(&[("RUNWAY_DYNAMODB_ENDPOINT", "localhost:8000")]))
                 .is_err()
         );
+    }
+
+    fn acme() -> Providers {
+        let mut providers = Providers::new();
+        providers.add(runway_core::connect::provider::Provider {
+            key: "acme".into(),
+            name: "Acme CRM".into(),
+            authorize_url: "https://acme.example/auth".parse().unwrap(),
+            token_url: "https://acme.example/token".parse().unwrap(),
+            client_id: "runway".into(),
+            client_secret: None,
+            scopes: Vec::new(),
+        });
+        providers
+    }
+
+    #[tokio::test]
+    async fn providers_take_the_vault_key_from_its_ssm_parameter_or_refuse_to_start() {
+        use crate::ssm::tests::{fake_ssm, sdk_for};
+        const KEY: &str = "q7Zk0m5l2YpQ3rJ8wX1vN6bT4cH9dF0aS2eG7uK5iLo=";
+        let (url, requested) = fake_ssm(0, &[("/runway/vault", KEY)]).await;
+        let sdk = sdk_for(&url);
+        let init = async |pairs: &[(&str, &str)]| {
+            init_with_sdk(runway_core::Workers::new(), lookup(pairs), acme(), &sdk)
+                .await
+                .map(|_| ())
+        };
+        init(&[(VAULT_KEY_PARAMETER, "/runway/vault")])
+            .await
+            .expect("the key from SSM");
+        assert_eq!(*requested.lock().unwrap(), ["/runway/vault"]);
+        init(&[(VAULT_KEY_SETTING, KEY)])
+            .await
+            .expect("the key from the environment");
+        let e = init(&[]).await.unwrap_err().to_string();
+        assert!(e.contains("RUNWAY_VAULT_KEY") && e.contains("acme"), "{e}");
+        let e = init(&[(VAULT_KEY_PARAMETER, "/runway/gone")])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("RUNWAY_VAULT_KEY") && e.contains("/runway/gone"),
+            "{e}"
+        );
+        assert!(!e.contains(KEY), "{e}");
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
-//! SSM SecureStrings, read once at init: the auth header set (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`,
-//! read by [`crate::init_agent`]), and any setting `NAME` given instead as the parameter named
+//! SSM SecureStrings, read once at init: the auth header set (`RUNWAY_AUTH_HEADERS_SSM_PARAMETER`)
+//! and the vault key (`RUNWAY_VAULT_KEY_SSM_PARAMETER`), read by [`crate::init_agent`], and any setting `NAME` given instead as the parameter named
 //! by `NAME_SSM_PARAMETER` ([`ParameterSettings`]): the model agent's key
 //! (`RUNWAY_MODEL_API_KEY_SSM_PARAMETER`), a workers file's `${NAME}`, a tool's token.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use crate::settings::{AUTH_PARAMETER, InitError};
+use crate::settings::{AUTH_PARAMETER, InitError, VAULT_KEY_PARAMETER};
 
 /// The suffix of a setting naming the SSM parameter that holds another setting:
 /// `OPENAI_KEY_SSM_PARAMETER` names the parameter holding `OPENAI_KEY`.
@@ -30,8 +30,8 @@ impl ParameterSettings {
     /// Reads every setting `environment` (the function's environment variables) gives as a
     /// parameter: for each `NAME_SSM_PARAMETER` set and not blank, the SecureString it names
     /// becomes the setting `NAME`, over a `NAME` set too (as `RUNWAY_AUTH_HEADERS_SSM_PARAMETER`
-    /// is over `RUNWAY_AUTH_HEADERS`; logged). The auth header set's parameter is left to
-    /// [`crate::init_agent`].
+    /// is over `RUNWAY_AUTH_HEADERS`; logged). The auth header set's and the vault key's
+    /// parameters are left to [`crate::init_agent`] (the service reads them, not the agent).
     ///
     /// # Errors
     /// A parameter that cannot be read (after [`SSM_ATTEMPTS`] for transient errors) or is
@@ -47,7 +47,7 @@ impl ParameterSettings {
             let Some(setting) = key.strip_suffix(PARAMETER_SUFFIX) else {
                 continue;
             };
-            if setting.is_empty() || key == AUTH_PARAMETER {
+            if setting.is_empty() || key == AUTH_PARAMETER || key == VAULT_KEY_PARAMETER {
                 continue;
             }
             let Some(parameter) = value.to_str() else {
@@ -311,8 +311,9 @@ pub(crate) mod tests {
             ("SHOP_TOKEN", "shop-from-env"),
             ("BLANK_SSM_PARAMETER", " "),
             ("BLANK", "blank-from-env"),
-            // Read by init_agent for the auth header set, not here.
+            // Read by init_agent for the auth header set and the vault key, not here.
             ("RUNWAY_AUTH_HEADERS_SSM_PARAMETER", "/runway/auth"),
+            ("RUNWAY_VAULT_KEY_SSM_PARAMETER", "/runway/vault"),
         ]);
         let parameters = ParameterSettings::read(&sdk_for(&url), env.clone())
             .await
@@ -323,6 +324,7 @@ pub(crate) mod tests {
         assert_eq!(get("SHOP_TOKEN").as_deref(), Some("shop-from-env"));
         assert_eq!(get("BLANK").as_deref(), Some("blank-from-env"));
         assert_eq!(get("RUNWAY_AUTH_HEADERS"), None);
+        assert_eq!(get("RUNWAY_VAULT_KEY"), None);
         assert_eq!(get("MISSING"), None);
         let mut asked = requested.lock().unwrap().clone();
         asked.sort();

@@ -35,6 +35,14 @@ async fn passes_the_store_conformance_suite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
+async fn passes_the_vault_conformance_suite() {
+    let db = moto("vault").await;
+    let (s, _) = store(&db.endpoint, "vault").await;
+    runway_core::store::conformance::run_vault(&s, "dynamo").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs moto (installed on first use by infra/aws/local): run by scripts/test-aws.sh"]
 async fn concurrent_claims_elect_one() {
     let db = moto("race").await;
     let (s, _) = store(&db.endpoint, "race").await;

@@ -235,3 +235,22 @@ fn the_limit_refusals_alarm_reads_a_series_every_metrics_detail_publishes() {
         }
     }
 }
+
+#[test]
+fn the_vault_key_is_read_from_its_ssm_parameter_with_least_privilege() {
+    let t = template();
+    let parameter = blocks(&t, "VaultKeyParameterName");
+    assert!(!parameter.is_empty(), "a VaultKeyParameterName parameter");
+    assert_eq!(value(&parameter[0], "NoEcho"), Some("true"));
+    assert_eq!(value(&parameter[0], "Default"), Some("\"\""));
+    let env = blocks(&t, "Variables");
+    assert_eq!(
+        value(&env[0], "RUNWAY_VAULT_KEY_SSM_PARAMETER"),
+        Some("!Ref VaultKeyParameterName")
+    );
+    // Read only when set, and only that parameter.
+    assert!(t.contains("HasVaultKey: !Not [!Equals [!Ref VaultKeyParameterName, \"\"]]"));
+    assert!(t.contains(
+        "Resource: !Sub arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${VaultKeyParameterName}"
+    ));
+}

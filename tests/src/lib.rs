@@ -17,6 +17,7 @@ mod lowkey;
 pub mod mcp_scenario;
 pub mod mcp_servers;
 pub mod model_workers;
+pub mod oauth_flow;
 mod overlap;
 pub mod paced_server;
 pub mod pilot;

@@ -2,7 +2,7 @@
 //! OpenAI-compatible endpoint in this test (loopback, replaying chunk sequences) with `fetch`,
 //! streams the text as it arrives, runs parallel HTTP tools, pauses for approval and goes on
 //! after `resume`, and retries a 429 that came before the first token; and it uses the tools
-//! of real MCP servers.
+//! of real MCP servers; and a tool acting as the user who connected an account.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
@@ -334,6 +334,46 @@ async fn a_workers_file_of_model_workers_on_workers() {
     let client = Client::new(worker.base_url(), target_auth());
     let result =
         futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(bench.check(&client))).await;
+    worker.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}
+
+/// Connected accounts on Workers (issue 27): the model agent's tool with `auth = "acme"`, the
+/// real OAuth server of [`runway_e2e::oauth_flow`], the `RUNWAY_VAULT_KEY` secret, connect
+/// states and the vault in Durable Objects; forged and replayed callbacks refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler, the Workers toolchain and scripts/setup-oauth.sh: run scripts/test-cloudflare.sh"]
+async fn a_tool_on_workers_acts_as_the_user_who_connected() {
+    use runway_e2e::oauth_flow::{
+        self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, free_port,
+    };
+    // The card's links and the redirect URI name this; the test maps it onto `wrangler dev`.
+    const PUBLIC: &str = "https://agent.runway.test";
+    let oauth_port = free_port();
+    let oauth = format!("http://127.0.0.1:{oauth_port}");
+    let _oauth_server = oauth_flow::oauth_server(oauth_port, &format!("{PUBLIC}/callback")).await;
+    let model = ScriptedServer::start(oauth_flow::orders_model).await;
+    let api = ScriptedServer::start(oauth_flow::orders_api).await;
+    let worker = start_local_worker([
+        ("RUNWAY_TURN_DEADLINE_SECS", "30".to_owned()),
+        ("RUNWAY_AGENT", "model".to_owned()),
+        ("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url)),
+        ("RUNWAY_MODEL", "test-model".to_owned()),
+        ("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1".to_owned()),
+        ("RUNWAY_TOOLS", oauth_flow::tools(&api.base_url, &oauth)),
+        (CLIENT_SECRET_SETTING, CLIENT_SECRET.to_owned()),
+        ("RUNWAY_VAULT_KEY", VAULT_KEY.to_owned()),
+        ("RUNWAY_PUBLIC_URL", PUBLIC.to_owned()),
+    ])
+    .await;
+    let client = Client::new(worker.base_url(), target_auth());
+    let mut browser = Browser::new(PUBLIC, worker.base_url());
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth),
+    ))
+    .await;
     worker.stop().await;
     if let Err(failure) = result {
         std::panic::resume_unwind(failure);

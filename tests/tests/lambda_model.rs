@@ -1,8 +1,9 @@
 //! The model agent (`RUNWAY_AGENT=model`) in the real `bootstrap` under cargo-lambda's emulator
 //! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
-//! round trip, and attachments downloaded once and kept in the table; and MCP tools of real
-//! MCP servers.
+//! round trip, attachments downloaded once and kept in the table, a connected account (the
+//! real OAuth server of [`runway_e2e::oauth_flow`], its tokens in the table's vault); and MCP
+//! tools of real MCP servers.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-aws.sh`.
 
@@ -12,12 +13,18 @@ use std::time::Duration;
 use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
+use runway_e2e::oauth_flow::{
+    self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, free_port, oauth_server,
+};
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
 const KEY: &str = "sk-lambda-test-91c3";
+/// The card's links and the provider's redirect name this (Console wants https and a domain);
+/// the test maps it onto the emulator's address, as a reverse proxy would.
+const PUBLIC: &str = "https://agent.runway.test";
 const TOOL_TOKEN: &str = "tooltok-lambda-27";
 const TOOLS: &str = r#"
 [[tools]]
@@ -133,7 +140,8 @@ async fn checks(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs moto and cargo-lambda: run by scripts/test-aws.sh"]
-async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_and_uses_mcp() {
+async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_connects_and_uses_mcp()
+ {
     // One function start for every check (each start of the emulator costs a build): the MCP
     // scenario's model answers follow these.
     let mut bench = McpBench::start_after(vec![
@@ -154,8 +162,19 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_a
         answer("Refunded."),
         answer("A note and a pixel."),
         answer("Still."),
+        // The connected account: the call that needs it, then the answer once it ran.
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, "call_o", "my_orders", "{}"),
+            chunk::finish("tool_calls"),
+        ]),
+        answer("Your orders: DH-1, DH-2."),
     ])
     .await;
+    let oauth_port = free_port();
+    let oauth = format!("http://127.0.0.1:{oauth_port}");
+    let _oauth_server = oauth_server(oauth_port, &format!("{PUBLIC}/callback")).await;
+    let api = ScriptedServer::start(oauth_flow::orders_api).await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
     let files = ScriptedServer::start(|r| {
         let file = |piece: Piece| Reply {
@@ -180,11 +199,19 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_a
         .env("RUNWAY_SYSTEM_PROMPT", "Be brief.")
         .env("RUNWAY_TEST_TOOL_TOKEN", TOOL_TOKEN)
         .env("RUNWAY_ATTACHMENTS_ALLOW_LOOPBACK", "1")
+        .env("RUNWAY_VAULT_KEY", VAULT_KEY)
+        .env("RUNWAY_PUBLIC_URL", PUBLIC)
+        .env(CLIENT_SECRET_SETTING, CLIENT_SECRET)
         .env("RUNWAY_LOG", "warn");
     for (k, v) in bench.settings() {
-        // The HTTP tools file and the MCP servers, in one tools file.
+        // The HTTP tools, the provider and the MCP servers, in one tools file.
         match k {
-            "RUNWAY_TOOLS" => cmd.env(k, TOOLS.replace("TOOLS_BASE", &tools.base_url) + &v),
+            "RUNWAY_TOOLS" => cmd.env(
+                k,
+                TOOLS.replace("TOOLS_BASE", &tools.base_url)
+                    + &oauth_flow::tools(&api.base_url, &oauth)
+                    + &v,
+            ),
             _ => cmd.env(k, v),
         };
     }
@@ -192,6 +219,11 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_a
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
         checks(&function, &bench.model, &tools, &files).await;
         let client = Client::new(function.base_url(), target_auth());
+        // Issue 27: the card, the popup at the real provider, the pending call run as the
+        // user with the token from the DynamoDB vault; forged and replayed callbacks refused.
+        let mut browser = Browser::new(PUBLIC, function.base_url());
+        oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth)
+            .await;
         bench.check(&client).await;
     }))
     .await;

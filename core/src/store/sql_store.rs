@@ -279,8 +279,9 @@ impl<S: Sql> SqlStore<S> {
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
-    /// When the next row expires (ms since the epoch), `None` if nothing is stored: the time
-    /// to set a Durable Object's alarm to.
+    /// When the next row expires (ms since the epoch), `None` if nothing that expires is
+    /// stored: the time to set a Durable Object's alarm to. Vault entries never expire: the
+    /// Durable Object keeps them in objects of their own, which never set an alarm.
     ///
     /// # Errors
     /// SQLite failed.
@@ -290,6 +291,7 @@ impl<S: Sql> SqlStore<S> {
                  SELECT MIN(expires_at) AS e FROM turn_runs
                  UNION ALL SELECT MIN(expires_at) AS e FROM turn_threads
                  UNION ALL SELECT MIN(expires_at) AS e FROM turn_actions
+                 UNION ALL SELECT MIN(expires_at) AS e FROM turn_connect_states
                  UNION ALL SELECT MIN(expires_at) AS e FROM turn_tallies)",
             &[],
         )?;

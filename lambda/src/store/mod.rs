@@ -3,7 +3,8 @@
 //! # Items
 //!
 //! Every item has a string partition key `pk`, a string sort key `sk`, `exp_ms` (exact expiry,
-//! ms since the epoch) and `expires_at` (the same instant in seconds, the table's TTL attribute).
+//! ms since the epoch) and `expires_at` (the same instant in seconds, the table's TTL attribute),
+//! except vault entries, which are kept until replaced.
 //!
 //! | item | `pk` | `sk` | other attributes |
 //! |---|---|---|---|
@@ -16,6 +17,8 @@
 //! | hosted file | `file#{token}` | `file` | `name`, `mime`, `size`, bytes as `data` or `tag`+`parts` |
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
 //! | action claim | `action#{sha-256 of thread key and action}` | `action` | `claimant` the holder (see [`TurnStore::claim_action`]) |
+//! | connect state | `connect#{state id}` | `state` | the state as JSON in `data` (see `connections.rs`) |
+//! | vault entry | `connection#{workspace}` | `["user","provider"]` (JSON) | the sealed entry's bytes in `sealed`; no expiry |
 //! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
@@ -70,6 +73,7 @@
 //! | `retry.rs` | transactions and batches retried with backoff; SDK errors as `StoreError` |
 //! | `files.rs` | hosted files |
 //! | `action_claims.rs` | action claims: an approved call runs once |
+//! | `connections.rs` | connected accounts: the vault's sealed entries, single-use connect states |
 //! | `tallies.rs` | tally rows: turns per minute, usage (the workers file's limits) |
 //! | `attachments.rs` | the model agent's kept attachments |
 
@@ -77,6 +81,7 @@ mod action_claims;
 mod attachments;
 mod claim;
 mod commit;
+mod connections;
 mod files;
 mod item;
 mod payload;
@@ -91,6 +96,7 @@ use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
+use runway_core::store::{ConnectState, ConnectionKey};
 
 pub use files::MAX_FILE_BYTES;
 use item::{Item, s};
@@ -167,6 +173,26 @@ impl TurnStore for DynamoStore {
 
     async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {
         self.put_action_claim(claim).await
+    }
+
+    async fn put_connect_state(&self, state: &ConnectState) -> Result<(), StoreError> {
+        self.put_connect_state_item(state).await
+    }
+
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        now_ms: u64,
+    ) -> Result<Option<ConnectState>, StoreError> {
+        self.claim_connect_state_item(id, now_ms).await
+    }
+
+    async fn put_connection(&self, key: &ConnectionKey, sealed: &str) -> Result<(), StoreError> {
+        self.put_connection_item(key, sealed).await
+    }
+
+    async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
+        self.get_connection_item(key).await
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {

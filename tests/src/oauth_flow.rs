@@ -1,0 +1,309 @@
+//! Connected accounts end to end, shared by every runtime's test: the real OAuth server
+//! (tests/oauth/server.mjs, oidc-provider pinned in tests/oauth/package-lock.json, installed by
+//! scripts/setup-oauth.sh), a tools file with a provider and a tool acting as the user, and a
+//! browser that opens the card's link and signs in at the provider's own pages with plain
+//! HTTP.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::TurnStream;
+pub use crate::mcp_servers::free_port;
+use crate::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
+
+/// runway's client secret at the OAuth server.
+pub const CLIENT_SECRET: &str = "client-secret-9f2e";
+/// The setting [`tools`] reads the client secret from (`RUNWAY_*`: the Lambda emulator hands
+/// the function only those).
+pub const CLIENT_SECRET_SETTING: &str = "RUNWAY_TEST_ACME_SECRET";
+/// A vault key (`RUNWAY_VAULT_KEY`) for the tests.
+pub const VAULT_KEY: &str = "q7Zk0m5l2YpQ3rJ8wX1vN6bT4cH9dF0aS2eG7uK5iLo=";
+/// The provider's display name: the card's `provider`.
+pub const PROVIDER_NAME: &str = "Acme CRM";
+
+/// The tools file: provider `acme` at the OAuth server `oauth` (its secret from
+/// `${RUNWAY_TEST_ACME_SECRET}`), and the tool `my_orders` (`GET {api}/orders`) with `auth = "acme"`.
+pub fn tools(api: &str, oauth: &str) -> String {
+    format!(
+        r#"
+[providers.acme]
+name = "{PROVIDER_NAME}"
+authorize_url = "{oauth}/auth"
+token_url = "{oauth}/token"
+client_id = "runway"
+client_secret = "${{{CLIENT_SECRET_SETTING}}}"
+scopes = ["openid"]
+
+[[tools]]
+name = "my_orders"
+description = "The user's orders"
+method = "GET"
+url = "{api}/orders"
+auth = "acme"
+"#
+    )
+}
+
+/// The protected API: `/orders` for any bearer token, 401 without one.
+pub fn orders_api(r: &Recorded) -> Reply {
+    match r.header("authorization") {
+        Some(a) if a.starts_with("Bearer ") => {
+            Reply::json(&serde_json::json!({"orders": ["DH-1", "DH-2"]}))
+        }
+        _ => Reply::status(401, &[], &serde_json::json!({"error": "sign in"})),
+    }
+}
+
+/// The model: a call of `my_orders` for a new request, a sentence once it has the result.
+pub fn orders_model(r: &Recorded) -> Reply {
+    let body = r.json();
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
+    if last.as_ref().is_some_and(|m| m["role"] == "tool") {
+        let result = last.unwrap()["content"].as_str().unwrap_or("").to_owned();
+        return Reply::sse(&[
+            chunk::role(),
+            chunk::text(&format!("Tool said: {result}")),
+            chunk::finish("stop"),
+        ]);
+    }
+    Reply::sse(&[
+        chunk::role(),
+        chunk::tool_start(0, "call_1", "my_orders", "{}"),
+        chunk::finish("tool_calls"),
+    ])
+}
+
+/// Starts the OAuth server on `127.0.0.1:{port}`, redirecting back to `redirect_uri` only;
+/// killed on drop.
+///
+/// # Panics
+/// If scripts/setup-oauth.sh has not run, or the server is not listening within 20 s.
+pub async fn oauth_server(port: u16, redirect_uri: &str) -> Child {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("oauth");
+    assert!(
+        dir.join("node_modules/oidc-provider").exists(),
+        "run scripts/setup-oauth.sh first"
+    );
+    let mut child = Command::new("node")
+        .arg("server.mjs")
+        .current_dir(&dir)
+        .env("PORT", port.to_string())
+        .env("CLIENT_SECRET", CLIENT_SECRET)
+        .env("REDIRECT_URI", redirect_uri)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+    assert!(
+        matches!(ready, Ok(Ok(Some(ref l))) if l == "listening"),
+        "{ready:?}"
+    );
+    child
+}
+
+/// The card's link, if the turn ended with the `authorization` card.
+pub fn card(t: &TurnStream) -> Option<String> {
+    let last = t.last();
+    let i = &last["outcome"]["interrupts"][0];
+    (i["kind"] == "authorization").then(|| {
+        assert_eq!(i["provider"], PROVIDER_NAME);
+        i["authorizeUrl"].as_str().unwrap().to_owned()
+    })
+}
+
+/// A browser without cookies of runway's, keeping the provider's. Links under the agent's
+/// public URL are opened on its local address (as a reverse proxy would map them).
+pub struct Browser {
+    http: reqwest::Client,
+    cookies: Vec<String>,
+    public: String,
+    local: String,
+}
+
+impl Browser {
+    /// A browser reaching the agent whose public base URL is `public` at `local`.
+    pub fn new(public: &str, local: &str) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookies: Vec::new(),
+            public: public.to_owned(),
+            local: local.to_owned(),
+        }
+    }
+
+    /// The public URL as the local one.
+    pub fn local(&self, url: &str) -> String {
+        url.replacen(&self.public, &self.local, 1)
+    }
+
+    async fn send(&mut self, req: reqwest::RequestBuilder) -> (u16, Option<String>, String) {
+        let req = if self.cookies.is_empty() {
+            req
+        } else {
+            req.header("cookie", self.cookies.join("; "))
+        };
+        let r = req.send().await.unwrap();
+        for c in r.headers().get_all("set-cookie") {
+            let pair = c.to_str().unwrap().split(';').next().unwrap().to_owned();
+            let name = pair.split('=').next().unwrap().to_owned();
+            self.cookies.retain(|k| !k.starts_with(&format!("{name}=")));
+            self.cookies.push(pair);
+        }
+        let status = r.status().as_u16();
+        let location = r
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_owned());
+        (status, location, r.text().await.unwrap_or_default())
+    }
+
+    /// Opens the card's link and signs in at the provider as `login` (or presses its abort
+    /// link), following redirects until the provider sends the browser back: returns that
+    /// callback URL (public form).
+    pub async fn authorize(&mut self, link: &str, login: &str, abort: bool) -> String {
+        let (status, location, _) = self.send(self.http.get(self.local(link))).await;
+        assert_eq!(status, 302, "the card's link redirects to the provider");
+        let mut next = location.unwrap();
+        assert!(next.contains("code_challenge_method=S256"), "{next}");
+        assert!(!next.contains("verifier"), "{next}");
+        for _ in 0..12 {
+            if next.starts_with(&self.public) {
+                return next;
+            }
+            let (status, location, html) = self.send(self.http.get(&next)).await;
+            if let Some(l) = location {
+                next = url::Url::parse(&next)
+                    .unwrap()
+                    .join(&l)
+                    .unwrap()
+                    .to_string();
+                continue;
+            }
+            assert_eq!(status, 200, "{html}");
+            let here = url::Url::parse(&next).unwrap();
+            if abort {
+                let at = html.find("abort").expect("an abort link");
+                let start = html[..at].rfind('"').unwrap() + 1;
+                let end = at + html[at..].find('"').unwrap();
+                next = here.join(&html[start..end]).unwrap().to_string();
+                continue;
+            }
+            let action = {
+                let at = html.find("action=\"").expect("a form") + 8;
+                &html[at..at + html[at..].find('"').unwrap()]
+            };
+            let form: Vec<(&str, &str)> = if html.contains("name=\"login\"") {
+                vec![("prompt", "login"), ("login", login), ("password", "x")]
+            } else {
+                vec![("prompt", "consent")]
+            };
+            let (_, location, html) = self
+                .send(self.http.post(here.join(action).unwrap()).form(&form))
+                .await;
+            next = here.join(&location.expect(&html)).unwrap().to_string();
+        }
+        panic!("the provider never redirected back");
+    }
+
+    /// Opens a URL (public form) on the agent's local address: status and page.
+    pub async fn callback(&mut self, url: &str) -> (u16, String) {
+        let (status, _, html) = self.send(self.http.get(self.local(url))).await;
+        (status, html)
+    }
+}
+
+/// The `sub` the OAuth server says `token` belongs to (its userinfo endpoint).
+pub async fn subject(oauth: &str, token: &str) -> String {
+    let r = reqwest::Client::new()
+        .get(format!("{oauth}/me"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json::<Value>().await.unwrap()["sub"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The bearer tokens the protected API was sent, in order.
+pub fn bearer_tokens(api: &ScriptedServer) -> Vec<String> {
+    api.requests()
+        .iter()
+        .filter_map(|r| {
+            r.header("authorization")?
+                .strip_prefix("Bearer ")
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The flow on any runtime, as [`crate::client::run_body`]'s user: the turn ends with the card
+/// and the call waits; a forged callback is refused; the user connects at the provider (its
+/// login named as the user id) and the page says so; the callback replayed and the link
+/// reused are refused; the resumed turn runs the pending call as the user, and the token is in
+/// no frame. The model answers, in order, a call of `my_orders`, then any text; `api` answers
+/// `/orders` for a bearer token.
+pub async fn a_user_connects_and_the_call_runs_as_them(
+    client: &crate::Client,
+    browser: &mut Browser,
+    api: &ScriptedServer,
+    oauth: &str,
+) {
+    use crate::client::{fresh_id, run_body};
+    let thread = fresh_id();
+    let body = run_body(&fresh_id(), &thread, "What are my orders?");
+    let user = body["userId"].as_str().unwrap().to_owned();
+    let sent_before = bearer_tokens(api).len();
+    let t = client.turn(&body).await;
+    let link = card(&t).unwrap_or_else(|| panic!("the authorization card: {:?}", t.frames));
+    assert!(
+        link.starts_with(&format!("{}/connect/", browser.public)),
+        "{link}"
+    );
+    assert_eq!(bearer_tokens(api).len(), sent_before, "the call waited");
+
+    let forged = format!(
+        "{}/callback?state=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&code=x",
+        browser.public
+    );
+    let (status, html) = browser.callback(&forged).await;
+    assert_eq!(status, 400, "{html}");
+
+    let back = browser.authorize(&link, &user, false).await;
+    let (status, html) = browser.callback(&back).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains(&format!(
+            "{PROVIDER_NAME} is connected. You can close this window."
+        )),
+        "{html}"
+    );
+    let (status, _) = browser.callback(&back).await;
+    assert_eq!(status, 400, "a replayed callback");
+    let (status, _) = browser.callback(&link).await;
+    assert_eq!(status, 404, "the card's link is single use");
+
+    let mut resume = run_body(&fresh_id(), &thread, "");
+    resume["resume"] = serde_json::json!({"interruptId": "x", "decision": "authorized"});
+    let t = client.turn(&resume).await;
+    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
+    let tokens = bearer_tokens(api);
+    assert_eq!(tokens.len(), sent_before + 1);
+    let token = tokens.last().unwrap();
+    assert_eq!(subject(oauth, token).await, user);
+    let frames = serde_json::to_string(&t.frames).unwrap();
+    assert!(!frames.contains(token.as_str()), "a token in the frames");
+}
