@@ -162,6 +162,7 @@ impl ModelTurnBench {
             headers: Vec::new(),
             approval: false,
             redirects: Redirects::SameOrigin,
+            auth: None,
         });
         let tool = ScriptedHttp::new()
             .get(
