@@ -53,8 +53,10 @@ step "clippy for wasm32-unknown-unknown"
 cargo clippy -p runway-cloudflare --target wasm32-unknown-unknown --features builtin-worker -- -D warnings
 
 step "the default Worker has none of the model agent's crates"
+# base64 is no longer one of them: the core's connected accounts (any agent's
+# `Turn::connection`) encode the vault's sealed entries and HTTP Basic credentials with it.
 model_crates="$(cargo tree -p runway-cloudflare --target wasm32-unknown-unknown \
-  --features builtin-worker -e normal --prefix none | grep -E '^(toml|infer|base64) ' || true)"
+  --features builtin-worker -e normal --prefix none | grep -E '^(toml|infer) ' || true)"
 [ -z "$model_crates" ] || { printf 'in the default Worker:\n%s\n' "$model_crates" >&2; exit 1; }
 
 step "build the Worker ($RUNWAY_CF_FEATURES)"
