@@ -351,7 +351,18 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
       },
       /you edited the call to send_email with \{"to":"lead@example.com","subject":"Edited"\}/,
     ],
-    ["/authorize", "authorization", (card) => card.locator('[data-decision="authorized"]').click(), /you connected the account/],
+    [
+      "/authorize",
+      "authorization",
+      async (card) => {
+        // The popup goes to the demo's provider (off this machine: refused by the route
+        // above); Continue then resumes, as after a popup on another origin.
+        await card.locator('[data-action="connect"]').click();
+        await card.locator(".connect-status:not([hidden])").waitFor(WAIT);
+        await card.locator('[data-decision="authorized"]').click();
+      },
+      /you connected the account/,
+    ],
   ];
   for (const [command, kind, click, answer] of kinds) {
     test(`the ${kind} card renders and its button resumes the thread (${answer.source})`, async () => {
@@ -416,6 +427,123 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
     await page.screenshot({ path: shot });
     assert.ok(statSync(shot).size > 50_000, "the screenshot shows a conversation");
     await page.setViewportSize({ width: 1400, height: 900 });
+  });
+});
+
+/** An unused loopback port (for a server whose own URL must be known before it starts). */
+function freePort() {
+  return new Promise((resolve) => {
+    const s = http.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe("issue 27: a connected account through the playground's card", () => {
+  const secret = "client-secret-playground";
+  let oauth, model, api;
+
+  before(async () => {
+    const oauthPort = await freePort();
+    const servePort = await freePort();
+    oauth = { url: `http://127.0.0.1:${oauthPort}`, servePort };
+    // The real OAuth server of the connected-account tests (tests/oauth, scripts/setup-oauth.sh).
+    const child = spawn("node", ["server.mjs"], {
+      cwd: new URL("../oauth/", import.meta.url),
+      env: { ...process.env, PORT: String(oauthPort), CLIENT_SECRET: secret, REDIRECT_URI: `http://127.0.0.1:${servePort}/callback` },
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    children.push(child);
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("the OAuth server did not start in 20 s")), 20_000);
+      child.stdout.once("data", () => (clearTimeout(timer), resolve()));
+      child.once("exit", (code) => reject(new Error(`the OAuth server exited (${code})`)));
+    });
+    // The model: calls my_orders for a question, then says what the tool answered.
+    model = await startServer((req, body) => {
+      const messages = JSON.parse(body).messages;
+      const last = messages[messages.length - 1];
+      const chunk = (delta, finish) =>
+        `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish ?? null }] })}\n\n`;
+      const frames =
+        last.role === "tool"
+          ? [chunk({ role: "assistant", content: "" }), chunk({ content: `Tool said: ${last.content}` }), chunk({}, "stop")]
+          : [
+              chunk({ role: "assistant", content: "" }),
+              chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "my_orders", arguments: "{}" } }] }),
+              chunk({}, "tool_calls"),
+            ];
+      return [200, { "content-type": "text/event-stream" }, frames.join("") + "data: [DONE]\n\n"];
+    });
+    // The protected API: whose orders the provider says the bearer token is for.
+    api = await startServer(async (req) => {
+      const auth = req.headers.authorization || "";
+      const me = auth.startsWith("Bearer ") ? await fetch(`${oauth.url}/me`, { headers: { authorization: auth } }) : null;
+      if (!me || me.status !== 200) return [401, { "content-type": "application/json" }, '{"error":"sign in"}'];
+      const { sub } = await me.json();
+      return [200, { "content-type": "application/json" }, JSON.stringify({ owner: sub, orders: ["DH-1", "DH-2"] })];
+    });
+  });
+
+  after(() => {
+    if (model) model.server.close();
+    if (api) api.server.close();
+  });
+
+  test("Connect opens the provider in a popup, the user signs in, and the pending call runs as them", async () => {
+    const tools = `
+[providers.acme]
+name = "Acme CRM"
+authorize_url = "${oauth.url}/auth"
+token_url = "${oauth.url}/token"
+client_id = "runway"
+client_secret = "\${ACME_SECRET}"
+scopes = ["openid"]
+
+[[tools]]
+name = "my_orders"
+description = "The user's orders"
+method = "GET"
+url = "${api.url}/orders"
+auth = "acme"
+`;
+    const base = await startRunway(["serve", "--listen", `127.0.0.1:${oauth.servePort}`, "--data-dir", dataDir()], "base_url:", {
+      RUNWAY_AGENT: "model",
+      RUNWAY_MODEL_BASE_URL: `${model.url}/v1`,
+      RUNWAY_MODEL: "test-model",
+      RUNWAY_TOOLS: tools,
+      ACME_SECRET: secret,
+      RUNWAY_VAULT_KEY: "q7Zk0m5l2YpQ3rJ8wX1vN6bT4cH9dF0aS2eG7uK5iLo=",
+    });
+    const page = await openPage(base);
+    const asked = await say(page, "What are my orders?");
+    const card = asked.locator('.interrupt[data-kind="authorization"]');
+    await card.waitFor(WAIT);
+    assert.match(await card.innerText(), /Connect your Acme CRM account/);
+    // The link is this machine's http address: fine here, refused by Console, and said so.
+    assert.ok((await findingCodes(page)).includes("INTERRUPT_REJECTED"), String(await findingCodes(page)));
+    const index = await page.locator(".chat:not([hidden]) > .turn").count();
+
+    // The popup: the deployment's /connect link, then the provider's login and consent pages.
+    const [popup] = await Promise.all([context.waitForEvent("page"), card.locator('[data-action="connect"]').click()]);
+    await popup.locator('input[name="login"]').waitFor(WAIT);
+    assert.ok(popup.url().startsWith(`${oauth.url}/`), popup.url());
+    await popup.locator('input[name="login"]').fill("ada");
+    await popup.locator('input[name="password"]').fill("any");
+    await popup.locator('button[type="submit"]').click();
+    await popup.locator('button[type="submit"]').waitFor(WAIT); // consent
+    await popup.locator('button[type="submit"]').click();
+    await popup.getByText("Acme CRM is connected. You can close this window.").waitFor(WAIT);
+    assert.equal(new URL(popup.url()).origin, base);
+    await popup.close();
+
+    // Without pressing Continue: the page heard the deployment's page and resumed the thread.
+    const resumed = await finished(page, index);
+    assert.match(await resumed.locator(".bubble.assistant").innerText(), /Tool said: .*"owner":"ada".*DH-1/);
+    assert.ok(await card.evaluate((c) => c.classList.contains("answered")));
+    assert.deepEqual(page.problems, []);
+    await page.close();
   });
 });
 
@@ -564,15 +692,15 @@ describe("runway playground", () => {
   });
 });
 
-/** A small HTTP server on loopback: `handler(req, body)` returns `[status, headers, body]`. */
+/** A small HTTP server on loopback: `handler(req, body)` returns (or resolves with) `[status, headers, body]`. */
 function startServer(handler) {
   const seen = [];
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
-    req.on("end", () => {
+    req.on("end", async () => {
       seen.push({ method: req.method, url: req.url, headers: req.headers, body });
-      const [status, headers, out] = handler(req, body);
+      const [status, headers, out] = await handler(req, body);
       res.writeHead(status, headers);
       res.end(out);
     });

@@ -61,7 +61,10 @@ pub enum Interrupt {
     Authorization {
         /// Display name of the account provider.
         provider: String,
-        /// https URL with a domain host and no embedded credentials.
+        /// https URL with a domain host and no embedded credentials (Console's four checks),
+        /// or an http URL on this machine (127.0.0.0/8, `[::1]`, `localhost`): the link a local
+        /// `runway serve` makes to itself, which the playground follows and Console would
+        /// refuse (the playground and `runway check` report it as a finding).
         #[serde(rename = "authorizeUrl")]
         authorize_url: String,
     },
@@ -173,16 +176,30 @@ impl Interrupt {
 
 fn check_authorize_url(raw: &str) -> Result<(), InterruptError> {
     let url = url::Url::parse(raw).map_err(|_| InterruptError::AuthorizeUrlInvalid)?;
-    if url.scheme() != "https" {
-        return Err(InterruptError::AuthorizeUrlNotHttps);
-    }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(InterruptError::AuthorizeUrlCredentials);
+    }
+    if url.scheme() == "http" && on_this_machine(&url) {
+        return Ok(());
+    }
+    if url.scheme() != "https" {
+        return Err(InterruptError::AuthorizeUrlNotHttps);
     }
     match url.host() {
         Some(url::Host::Domain(d)) if !d.is_empty() => Ok(()),
         Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => Err(InterruptError::AuthorizeUrlIpHost),
         _ => Err(InterruptError::AuthorizeUrlInvalid),
+    }
+}
+
+/// A loopback host: the only place an http `authorizeUrl` can come from (a local deployment
+/// linking to itself) and the only place the browser following it reaches.
+fn on_this_machine(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
     }
 }
 
@@ -232,6 +249,37 @@ mod tests {
             auth("https://2130706433/x").validate(),
             Err(InterruptError::AuthorizeUrlIpHost)
         );
+    }
+
+    #[test]
+    fn a_local_deployment_may_link_to_itself_over_http_and_nowhere_else() {
+        for ok in [
+            "http://127.0.0.1:8787/connect/abc",
+            "http://127.0.0.2/x",
+            "http://[::1]:1/x",
+            "http://localhost:8787/x",
+            "http://2130706433/x", // 127.0.0.1 spelled as a number
+        ] {
+            assert_eq!(auth(ok).validate(), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("http://10.0.0.1/x", InterruptError::AuthorizeUrlNotHttps),
+            (
+                "http://localhost.example.com/x",
+                InterruptError::AuthorizeUrlNotHttps,
+            ),
+            (
+                "http://[::ffff:7f00:1]/x",
+                InterruptError::AuthorizeUrlNotHttps,
+            ),
+            (
+                "http://u:p@127.0.0.1/x",
+                InterruptError::AuthorizeUrlCredentials,
+            ),
+            ("ftp://127.0.0.1/x", InterruptError::AuthorizeUrlNotHttps),
+        ] {
+            assert_eq!(auth(bad).validate(), Err(why), "{bad}");
+        }
     }
 
     #[test]

@@ -46,11 +46,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             .callback(&self.engine.store, &self.engine.rt, query)
             .await
         {
-            Ok(CallbackOutcome::Connected(name)) => page(
-                200,
-                "Connected",
-                &format!("{name} is connected. You can close this window."),
-            ),
+            Ok(CallbackOutcome::Connected(name)) => connected_page(&name),
             Ok(CallbackOutcome::Declined(name, code)) => page(
                 403,
                 "Not connected",
@@ -82,6 +78,50 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         )
     }
 }
+
+/// The connected page's only script (static: the provider comes from the `data-provider`
+/// attribute), allowed by its hash in `CONNECTED_PAGE_CSP`.
+macro_rules! connected_script {
+    () => {
+        "try{new BroadcastChannel(\"runway-connect\").postMessage(\
+         {type:\"connected\",provider:document.body.dataset.provider})}catch(e){}"
+    };
+}
+#[cfg(test)]
+const CONNECTED_SCRIPT: &str = connected_script!();
+macro_rules! connected_script_tag {
+    () => {
+        concat!("<script>", connected_script!(), "</script>")
+    };
+}
+/// The page a connection ends on. Besides saying so, it tells pages of the deployment's own
+/// origin (the playground of `runway serve`) on the `runway-connect` broadcast channel, so the
+/// playground's card can resume the thread the way Console does when its popup closes. The
+/// channel reaches same-origin pages only and carries the provider's display name, nothing else.
+fn connected_page(name: &str) -> http::Response<Bytes> {
+    let mut r = page(
+        200,
+        "Connected",
+        &format!("{name} is connected. You can close this window."),
+    );
+    let body = String::from_utf8_lossy(r.body())
+        .replacen(
+            "<body ",
+            &format!("<body data-provider=\"{}\" ", escape(name)),
+            1,
+        )
+        .replacen("</body>", concat!(connected_script_tag!(), "</body>"), 1);
+    *r.body_mut() = Bytes::from(body);
+    r.headers_mut().insert(
+        "content-security-policy",
+        http::HeaderValue::from_static(CONNECTED_PAGE_CSP),
+    );
+    r
+}
+
+/// `script-src` allows the connected page's script alone (its SHA-256, checked by a test).
+const CONNECTED_PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+     script-src 'sha256-Rkjkk7oRoMJojIzjXhnFLAlFDRxiDP0XzpntytKc1bk='";
 
 /// A small HTML page: `title` and `message`, escaped.
 fn page(status: u16, title: &str, message: &str) -> http::Response<Bytes> {
@@ -120,5 +160,29 @@ mod tests {
         let r = super::page(200, "x", "<script>a&b</script>");
         let body = String::from_utf8(r.body().to_vec()).unwrap();
         assert!(body.contains("&lt;script&gt;a&amp;b"), "{body}");
+    }
+
+    #[test]
+    fn the_connected_page_runs_its_one_script_and_names_the_provider_escaped() {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let r = super::connected_page("Acme \"CRM\" <x>");
+        let body = String::from_utf8(r.body().to_vec()).unwrap();
+        assert!(
+            body.contains("data-provider=\"Acme &quot;CRM&quot; &lt;x&gt;\""),
+            "{body}"
+        );
+        assert!(
+            body.ends_with(concat!(connected_script_tag!(), "</body></html>")),
+            "{body}"
+        );
+        let hash = base64::engine::general_purpose::STANDARD
+            .encode(sha2::Sha256::digest(super::CONNECTED_SCRIPT.as_bytes()));
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.contains(&format!("script-src 'sha256-{hash}'")),
+            "{csp} vs {hash}"
+        );
+        assert_eq!(csp.matches("script-src").count(), 1);
     }
 }

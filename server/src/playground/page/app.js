@@ -849,6 +849,14 @@ function safeUrl(url, schemes) {
   }
 }
 
+/** `url` if it is http(s) on this machine (127.0.0.1, [::1], localhost), else null. */
+function loopbackUrl(url) {
+  const u = safeUrl(url, ["http:", "https:"]);
+  if (!u) return null;
+  const host = new URL(u).hostname;
+  return ["127.0.0.1", "[::1]", "localhost"].includes(host) ? u : null;
+}
+
 function fileCard(turn, file, channel) {
   if (!file || typeof file !== "object") return;
   const url = safeUrl(file.url, ["https:", "http:"]);
@@ -1020,18 +1028,45 @@ function interruptCard(turn, it) {
       break;
     }
     case "authorization": {
-      const url = safeUrl(it.authorizeUrl, ["https:"]);
+      // Like Console: the popup opens authorizeUrl (https; here also http on this machine, where
+      // `runway serve` links to itself), and the thread resumes with `authorized` once the user
+      // is back: told by the deployment's page on the `runway-connect` channel when it is this
+      // page's origin, or by the user pressing Continue (a deployment elsewhere).
+      const url = safeUrl(it.authorizeUrl, ["https:"]) || loopbackUrl(it.authorizeUrl);
+      const status = el("p", { class: "connect-status", hidden: true });
+      const resume = (b) => {
+        if (channel) channel.close();
+        answer("", { decision: "authorized" }, `Connected ${it.provider}`, b);
+      };
+      const cont = decisionButton("authorized", "Continue", (b) => resume(b));
+      let channel = null;
       card.append(
         el("p", { class: "prompt", text: `Connect your ${it.provider} account to continue.` }),
         el(
           "div",
           { class: "actions" },
-          decisionButton("authorized", `Connect ${it.provider}`, (b) => {
-            // Console opens the provider's page in a popup, then sends `authorized`.
-            if (url) window.open(url, "_blank", "popup,noopener,noreferrer");
-            answer("", { decision: "authorized" }, `Connected ${it.provider}`, b);
-          }, "primary"),
+          el("button", {
+            type: "button",
+            class: "primary",
+            "data-action": "connect",
+            text: `Connect ${it.provider}`,
+            onclick: () => {
+              if (!url) return;
+              window.open(url, "_blank", "popup,noopener,noreferrer");
+              status.hidden = false;
+              status.textContent = `Finish in the window that opened; the conversation goes on once ${it.provider} is connected.`;
+              if (!channel && "BroadcastChannel" in window) {
+                channel = new BroadcastChannel("runway-connect");
+                channel.onmessage = (e) => {
+                  const m = e.data;
+                  if (m && m.type === "connected" && m.provider === it.provider && !card.classList.contains("answered")) resume(cont);
+                };
+              }
+            },
+          }),
+          cont,
         ),
+        status,
       );
       break;
     }
