@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::deadlines::{Deadlines, Limits};
 use crate::findings::{Code, Finding};
 use crate::frame_rules::{FrameRules, RunIds, StreamEnd};
+use crate::outcome::{ReadMode, TurnOutcome};
 use crate::response_head::{ResponseHead, judge_response_head};
 use crate::stream_judge::{Clock, StreamJudge, timeout_finding};
-use crate::turn::{ReadMode, TurnOutcome};
 
 /// One chunk of the body as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

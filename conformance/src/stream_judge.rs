@@ -7,8 +7,8 @@
 use crate::deadlines::{Deadlines, Limits};
 use crate::findings::{Code, Finding};
 use crate::frame_rules::{Disposition, FinalFrame, FrameRules, StreamEnd};
+use crate::outcome::{ReadMode, TurnOutcome};
 use crate::sse_reader::{SseLine, SseReader};
-use crate::turn::{ReadMode, TurnOutcome};
 
 /// What one chunk revealed.
 #[derive(Debug, Default)]

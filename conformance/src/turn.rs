@@ -11,49 +11,11 @@ use tokio::time::timeout_at;
 use crate::findings::{Code, Finding};
 use crate::first_frame_hold::{ChunkArrival, HoldWatch};
 use crate::frame_rules::{FrameRules, RunIds, StreamEnd};
+pub use crate::outcome::{ReadMode, TurnOutcome};
 use crate::response_head::{ResponseHead, judge_response_head};
 use crate::run_body::RunBody;
 use crate::stream_judge::{Clock, StreamJudge, timeout_finding};
 use crate::transport::{Endpoint, HeaderSet, Transport, classify_send_error};
-
-/// How far to read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ReadMode {
-    /// Read the whole turn (to the final frame, then a short grace to catch
-    /// frames sent after it).
-    #[default]
-    WholeTurn,
-    /// The Test button: stop at the first valid frame.
-    FirstValidFrame,
-}
-
-/// How the turn ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TurnOutcome {
-    /// `RUN_FINISHED` with `outcome.type = "success"`.
-    Finished,
-    /// `RUN_FINISHED` with a valid interrupt.
-    Interrupted,
-    /// `RUN_ERROR`.
-    RunError {
-        /// The agent's message.
-        message: String,
-    },
-    /// The stream closed cleanly without a final frame (Console stores what
-    /// arrived as complete).
-    ClosedWithoutFinal,
-    /// The Test button stopped at the first valid frame.
-    StoppedAtFirstValidFrame,
-    /// The client closed the connection before the final frame (Console's Stop; seen in
-    /// recorded turns only).
-    StoppedByClient,
-    /// The turn failed with one of Console's error codes.
-    Failed {
-        /// The code.
-        code: Code,
-    },
-}
 
 /// Everything observed during one turn.
 #[derive(Debug, Clone, Serialize)]
