@@ -84,6 +84,45 @@ async fn connected_accounts_on_serve() {
     a_workers_file_worker_acts_as_the_user(&oauth).await;
     a_refused_token_is_refreshed_once_then_the_card(&oauth).await;
     concurrent_turns_of_one_user_refresh_once(&oauth).await;
+    a_provider_declared_by_its_issuer(&oauth).await;
+}
+
+/// `issuer = "…"` instead of the URLs: the endpoints come from the provider's metadata
+/// (RFC 8414's well-known URL first, then OpenID's), and
+/// the flow runs. Metadata naming another issuer: no card whose link could only fail, a tool
+/// error the model relays.
+async fn a_provider_declared_by_its_issuer(oauth: &str) {
+    let by_issuer = |issuer: &str| {
+        tools("API", oauth).replace(
+            &format!("authorize_url = \"{oauth}/auth\"\ntoken_url = \"{oauth}/token\""),
+            &format!("issuer = \"{issuer}\""),
+        )
+    };
+    assert!(by_issuer(oauth).contains("issuer ="));
+    let model = ScriptedServer::start(orders_model).await;
+    let api = ScriptedServer::start(orders_api).await;
+    let data_dir: PathBuf = free_data_dir("connect-issuer");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let toml = by_issuer(oauth).replace("API", &api.base_url);
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let mut browser = Browser::new(PUBLIC, client.base());
+    a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+
+    // The same server reached as localhost: its metadata names 127.0.0.1, another issuer.
+    let data_dir: PathBuf = free_data_dir("connect-issuer-mismatch");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let port = oauth.rsplit(':').next().unwrap();
+    let toml = by_issuer(&format!("http://localhost:{port}")).replace("API", &api.base_url);
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let t = client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "What are my orders?"))
+        .await;
+    assert!(card(&t).is_none(), "{:?}", t.frames);
+    assert!(t.text().contains("names another issuer"), "{}", t.text());
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
 }
 
 /// The API answers 401 to a token it no longer takes: refreshed once, the call sent again,

@@ -60,6 +60,10 @@ pub enum ConnectionError {
     /// No provider of that key is configured.
     #[error("no provider named {0:?} is configured")]
     UnknownProvider(String),
+    /// The provider cannot be reached to connect to (its name, and why): its issuer's
+    /// metadata could not be read.
+    #[error("{0} cannot be reached to connect to: {1}")]
+    Unreachable(String, String),
     /// The turn has no `userId`: nobody could connect an account.
     #[error("connecting {0} needs a signed-in user")]
     NoUser(String),

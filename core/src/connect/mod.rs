@@ -11,6 +11,7 @@
 //! states are what authorize them. Everything here is sans-I/O over the store's primitives
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
 
+pub mod discovery;
 pub(crate) mod pkce;
 pub mod provider;
 pub(crate) mod token;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 use crate::agent::turn_connections::{
     AccessToken, ConnectScope, Connection, ConnectionError, Rejected,
 };
-use crate::connect::provider::{Provider, Providers};
+use crate::connect::discovery::DiscoveryError;
+use crate::connect::provider::{Endpoints, Provider, ProviderEndpoints, Providers};
 use crate::connect::vault::{Tokens, VaultKey};
 use crate::http_client::HttpClient;
 use crate::platform::runtime::Runtime;
@@ -116,6 +118,8 @@ pub(crate) struct Connections {
     per_worker: BTreeMap<String, Providers>,
     vault: VaultKey,
     http: Arc<dyn HttpClient>,
+    /// The endpoints of providers declared by `issuer`, once their metadata was read.
+    discovered: std::sync::Mutex<BTreeMap<String, ProviderEndpoints>>,
 }
 
 /// What opening the card's link leads to.
@@ -125,6 +129,8 @@ pub(crate) enum LinkOutcome {
     Redirect(String),
     /// The link is unknown, used or expired.
     Refused,
+    /// The provider's metadata could not be read (its name): the link was used up.
+    Unreachable(String),
 }
 
 /// What the provider's redirect back led to.
@@ -181,7 +187,40 @@ impl Connections {
             per_worker,
             vault,
             http,
+            discovered: std::sync::Mutex::default(),
         }))
+    }
+
+    /// `p`'s endpoints: configured, or read from its issuer's metadata (once per process;
+    /// a failure is tried again on the next use).
+    async fn endpoints<R: Runtime>(
+        &self,
+        rt: &R,
+        p: &Provider,
+    ) -> Result<ProviderEndpoints, DiscoveryError> {
+        let issuer = match &p.endpoints {
+            Endpoints::Given(e) => return Ok(e.clone()),
+            Endpoints::Issuer(issuer) => issuer,
+        };
+        if let Some(e) = self.discovered_lock().get(&p.key) {
+            return Ok(e.clone());
+        }
+        let found = discovery::discover(&self.http, rt, issuer).await;
+        match &found {
+            Ok(e) => {
+                self.discovered_lock().insert(p.key.clone(), e.clone());
+            }
+            Err(e) => {
+                tracing::warn!(provider = %p.key, error = %e, "the provider's metadata could not be read");
+            }
+        }
+        found
+    }
+
+    fn discovered_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ProviderEndpoints>> {
+        self.discovered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The provider `key` as worker `worker` knows it: its own, else every worker's.
@@ -296,6 +335,10 @@ impl Connections {
         p: &Provider,
         key: ConnectionKey,
     ) -> Result<Connection, ConnectionError> {
+        // A provider that cannot be found gets no card whose link could only fail.
+        self.endpoints(rt, p)
+            .await
+            .map_err(|e| ConnectionError::Unreachable(p.name.clone(), e.to_string()))?;
         let state = ConnectState {
             id: pkce::random_token(rt),
             stage: ConnectStage::Link,
@@ -339,7 +382,19 @@ impl Connections {
         {
             return Ok(is_usable(&now, rt.now_ms()).then_some(now));
         }
-        match token::refresh(&self.http, p, refresh_token, rt.now_ms()).await {
+        let endpoints = match self.endpoints(rt, p).await {
+            Ok(e) => e,
+            Err(_) => return Ok(None),
+        };
+        match token::refresh(
+            &self.http,
+            p,
+            &endpoints.token_url,
+            refresh_token,
+            rt.now_ms(),
+        )
+        .await
+        {
             Ok(new) => {
                 store.put_connection(key, &self.seal(rt, key, &new)).await?;
                 Ok(Some(new))
@@ -402,13 +457,16 @@ impl Connections {
         else {
             return Ok(LinkOutcome::Refused);
         };
+        let Ok(endpoints) = self.endpoints(rt, p).await else {
+            return Ok(LinkOutcome::Unreachable(p.name.clone()));
+        };
         let next = ConnectState {
             id: pkce::random_token(rt),
             stage: ConnectStage::Callback,
             ..state
         };
         store.put_connect_state(&next).await?;
-        let mut url = p.authorize_url.clone();
+        let mut url = endpoints.authorize_url;
         url.query_pairs_mut()
             .append_pair("response_type", "code")
             .append_pair("client_id", &p.client_id)
@@ -460,9 +518,13 @@ impl Connections {
         let Some(code) = code else {
             return Ok(CallbackOutcome::Failed(p.name.clone()));
         };
+        let Ok(endpoints) = self.endpoints(rt, p).await else {
+            return Ok(CallbackOutcome::Failed(p.name.clone()));
+        };
         match token::exchange_code(
             &self.http,
             p,
+            &endpoints.token_url,
             &code,
             &state.verifier,
             &state.redirect_uri,
