@@ -275,7 +275,10 @@ impl Connections {
             {
                 return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
             }
-            if tokens.access_token == rejected.expose() {
+            // Read again: the user may have connected anew, or another turn refreshed, while
+            // this one asked; only the refused token is marked.
+            let still = self.stored(store, &key).await?;
+            if still.is_some_and(|now| now.access_token == rejected.expose()) {
                 tracing::info!(provider = %p.key, "the API refused a stored token: asking to connect again");
                 store
                     .put_connection(&key, &self.seal(rt, &key, &Tokens::unusable()))
