@@ -380,6 +380,12 @@ pub fn load_workers<R: Runtime + Clone>(
             }
         };
         workers = workers.add_shared(id.clone(), agent);
+        // Its tools file's providers: served for its turns (per-workspace variants keep them).
+        if let Some(m) = &model
+            && !m.settings().providers.is_empty()
+        {
+            workers = workers.providers(id.clone(), m.settings().providers.clone());
+        }
         // Per-workspace variants of a model worker. `*`'s is served in every workspace
         // without a table of its own: a workspace's own table replaces `*`'s settings (as its
         // limits replace `*`'s), so one that changes nothing gets the worker as it is.
@@ -573,12 +579,14 @@ fn model_settings(
                 .map_err(|e| err_at(path.span().start, e.to_string()))?;
             s.tools = file.tools;
             s.mcp = file.mcp;
+            s.providers = file.providers;
         }
         (None, Some(inline)) => {
             let file = parse_tools(inline.get_ref(), &format!("workers.{id:?}.tools"), setting)
                 .map_err(|e| err_at(inline.span().start, e.to_string()))?;
             s.tools = file.tools;
             s.mcp = file.mcp;
+            s.providers = file.providers;
         }
         (None, None) => {}
     }

@@ -49,8 +49,8 @@ mod wire;
 
 pub use agent::{
     AccessToken, Agent, AgentError, AgentResult, Artifact, Connection, ConnectionError, DynAgent,
-    Message, Outcome, Output, OutputFile, Protocol, Role, SharedAgent, ThreadContext, ToolCall,
-    Turn, Workers,
+    Message, Outcome, Output, OutputFile, Protocol, Rejected, Role, SharedAgent, ThreadContext,
+    ToolCall, Turn, Workers,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
 pub use meter::{Limits, ModelTokens, Price, TurnUsage};

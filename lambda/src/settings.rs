@@ -394,8 +394,12 @@ mod tests {
         providers.add(runway_core::connect::provider::Provider {
             key: "acme".into(),
             name: "Acme CRM".into(),
-            authorize_url: "https://acme.example/auth".parse().unwrap(),
-            token_url: "https://acme.example/token".parse().unwrap(),
+            endpoints: runway_core::connect::provider::Endpoints::Given(
+                runway_core::connect::provider::ProviderEndpoints {
+                    authorize_url: "https://acme.example/auth".parse().unwrap(),
+                    token_url: "https://acme.example/token".parse().unwrap(),
+                },
+            ),
             client_id: "runway".into(),
             client_secret: None,
             scopes: Vec::new(),

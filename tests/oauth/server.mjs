@@ -3,9 +3,17 @@
 // development login and consent pages (any login name is accepted; the name is the `sub`).
 // PORT, CLIENT_SECRET and REDIRECT_URI come from the test; it listens on 127.0.0.1 only and
 // prints "listening" once it does.
+//
+// Refresh tokens are issued on every authorization and rotate on every use: a refresh token
+// used twice is refused and revokes the whole grant (oidc-provider's reuse detection), as a
+// strict provider does. A login starting with "expiring-" gets access tokens that expire in
+// EXPIRING_TTL seconds (sooner than runway's refresh margin: every use refreshes first).
+// A token can be revoked (RFC 7009, POST /token/revocation), that token alone. GET /test/grants answers how many
+// token requests of each grant type succeeded and failed, for the tests to count refreshes.
 import Provider from 'oidc-provider';
 
 const port = Number(process.env.PORT);
+const EXPIRING_TTL = 30;
 const provider = new Provider(`http://127.0.0.1:${port}`, {
   clients: [
     {
@@ -17,8 +25,32 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
     },
   ],
   pkce: { required: () => true },
-  features: { devInteractions: { enabled: true } },
+  features: { devInteractions: { enabled: true }, revocation: { enabled: true } },
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  rotateRefreshToken: true,
+  // Revoking one token (RFC 7009) revokes that token only; a refresh token used twice still
+  // revokes the whole grant.
+  revokeGrantPolicy: (ctx) => ctx.oidc.route !== 'revocation',
+  ttl: {
+    AccessToken: (ctx, token) => (String(token.accountId).startsWith('expiring-') ? EXPIRING_TTL : 3600),
+  },
 });
+
+const grants = { succeeded: {}, failed: {} };
+const count = (table) => (ctx) => {
+  const type = ctx.oidc.params?.grant_type ?? 'unknown';
+  table[type] = (table[type] ?? 0) + 1;
+};
+provider.on('grant.success', count(grants.succeeded));
+provider.on('grant.error', count(grants.failed));
+provider.use(async (ctx, next) => {
+  if (ctx.method === 'GET' && ctx.path === '/test/grants') {
+    ctx.body = grants;
+    return;
+  }
+  await next();
+});
+
 provider.listen(port, '127.0.0.1');
 process.stdout.write('listening\n');
 // Everything else it logs goes to stderr: the test reads stdout only up to the line above.

@@ -307,3 +307,77 @@ pub async fn a_user_connects_and_the_call_runs_as_them(
     let frames = serde_json::to_string(&t.frames).unwrap();
     assert!(!frames.contains(token.as_str()), "a token in the frames");
 }
+
+/// The protected API checking each token at the OAuth server (its userinfo endpoint): `/orders`
+/// for a token the server still honours, 401 for a revoked, expired or unknown one, and 401
+/// for the tokens in `denied` (the API's own deny list).
+pub fn checked_orders_api(
+    oauth: &str,
+    denied: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    let oauth = oauth.to_owned();
+    move |r: &Recorded| {
+        let token = r
+            .header("authorization")
+            .and_then(|a| a.strip_prefix("Bearer "));
+        let honoured = token.is_some_and(|t| {
+            !denied.lock().unwrap().iter().any(|d| d == t) && userinfo_status(&oauth, t) == 200
+        });
+        if honoured {
+            Reply::json(&serde_json::json!({"orders": ["DH-1", "DH-2"]}))
+        } else {
+            Reply::status(
+                401,
+                &[("www-authenticate", "Bearer error=\"invalid_token\"")],
+                &serde_json::json!({"error": "invalid_token"}),
+            )
+        }
+    }
+}
+
+/// The status the OAuth server's userinfo endpoint answers `token` with. Plain blocking HTTP
+/// on loopback: the scripted API's handler is synchronous, and the server is another process.
+fn userinfo_status(oauth: &str, token: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = oauth.strip_prefix("http://").expect("a loopback http URL");
+    let mut s = std::net::TcpStream::connect(addr).expect("the OAuth server");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /me HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = String::new();
+    let _ = s.read_to_string(&mut head);
+    head.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Revokes `token` at the OAuth server (RFC 7009), as runway's client: oidc-provider revokes
+/// every token of its grant with it, the refresh token included.
+pub async fn revoke(oauth: &str, token: &str) {
+    let r = reqwest::Client::new()
+        .post(format!("{oauth}/token/revocation"))
+        .basic_auth("runway", Some(CLIENT_SECRET))
+        .form(&[("token", token), ("token_type_hint", "access_token")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "revocation");
+}
+
+/// How many token requests of `grant_type` the OAuth server granted, and refused.
+pub async fn grants(oauth: &str, grant_type: &str) -> (u64, u64) {
+    let v: Value = reqwest::Client::new()
+        .get(format!("{oauth}/test/grants"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let n = |table: &str| v[table][grant_type].as_u64().unwrap_or(0);
+    (n("succeeded"), n("failed"))
+}

@@ -1,15 +1,19 @@
-//! Connected accounts end to end on `runway serve` (issue 27, first slice): the model agent's
-//! tool with `auth = "acme"`, a real OAuth server from npm ([`runway_e2e::oauth_flow`]) whose
-//! login and consent pages are driven with plain HTTP, a protected API on loopback, and the
-//! scripted OpenAI-compatible model. One OAuth server for the file.
+//! Connected accounts end to end on `runway serve` (issue 27): the model agent's tool with
+//! `auth = "acme"` (from the tools file, and from a workers file's worker), a real OAuth server
+//! from npm ([`runway_e2e::oauth_flow`]) whose login and consent pages are driven with plain
+//! HTTP, a protected API on loopback, and the scripted OpenAI-compatible model. One OAuth
+//! server for the file: one test runs the scenarios in turn.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id};
+use std::sync::{Arc, Mutex};
+
+use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
 use runway_e2e::oauth_flow::{
-    Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, bearer_tokens, card,
-    free_port, oauth_server, orders_api, orders_model, subject, tools,
+    Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY,
+    a_user_connects_and_the_call_runs_as_them, bearer_tokens, card, checked_orders_api, free_port,
+    grants, oauth_server, orders_api, orders_model, revoke, subject, tools,
 };
 use runway_e2e::scripted_server::ScriptedServer;
 use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
@@ -22,19 +26,29 @@ const PUBLIC: &str = "https://agent.runway.test";
 const AUTH: (&str, &str) = ("x-api-key", "console-key-1");
 
 async fn serve(data_dir: &Path, model: &str, tools_toml: &str) -> (AgentProcess, Client) {
+    serve_with(data_dir, model, &[("RUNWAY_TOOLS", tools_toml)]).await
+}
+
+/// `runway serve` of the model agent at `model`, with `settings` (its tools, or a workers file).
+async fn serve_with(
+    data_dir: &Path,
+    model: &str,
+    settings: &[(&str, &str)],
+) -> (AgentProcess, Client) {
     let mut cmd = Command::new(runway_binary());
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .env("RUNWAY_AGENT", "model")
         .env("RUNWAY_MODEL_BASE_URL", format!("{model}/v1"))
         .env("RUNWAY_MODEL", "test-model")
-        .env("RUNWAY_TOOLS", tools_toml)
+        .envs(settings.iter().copied())
         .env(CLIENT_SECRET_SETTING, SECRET)
         .env("RUNWAY_VAULT_KEY", VAULT_KEY)
         .env("RUNWAY_PUBLIC_URL", PUBLIC)
         .env("RUNWAY_AUTH_HEADERS", format!("{}: {}", AUTH.0, AUTH.1))
         .env("RUNWAY_LOG", "warn")
-        .env_remove("RUNWAY_TOOLS_FILE");
+        .env_remove("RUNWAY_TOOLS_FILE")
+        .env_remove("RUNWAY_WORKERS_FILE");
     let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
     let client = Client::new(
         process.base_url(),
@@ -62,10 +76,214 @@ fn body(thread: &str, workspace: &str, user: Option<&str>, resume: Option<&str>)
 }
 
 #[tokio::test]
-async fn a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing() {
+async fn connected_accounts_on_serve() {
     let port = free_port();
     let oauth = format!("http://127.0.0.1:{port}");
     let _oauth_server = oauth_server(port, &format!("{PUBLIC}/callback")).await;
+    a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(&oauth).await;
+    a_workers_file_worker_acts_as_the_user(&oauth).await;
+    a_refused_token_is_refreshed_once_then_the_card(&oauth).await;
+    concurrent_turns_of_one_user_refresh_once(&oauth).await;
+    a_provider_declared_by_its_issuer(&oauth).await;
+}
+
+/// `issuer = "…"` instead of the URLs: the endpoints come from the provider's metadata
+/// (RFC 8414's well-known URL first, then OpenID's), and
+/// the flow runs. Metadata naming another issuer: no card whose link could only fail, a tool
+/// error the model relays.
+async fn a_provider_declared_by_its_issuer(oauth: &str) {
+    let by_issuer = |issuer: &str| {
+        tools("API", oauth).replace(
+            &format!("authorize_url = \"{oauth}/auth\"\ntoken_url = \"{oauth}/token\""),
+            &format!("issuer = \"{issuer}\""),
+        )
+    };
+    assert!(by_issuer(oauth).contains("issuer ="));
+    let model = ScriptedServer::start(orders_model).await;
+    let api = ScriptedServer::start(orders_api).await;
+    let data_dir: PathBuf = free_data_dir("connect-issuer");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let toml = by_issuer(oauth).replace("API", &api.base_url);
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let mut browser = Browser::new(PUBLIC, client.base());
+    a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+
+    // The same server reached as localhost: its metadata names 127.0.0.1, another issuer.
+    let data_dir: PathBuf = free_data_dir("connect-issuer-mismatch");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let port = oauth.rsplit(':').next().unwrap();
+    let toml = by_issuer(&format!("http://localhost:{port}")).replace("API", &api.base_url);
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let t = client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "What are my orders?"))
+        .await;
+    assert!(card(&t).is_none(), "{:?}", t.frames);
+    assert!(t.text().contains("names another issuer"), "{}", t.text());
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// The API answers 401 to a token it no longer takes: refreshed once, the call sent again,
+/// no card. The grant revoked at the provider (the refresh fails too): the card, the call
+/// pending, the refused token never sent again; after reconnecting, the pending call runs.
+async fn a_refused_token_is_refreshed_once_then_the_card(oauth: &str) {
+    let denied = Arc::new(Mutex::new(Vec::new()));
+    let model = ScriptedServer::start(orders_model).await;
+    let api = ScriptedServer::start(checked_orders_api(oauth, denied.clone())).await;
+    let data_dir: PathBuf = free_data_dir("connect-refused");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let (process, client) = serve(&data_dir, &model.base_url, &tools(&api.base_url, oauth)).await;
+    let mut browser = Browser::new(PUBLIC, client.base());
+    a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    let user = run_body("x", "x", "")["userId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = bearer_tokens(&api).last().unwrap().clone();
+    let (refreshed, refused) = grants(oauth, "refresh_token").await;
+
+    // The API refuses the token: one refresh, the call again with the new one, its result.
+    denied.lock().unwrap().push(first.clone());
+    let t = client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "What are my orders?"))
+        .await;
+    assert!(card(&t).is_none(), "{:?}", t.frames);
+    assert!(t.text().contains("DH-1"), "{}", t.text());
+    let sent = bearer_tokens(&api);
+    let renewed = sent.last().unwrap().clone();
+    assert_eq!(
+        sent[sent.len() - 2],
+        first,
+        "sent with the refused token first"
+    );
+    assert_ne!(renewed, first);
+    assert_eq!(subject(oauth, &renewed).await, user);
+    assert_eq!(
+        grants(oauth, "refresh_token").await,
+        (refreshed + 1, refused)
+    );
+
+    // Revoked at the provider, refresh token and all: one refresh attempt, then the card.
+    revoke(oauth, &renewed).await;
+    let thread = fresh_id();
+    let t = client
+        .turn(&run_body(&fresh_id(), &thread, "What are my orders?"))
+        .await;
+    let link = card(&t).unwrap_or_else(|| panic!("the card, not a tool error: {:?}", t.frames));
+    assert!(!t.text().contains("401"), "{}", t.text());
+    assert_eq!(
+        grants(oauth, "refresh_token").await,
+        (refreshed + 1, refused + 1)
+    );
+    // The refused token is not sent again: another turn gets the card at once.
+    let sent_before = bearer_tokens(&api).len();
+    let t = client
+        .turn(&run_body(&fresh_id(), &fresh_id(), "What are my orders?"))
+        .await;
+    assert!(card(&t).is_some(), "{:?}", t.frames);
+    assert_eq!(bearer_tokens(&api).len(), sent_before);
+
+    // Reconnected: the pending call runs, as the user.
+    let back = browser.authorize(&link, &user, false).await;
+    let (status, html) = browser.callback(&back).await;
+    assert_eq!(status, 200, "{html}");
+    let mut resume = run_body(&fresh_id(), &thread, "");
+    resume["resume"] = json!({"interruptId": "x", "decision": "authorized"});
+    let t = client.turn(&resume).await;
+    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
+    assert!(t.text().contains("DH-1"), "{}", t.text());
+    let last = bearer_tokens(&api).last().unwrap().clone();
+    assert_eq!(subject(oauth, &last).await, user);
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// Several turns of one user at once, their access token about to expire, the provider
+/// rotating refresh tokens (a second use of one revokes the grant): one refresh reaches the
+/// provider, and every call runs.
+async fn concurrent_turns_of_one_user_refresh_once(oauth: &str) {
+    const TURNS: usize = 5;
+    let model = ScriptedServer::start(orders_model).await;
+    let api = ScriptedServer::start(orders_api).await;
+    let data_dir: PathBuf = free_data_dir("connect-concurrent");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let (process, client) = serve(&data_dir, &model.base_url, &tools(&api.base_url, oauth)).await;
+    let mut browser = Browser::new(PUBLIC, client.base());
+    // Its tokens live 30 s, within runway's refresh margin: every use refreshes first.
+    let user = format!("expiring-{}", fresh_id());
+    let body = |thread: &str| {
+        let mut b = run_body(&fresh_id(), thread, "What are my orders?");
+        b["userId"] = json!(user);
+        b
+    };
+    let thread = fresh_id();
+    let link = card(&client.turn(&body(&thread)).await).expect("the card");
+    let back = browser.authorize(&link, &user, false).await;
+    assert_eq!(browser.callback(&back).await.0, 200);
+    let (refreshed, refused) = grants(oauth, "refresh_token").await;
+
+    let turns = (0..TURNS).map(|_| {
+        let client = client.clone();
+        let body = body(&fresh_id());
+        async move { client.turn(&body).await }
+    });
+    let done = futures::future::join_all(turns).await;
+    for t in &done {
+        assert!(card(t).is_none(), "a needless card: {:?}", t.frames);
+        assert!(t.text().contains("DH-1"), "{}", t.text());
+    }
+    assert_eq!(
+        grants(oauth, "refresh_token").await,
+        (refreshed + 1, refused),
+        "one refresh reached the provider"
+    );
+    let tokens = bearer_tokens(&api);
+    assert_eq!(tokens.len(), TURNS);
+    assert!(
+        tokens.iter().all(|t| t == &tokens[0]),
+        "every call with the one refreshed token"
+    );
+    assert_eq!(subject(oauth, &tokens[0]).await, user);
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// A workers file's model worker with `auth = "acme"` in its own tools: the card, the
+/// connection, the pending call run as the user. Another worker of the file has no providers.
+async fn a_workers_file_worker_acts_as_the_user(oauth: &str) {
+    let model = ScriptedServer::start(orders_model).await;
+    let api = ScriptedServer::start(orders_api).await;
+    let data_dir: PathBuf = free_data_dir("connect-workers");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let workers = format!(
+        r#"
+[defaults]
+agent = "model"
+base_url = "{}/v1"
+model = "test-model"
+
+[workers."{AGENT_ID}"]
+name = "Order desk"
+tools = '''{}'''
+
+[workers."918273688800000300"]
+name = "HR helper"
+"#,
+        model.base_url,
+        tools(&api.base_url, oauth)
+    );
+    let (process, client) =
+        serve_with(&data_dir, &model.base_url, &[("RUNWAY_WORKERS", &workers)]).await;
+    let mut browser = Browser::new(PUBLIC, client.base());
+    a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    process.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+async fn a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(oauth: &str) {
+    let oauth = oauth.to_owned();
     let model = ScriptedServer::start(orders_model).await;
     let api = ScriptedServer::start(orders_api).await;
     let data_dir: PathBuf = free_data_dir("connect");
@@ -213,6 +431,41 @@ async fn a_provider_without_the_vault_key_refuses_to_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("RUNWAY_VAULT_KEY") && err.contains("acme"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn two_workers_declaring_one_provider_key_differently_refuse_to_start() {
+    let acme = tools("http://127.0.0.1:9", "http://127.0.0.1:9");
+    let other = acme.replace("client_id = \"runway\"", "client_id = \"another\"");
+    let workers = format!(
+        r#"
+[defaults]
+agent = "model"
+base_url = "http://127.0.0.1:9/v1"
+model = "m"
+
+[workers."{AGENT_ID}"]
+tools = '''{acme}'''
+
+[workers."918273688800000300"]
+tools = '''{other}'''
+"#
+    );
+    let out = std::process::Command::new(runway_binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(free_data_dir("connect-clash"))
+        .env("RUNWAY_WORKERS", workers)
+        .env(CLIENT_SECRET_SETTING, SECRET)
+        .env("RUNWAY_VAULT_KEY", VAULT_KEY)
+        .env_remove("RUNWAY_WORKERS_FILE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[providers.acme]") && err.contains("918273688800000300"),
         "{err}"
     );
 }

@@ -24,8 +24,8 @@ use runway_core::Role;
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpClient, HttpError, HttpResponse};
 use runway_core::protocol::{Decision, EditedAction, Interrupt, LogId, ReviewItem};
+use runway_core::{AccessToken, Connection, ConnectionError, Rejected};
 use runway_core::{Agent, AgentError, AgentResult, Outcome, Turn, TurnUsage};
-use runway_core::{Connection, ConnectionError};
 use runway_core::{Output, ToolCall};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -631,31 +631,17 @@ impl<R: Runtime> ModelAgent<R> {
                 found.insert(key.clone(), c);
             }
             match &found[&key] {
-                Ok(Connection::Token(token)) => ready.push((call, shown, Some(Ok(token.clone())))),
+                Ok(Connection::Token(token)) => {
+                    let token = token.clone();
+                    ready.push((call, shown, Some(Ok((key, token)))));
+                }
                 Ok(Connection::Authorize(interrupt)) => {
                     card.get_or_insert_with(|| interrupt.clone());
                     t.connecting.push(call);
                 }
-                Err(ConnectionError::NoUser(name)) => ready.push((
-                    call,
-                    shown,
-                    Some(Err(format!(
-                        "Error: connecting {name} needs a signed-in user, and this conversation \
-                         has none; the tool was not called."
-                    ))),
-                )),
                 Err(e) => {
-                    if log.admit() {
-                        tracing::warn!(run_id = %LogId(&turn.run_id), error = %e, "a connected account could not be used");
-                    }
-                    ready.push((
-                        call,
-                        shown,
-                        Some(Err(format!(
-                            "Error: the account this tool acts with could not be used ({e}); \
-                             the tool was not called."
-                        ))),
-                    ));
+                    let refusal = connection_refusal(turn, e, log);
+                    ready.push((call, shown, Some(Err(refusal))));
                 }
             }
         }
@@ -668,22 +654,31 @@ impl<R: Runtime> ModelAgent<R> {
         for (call, _, auth) in &ready {
             runs.push(async move {
                 let result = match auth {
-                    None => tools.run(tool_http, call, None, log).await,
-                    Some(Ok(token)) => {
-                        // An API that echoes the token does not get it to the model.
-                        tools
-                            .run(tool_http, call, Some(token), log)
-                            .await
-                            .replace(token.expose(), "[redacted]")
+                    None => Ok(tools
+                        .run(tool_http, call, None, log)
+                        .await
+                        .unwrap_or_default()),
+                    Some(Ok((key, token))) => {
+                        run_as_user(turn, tools, tool_http, call, key, token, log).await
                     }
-                    Some(Err(refusal)) => refusal.clone(),
+                    Some(Err(refusal)) => Ok(refusal.clone()),
                 };
-                self.redactor.redact(&result)
+                result.map(|r| self.redactor.redact(&r))
             });
         }
         let results = run_bounded(runs, self.settings.max_tool_calls_per_reply).await;
         let calls: Vec<_> = ready.into_iter().map(|(c, s, _)| (c, s)).collect();
         for ((call, shown), content) in calls.into_iter().zip(results) {
+            let content = match content {
+                Ok(content) => content,
+                // The API refused the user's token and it could not be renewed: the call
+                // waits for the user to connect again, as one sent without a token would.
+                Err(interrupt) => {
+                    card.get_or_insert(interrupt);
+                    t.connecting.push(call);
+                    continue;
+                }
+            };
             turn.usage().tool_call(is_failure(&content));
             out.tool_result(&shown, content.clone());
             t.messages.push(ChatMessage::Tool {
@@ -1266,4 +1261,59 @@ fn seed_from_context(turn: &Turn) -> Vec<ChatMessage> {
             Role::System => None,
         })
         .collect()
+}
+
+/// The most times one call is sent with the user's token: the first, once with a refreshed
+/// token, and once with a newer token another turn stored meanwhile.
+const MAX_SENDS_AS_USER: usize = 3;
+
+/// Runs `call` as the user with `token` at provider `key`. An API answering 401 gets the
+/// call once more with a renewed token ([`Turn::connection_rejected`]: refreshed once, or a
+/// newer one from the vault); when none comes, the card to end the turn with (the call
+/// waits for the user to connect again).
+async fn run_as_user(
+    turn: &Turn,
+    tools: &Toolbox<'_>,
+    tool_http: Option<&Http>,
+    call: &ModelToolCall,
+    key: &str,
+    token: &AccessToken,
+    log: &LogBudget,
+) -> Result<String, Interrupt> {
+    let mut token = token.clone();
+    let mut retry = Rejected::Refresh;
+    for _ in 0..MAX_SENDS_AS_USER {
+        if let Ok(result) = tools.run(tool_http, call, Some(&token), log).await {
+            // An API that echoes the token does not get it to the model.
+            return Ok(result.replace(token.expose(), "[redacted]"));
+        }
+        match turn.connection_rejected(key, &token, retry).await {
+            Ok(Connection::Token(renewed)) => {
+                token = renewed;
+                retry = Rejected::GiveUp;
+            }
+            Ok(Connection::Authorize(interrupt)) => return Err(interrupt),
+            Err(e) => return Ok(connection_refusal(turn, &e, log)),
+        }
+    }
+    Ok("Error: the tool's API refused the user's token again; the tool was not called.".into())
+}
+
+/// What the model is told when the user's connection cannot be looked up.
+fn connection_refusal(turn: &Turn, e: &ConnectionError, log: &LogBudget) -> String {
+    match e {
+        ConnectionError::NoUser(name) => format!(
+            "Error: connecting {name} needs a signed-in user, and this conversation has none; \
+             the tool was not called."
+        ),
+        e => {
+            if log.admit() {
+                tracing::warn!(run_id = %LogId(&turn.run_id), error = %e, "a connected account could not be used");
+            }
+            format!(
+                "Error: the account this tool acts with could not be used ({e}); the tool \
+                 was not called."
+            )
+        }
+    }
 }

@@ -30,12 +30,12 @@ pub(crate) struct ToolLimits {
 
 /// Runs the `calls` (one future each), at most `parallel` at once, and returns their results
 /// in order.
-pub(crate) async fn run_bounded<Fut>(
+pub(crate) async fn run_bounded<Fut, T>(
     calls: impl IntoIterator<Item = Fut>,
     parallel: usize,
-) -> Vec<String>
+) -> Vec<T>
 where
-    Fut: Future<Output = String>,
+    Fut: Future<Output = T>,
 {
     futures::stream::iter(calls)
         .buffered(parallel.max(1))
@@ -189,10 +189,17 @@ pub(crate) async fn read_result(
     })
 }
 
+/// The API answered 401 to the user's token (`bearer`): not a result for the model, but a
+/// connection to renew ([`runway_core::Turn::connection_rejected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenRefused;
+
 /// Calls `tool` with the model's `arguments` (JSON text) and returns the result for the model.
-/// Never fails: a bad argument, an unreachable endpoint or an error status is reported to the
-/// model as the result (starting with `Error:`, see [`is_failure`]), so it can tell the user
-/// or try again.
+/// A bad argument, an unreachable endpoint or an error status is reported to the model as the
+/// result (starting with `Error:`, see [`is_failure`]), so it can tell the user or try again.
+///
+/// # Errors
+/// [`TokenRefused`]: sent with the user's token, the call was answered 401.
 pub(crate) async fn run_tool(
     http: &Http,
     tool: &HttpTool,
@@ -200,14 +207,14 @@ pub(crate) async fn run_tool(
     bearer: Option<&AccessToken>,
     limits: ToolLimits,
     log: &LogBudget,
-) -> String {
+) -> Result<String, TokenRefused> {
     let args: Value = if arguments.trim().is_empty() {
         Value::Object(Default::default())
     } else {
         match serde_json::from_str(arguments) {
             Ok(v @ Value::Object(_)) => v,
-            Ok(_) => return "Error: the arguments must be a JSON object.".into(),
-            Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
+            Ok(_) => return Ok("Error: the arguments must be a JSON object.".into()),
+            Err(e) => return Ok(format!("Error: the arguments are not valid JSON ({e}).")),
         }
     };
     let value_of = |name: &str| match args.get(name) {
@@ -217,8 +224,8 @@ pub(crate) async fn run_tool(
     };
     let url = match fill_placeholders(&tool.url, &value_of).map(|u| url::Url::parse(&u)) {
         Ok(Ok(u)) => u,
-        Ok(Err(e)) => return format!("Error: the arguments make an invalid URL ({e})."),
-        Err(reason) => return format!("Error: {reason}."),
+        Ok(Err(e)) => return Ok(format!("Error: the arguments make an invalid URL ({e}).")),
+        Err(reason) => return Ok(format!("Error: {reason}.")),
     };
     let with_body = matches!(
         tool.method,
@@ -246,11 +253,17 @@ pub(crate) async fn run_tool(
             if log.admit() {
                 tracing::warn!(tool = %tool.name, error = %reason, "tool call failed");
             }
-            return format!("Error: {reason}.");
+            return Ok(format!("Error: {reason}."));
         }
     };
     let status = response.status().as_u16();
-    match read_result(response, limits.max_result_bytes).await {
+    if bearer.is_some() && status == 401 {
+        if log.admit() {
+            tracing::info!(tool = %tool.name, status, "the tool's API refused the user's token");
+        }
+        return Err(TokenRefused);
+    }
+    Ok(match read_result(response, limits.max_result_bytes).await {
         Ok(text) => {
             if log.admit() {
                 tracing::info!(tool = %tool.name, status, bytes = text.len(), "tool called");
@@ -263,7 +276,7 @@ pub(crate) async fn run_tool(
             }
             format!("Error: {reason}.")
         }
-    }
+    })
 }
 
 /// The native tool client: `reqwest` following no redirect (the agent follows them, as each

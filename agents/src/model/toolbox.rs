@@ -10,7 +10,7 @@ use super::log_budget::LogBudget;
 use super::mcp::{McpCatalog, McpServers, McpTool};
 use super::redaction::Redactor;
 use super::settings::ModelSettings;
-use super::tool_runner::{ToolLimits, run_tool};
+use super::tool_runner::{TokenRefused, ToolLimits, run_tool};
 use super::tools_file::HttpTool;
 use super::transcript::ModelToolCall;
 use runway_core::AccessToken;
@@ -158,15 +158,18 @@ impl<'a> Toolbox<'a> {
     }
 
     /// Runs `call` and returns what the model reads: the result, or what went wrong, cut to
-    /// the settings' result size. Never fails. HTTP tools go through `tool_http`, the turn's
-    /// client that follows no redirect itself; without one they are not called.
+    /// the settings' result size. HTTP tools go through `tool_http`, the turn's client that
+    /// follows no redirect itself; without one they are not called.
+    ///
+    /// # Errors
+    /// [`TokenRefused`]: the call, sent with the user's token `bearer`, was answered 401.
     pub(crate) async fn run(
         &self,
         tool_http: Option<&Http>,
         call: &ModelToolCall,
         bearer: Option<&AccessToken>,
         log: &LogBudget,
-    ) -> String {
+    ) -> Result<String, TokenRefused> {
         let s = self.settings;
         let arguments = &call.function.arguments;
         match self.find(&call.function.name) {
@@ -178,23 +181,27 @@ impl<'a> Toolbox<'a> {
                     };
                     run_tool(http, tool, arguments, bearer, limits, log).await
                 }
-                None => "Error: this runtime gave the agent no HTTP client for tools, so the \
-                         tool was not called."
-                    .to_owned(),
+                None => Ok(
+                    "Error: this runtime gave the agent no HTTP client for tools, so \
+                            the tool was not called."
+                        .to_owned(),
+                ),
             },
-            Some(Tool::Mcp(tool)) => {
-                self.servers
-                    .call(
-                        &self.mcp_http,
-                        tool,
-                        arguments,
-                        s.tool_timeout,
-                        s.max_tool_result_bytes,
-                        self.redactor,
-                    )
-                    .await
-            }
-            None => format!("Error: there is no tool named {:?}.", call.function.name),
+            Some(Tool::Mcp(tool)) => Ok(self
+                .servers
+                .call(
+                    &self.mcp_http,
+                    tool,
+                    arguments,
+                    s.tool_timeout,
+                    s.max_tool_result_bytes,
+                    self.redactor,
+                )
+                .await),
+            None => Ok(format!(
+                "Error: there is no tool named {:?}.",
+                call.function.name
+            )),
         }
     }
 }

@@ -10,7 +10,9 @@ use toml::Spanned;
 
 use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
-use runway_core::connect::provider::{Provider, Providers, provider_url};
+use runway_core::connect::provider::{
+    Endpoints, Provider, ProviderEndpoints, Providers, provider_url,
+};
 
 /// Longest `timeout` of an `[[mcp]]` entry, in seconds.
 const MAX_MCP_TIMEOUT_SECS: f64 = 900.0;
@@ -288,11 +290,31 @@ fn parse_provider(
             )
         })?),
     };
+    let endpoints = match (&p.issuer, &p.authorize_url, &p.token_url) {
+        (Some(issuer), None, None) => Endpoints::Issuer(url(issuer, "issuer")?),
+        (None, Some(authorize_url), Some(token_url)) => Endpoints::Given(ProviderEndpoints {
+            authorize_url: url(authorize_url, "authorize_url")?,
+            token_url: url(token_url, "token_url")?,
+        }),
+        (Some(issuer), _, _) => {
+            return Err((
+                issuer.span().start,
+                "set issuer, or authorize_url and token_url, not both".into(),
+            ));
+        }
+        _ => {
+            return Err((
+                p.name.span().start,
+                "a provider needs issuer (its metadata names the endpoints), or both \
+                 authorize_url and token_url"
+                    .into(),
+            ));
+        }
+    };
     Ok(Provider {
         key: key.to_owned(),
         name,
-        authorize_url: url(&p.authorize_url, "authorize_url")?,
-        token_url: url(&p.token_url, "token_url")?,
+        endpoints,
         client_id,
         client_secret,
         scopes: p.scopes,
@@ -442,8 +464,12 @@ struct RawFile {
 #[serde(deny_unknown_fields)]
 struct RawProvider {
     name: Spanned<String>,
-    authorize_url: Spanned<String>,
-    token_url: Spanned<String>,
+    #[serde(default)]
+    issuer: Option<Spanned<String>>,
+    #[serde(default)]
+    authorize_url: Option<Spanned<String>>,
+    #[serde(default)]
+    token_url: Option<Spanned<String>>,
     client_id: Spanned<String>,
     #[serde(default)]
     client_secret: Option<Spanned<String>>,
@@ -655,6 +681,33 @@ auth = "acme"
         assert_eq!(acme.scopes, ["profile", "orders:read"]);
         assert!(!format!("{acme:?}").contains("tok-123"));
         assert_eq!(file.tools[0].auth.as_deref(), Some("acme"));
+    }
+
+    #[test]
+    fn a_provider_declared_by_its_issuer_or_its_urls_not_both() {
+        let by_issuer = PROVIDERS
+            .replace(
+                "authorize_url = \"https://acme.example/oauth/authorize\"",
+                "issuer = \"https://acme.example\"",
+            )
+            .replace("token_url = \"http://127.0.0.1:9/oauth/token\"\n", "");
+        let file = parse_tools(&by_issuer, "t.toml", &settings).unwrap();
+        assert_eq!(
+            file.providers.get("acme").unwrap().endpoints,
+            Endpoints::Issuer("https://acme.example".parse().unwrap())
+        );
+        let both = PROVIDERS.replace(
+            "name = \"Acme CRM\"",
+            "name = \"Acme CRM\"\nissuer = \"https://acme.example\"",
+        );
+        let e = parse_tools(&both, "t.toml", &settings).unwrap_err();
+        assert!(e.reason.contains("not both"), "{e}");
+        let plain = by_issuer.replace("https://acme.example\"", "http://acme.example\"");
+        let e = parse_tools(&plain, "t.toml", &settings).unwrap_err();
+        assert!(e.reason.contains("issuer must be https"), "{e}");
+        let neither = by_issuer.replace("issuer = \"https://acme.example\"\n", "");
+        let e = parse_tools(&neither, "t.toml", &settings).unwrap_err();
+        assert!(e.reason.contains("needs issuer"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use context::{Message, Role, ThreadContext};
 pub use outcome::{AgentError, AgentResult, Outcome};
 pub use output::{Artifact, Output, OutputFile, ToolCall};
 pub use turn::{Protocol, Turn};
-pub use turn_connections::{AccessToken, Connection, ConnectionError};
+pub use turn_connections::{AccessToken, Connection, ConnectionError, Rejected};
 pub use workers::{DynAgent, SharedAgent, Workers};
 
 /// A Digital Worker.

@@ -2,7 +2,9 @@
 
 use crate::agent::context::ThreadContext;
 use crate::agent::turn_actions::TurnActions;
-use crate::agent::turn_connections::{ConnectScope, Connection, ConnectionError, TurnConnections};
+use crate::agent::turn_connections::{
+    AccessToken, ConnectScope, Connection, ConnectionError, Rejected, TurnConnections,
+};
 use crate::error::StoreError;
 use crate::http_client::Http;
 use crate::meter::TurnUsage;
@@ -143,14 +145,36 @@ impl Turn {
     /// }
     /// ```
     pub async fn connection(&self, provider: &str) -> Result<Connection, ConnectionError> {
-        let scope = ConnectScope {
+        self.connections.get(&self.connect_scope(), provider).await
+    }
+
+    /// The provider's API answered 401 to `token` (from [`Turn::connection`]): a token to
+    /// send the call again with (a newer one in the vault, or, with [`Rejected::Refresh`],
+    /// `token` refreshed once), or the `authorization` interrupt to end the turn with, the
+    /// call pending ([`Connection::Authorize`]). Giving up marks the vault's entry unusable:
+    /// no turn sends the refused token again; the user connects anew.
+    ///
+    /// # Errors
+    /// As [`Turn::connection`].
+    pub async fn connection_rejected(
+        &self,
+        provider: &str,
+        token: &AccessToken,
+        retry: Rejected,
+    ) -> Result<Connection, ConnectionError> {
+        self.connections
+            .rejected(&self.connect_scope(), provider, token, retry)
+            .await
+    }
+
+    fn connect_scope(&self) -> ConnectScope {
+        ConnectScope {
             worker: self.agent_id.clone(),
             workspace: self.workspace_id.clone(),
             user: self.user_id.clone(),
             thread: self.thread_id.clone(),
             public_base_url: self.public_base_url.clone(),
-        };
-        self.connections.get(&scope, provider).await
+        }
     }
 
     /// What this turn used so far, and whether its token and spend limits let it call its

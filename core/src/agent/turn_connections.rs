@@ -44,12 +44,26 @@ pub enum Connection {
     Authorize(Interrupt),
 }
 
+/// What [`Turn::connection_rejected`](crate::Turn::connection_rejected) may try before it
+/// gives up on a token the provider's API refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    /// Refresh the token once: the API's first 401 to a call.
+    Refresh,
+    /// Nothing more: the API refused the call again, with a token refreshed for it.
+    GiveUp,
+}
+
 /// Why no connection could be looked up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectionError {
     /// No provider of that key is configured.
     #[error("no provider named {0:?} is configured")]
     UnknownProvider(String),
+    /// The provider cannot be reached to connect to (its name, and why): its issuer's
+    /// metadata could not be read.
+    #[error("{0} cannot be reached to connect to: {1}")]
+    Unreachable(String, String),
     /// The turn has no `userId`: nobody could connect an account.
     #[error("connecting {0} needs a signed-in user")]
     NoUser(String),
@@ -68,6 +82,14 @@ pub(crate) trait ConnectionSource: MaybeSend + MaybeSync + 'static {
         &'a self,
         scope: &'a ConnectScope,
         provider: &'a str,
+    ) -> BoxFuture<'a, Result<Connection, ConnectionError>>;
+
+    fn rejected<'a>(
+        &'a self,
+        scope: &'a ConnectScope,
+        provider: &'a str,
+        token: &'a AccessToken,
+        retry: Rejected,
     ) -> BoxFuture<'a, Result<Connection, ConnectionError>>;
 }
 
@@ -102,6 +124,19 @@ impl TurnConnections {
     ) -> Result<Connection, ConnectionError> {
         match &self.source {
             Some(source) => source.connection(scope, provider).await,
+            None => Err(ConnectionError::NotConfigured),
+        }
+    }
+
+    pub(crate) async fn rejected(
+        &self,
+        scope: &ConnectScope,
+        provider: &str,
+        token: &AccessToken,
+        retry: Rejected,
+    ) -> Result<Connection, ConnectionError> {
+        match &self.source {
+            Some(source) => source.rejected(scope, provider, token, retry).await,
             None => Err(ConnectionError::NotConfigured),
         }
     }

@@ -1,13 +1,14 @@
 //! [`Workers`]: many Digital Workers behind one `base_url`, each Console `agentId` (and
 //! Lowkey agent id) routed to its own agent, with display names, limits and model prices.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::agent::outcome::{AgentError, AgentResult};
 use crate::agent::output::Output;
 use crate::agent::turn::Turn;
+use crate::connect::provider::Providers;
 use crate::meter::limits::{ANY_WORKSPACE, Limits, Policy, Price};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 
@@ -77,6 +78,8 @@ pub struct Workers {
     entries: HashMap<String, Entry>,
     fallback: Option<SharedAgent>,
     policy: Policy,
+    /// Each worker's OAuth providers (its tools file's `[providers.KEY]`).
+    providers: BTreeMap<String, Providers>,
 }
 
 impl std::fmt::Debug for Workers {
@@ -216,6 +219,21 @@ impl Workers {
         }
         self.policy.prices.insert(model, price);
         self
+    }
+
+    /// The OAuth providers worker `agent_id` acts as the user with (a model worker's tools
+    /// file's `[providers.KEY]`): [`crate::Turn::connection`] in its turns finds these, and
+    /// the adapters serve them as they serve `Runway::with_providers`. A provider key names
+    /// one provider across a deployment (one vault entry per user and key): two workers
+    /// declaring the same key differently refuse to start.
+    pub fn providers(mut self, agent_id: impl Into<String>, providers: Providers) -> Self {
+        self.providers.insert(agent_id.into(), providers);
+        self
+    }
+
+    /// Each worker's OAuth providers ([`Workers::providers`]), by `agentId`.
+    pub fn worker_providers(&self) -> &BTreeMap<String, Providers> {
+        &self.providers
     }
 
     /// The agent registered as `name` (by [`Workers::add`]), to serve under another id.

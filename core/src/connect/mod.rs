@@ -11,26 +11,76 @@
 //! states are what authorize them. Everything here is sans-I/O over the store's primitives
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
 
+pub mod discovery;
 pub(crate) mod pkce;
 pub mod provider;
 pub(crate) mod token;
 pub mod vault;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::agent::turn_connections::{AccessToken, ConnectScope, Connection, ConnectionError};
-use crate::connect::provider::{Provider, Providers};
+use crate::agent::turn_connections::{
+    AccessToken, ConnectScope, Connection, ConnectionError, Rejected,
+};
+use crate::connect::discovery::DiscoveryError;
+use crate::connect::provider::{Endpoints, Provider, ProviderEndpoints, Providers};
 use crate::connect::vault::{Tokens, VaultKey};
 use crate::http_client::HttpClient;
 use crate::platform::runtime::Runtime;
 use crate::protocol::Interrupt;
-use crate::store::{ConnectStage, ConnectState, ConnectionKey, TurnStore};
+use crate::store::{ActionClaim, ConnectStage, ConnectState, ConnectionKey, TurnStore};
+
+/// Whether `tokens`' access token is usable now and not about to expire (else it is
+/// refreshed first).
+fn is_fresh(tokens: &Tokens, now_ms: u64) -> bool {
+    is_usable(tokens, now_ms.saturating_add(REFRESH_MARGIN_MS))
+}
+
+/// Whether `tokens`' access token is usable at `at_ms`: what a turn takes from another
+/// turn's refresh, however short the provider made its life.
+fn is_usable(tokens: &Tokens, at_ms: u64) -> bool {
+    !tokens.access_token.is_empty() && tokens.expires_at_ms.is_none_or(|exp| exp > at_ms)
+}
+
+/// The lease on spending `refresh_token` for `key`: the store's expiring put-if-absent
+/// claim ([`TurnStore::claim_action`], atomic on every store), named by a digest of the
+/// token (never the token) under a scope of the connection's own. Of the turns that find
+/// the same expiring token at once, one wins; after [`REFRESH_LEASE_MS`] it is free again
+/// (a provider that does not rotate keeps its refresh token valid).
+fn refresh_lease<R: Runtime>(rt: &R, key: &ConnectionKey, refresh_token: &str) -> ActionClaim {
+    use sha2::Digest as _;
+    let now_ms = rt.now_ms();
+    ActionClaim {
+        thread_key: format!(
+            "vault:{}",
+            hex::encode(sha2::Sha256::digest(key.associated_data()))
+        ),
+        action: format!(
+            "refresh:{}",
+            hex::encode(sha2::Sha256::digest(refresh_token.as_bytes()))
+        ),
+        holder: pkce::random_token(rt),
+        now_ms,
+        expires_at_ms: now_ms.saturating_add(REFRESH_LEASE_MS),
+    }
+}
 
 /// How long a connect state (the card's link, then the OAuth `state`) works: 10 minutes.
 pub const STATE_TTL_MS: u64 = 10 * 60 * 1000;
 
 /// A token expiring sooner than this is refreshed before it is used.
 const REFRESH_MARGIN_MS: u64 = 60 * 1000;
+
+/// How long a turn holds the lease on spending one refresh token: the provider's answer
+/// comes well within it (the token endpoint's requests are bounded by the HTTP client).
+const REFRESH_LEASE_MS: u64 = 30 * 1000;
+
+/// How long a turn that lost the lease waits for the winner's tokens.
+const REFRESH_WAIT_MS: u64 = 10 * 1000;
+
+/// How often it re-reads the vault meanwhile.
+const REFRESH_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The path of the card's link below the base path (`/connect/{id}`).
 pub const CONNECT_PATH: &str = "/connect/";
@@ -50,13 +100,26 @@ pub enum ConnectionsError {
     /// No HTTP client to reach token endpoints with.
     #[error("connected accounts need an HTTP client (call with_http_client first)")]
     NoHttpClient,
+    /// Two workers (or a worker and the deployment) declare the same provider key
+    /// differently: their users' tokens would be one vault entry sent to both.
+    #[error(
+        "[providers.{0}] is declared differently by workers {1:?} and {2:?}: a provider key \
+         names one provider per deployment (one token per user); declare it the same way or \
+         give one of them another key"
+    )]
+    ProviderClash(String, String, String),
 }
 
 /// The providers, the vault key and the HTTP client token endpoints are reached with.
 pub(crate) struct Connections {
+    /// Providers of every worker (`Runway::with_providers`).
     providers: Providers,
+    /// Each worker's own providers (`Workers::providers`: a workers file's tools files).
+    per_worker: BTreeMap<String, Providers>,
     vault: VaultKey,
     http: Arc<dyn HttpClient>,
+    /// The endpoints of providers declared by `issuer`, once their metadata was read.
+    discovered: std::sync::Mutex<BTreeMap<String, ProviderEndpoints>>,
 }
 
 /// What opening the card's link leads to.
@@ -66,6 +129,8 @@ pub(crate) enum LinkOutcome {
     Redirect(String),
     /// The link is unknown, used or expired.
     Refused,
+    /// The provider's metadata could not be read (its name): the link was used up.
+    Unreachable(String),
 }
 
 /// What the provider's redirect back led to.
@@ -82,23 +147,88 @@ pub(crate) enum CallbackOutcome {
 }
 
 impl Connections {
-    /// Connections to `providers`, sealed under `vault` (required as soon as there is one
-    /// provider), reaching token endpoints through `http`.
+    /// Connections to `providers` (every worker's) and `per_worker` (each worker's own),
+    /// sealed under `vault` (required as soon as there is one provider), reaching token
+    /// endpoints through `http`.
     pub(crate) fn new(
         providers: Providers,
+        per_worker: BTreeMap<String, Providers>,
         vault: Option<VaultKey>,
         http: Option<Arc<dyn HttpClient>>,
     ) -> Result<Option<Self>, ConnectionsError> {
-        let Some(first) = providers.iter().next() else {
+        // One definition per key: the vault keeps one entry per (workspace, user, key).
+        let mut seen: BTreeMap<&str, (&str, &Provider)> = BTreeMap::new();
+        let every = providers.iter().map(|p| ("*", p));
+        let own = per_worker
+            .iter()
+            .flat_map(|(w, ps)| ps.iter().map(move |p| (w.as_str(), p)));
+        for (worker, p) in every.chain(own) {
+            match seen.get(p.key.as_str()) {
+                Some((other, q)) if *q != p => {
+                    return Err(ConnectionsError::ProviderClash(
+                        p.key.clone(),
+                        (*other).to_owned(),
+                        worker.to_owned(),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(&p.key, (worker, p));
+                }
+            }
+        }
+        let Some((first, _)) = seen.first_key_value() else {
             return Ok(None);
         };
-        let vault = vault.ok_or_else(|| ConnectionsError::NoVaultKey(first.key.clone()))?;
+        let vault = vault.ok_or_else(|| ConnectionsError::NoVaultKey((*first).to_owned()))?;
         let http = http.ok_or(ConnectionsError::NoHttpClient)?;
         Ok(Some(Self {
             providers,
+            per_worker,
             vault,
             http,
+            discovered: std::sync::Mutex::default(),
         }))
+    }
+
+    /// `p`'s endpoints: configured, or read from its issuer's metadata (once per process;
+    /// a failure is tried again on the next use).
+    async fn endpoints<R: Runtime>(
+        &self,
+        rt: &R,
+        p: &Provider,
+    ) -> Result<ProviderEndpoints, DiscoveryError> {
+        let issuer = match &p.endpoints {
+            Endpoints::Given(e) => return Ok(e.clone()),
+            Endpoints::Issuer(issuer) => issuer,
+        };
+        if let Some(e) = self.discovered_lock().get(&p.key) {
+            return Ok(e.clone());
+        }
+        let found = discovery::discover(&self.http, rt, issuer).await;
+        match &found {
+            Ok(e) => {
+                self.discovered_lock().insert(p.key.clone(), e.clone());
+            }
+            Err(e) => {
+                tracing::warn!(provider = %p.key, error = %e, "the provider's metadata could not be read");
+            }
+        }
+        found
+    }
+
+    fn discovered_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ProviderEndpoints>> {
+        self.discovered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The provider `key` as worker `worker` knows it: its own, else every worker's.
+    fn provider(&self, worker: &str, key: &str) -> Option<&Provider> {
+        self.per_worker
+            .get(worker)
+            .and_then(|own| own.get(key))
+            .or_else(|| self.providers.get(key))
     }
 
     /// The user's connection to `provider`, or the card to ask for it.
@@ -109,9 +239,63 @@ impl Connections {
         scope: &ConnectScope,
         provider: &str,
     ) -> Result<Connection, ConnectionError> {
+        let (p, key) = self.scoped(scope, provider)?;
+        if let Some(tokens) = self.stored(store, &key).await? {
+            if is_fresh(&tokens, rt.now_ms()) {
+                return Ok(Connection::Token(AccessToken::new(tokens.access_token)));
+            }
+            if let Some(refreshed) = self.refresh(store, rt, p, &key, &tokens).await? {
+                return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
+            }
+        }
+        self.card(store, rt, scope, p, key).await
+    }
+
+    /// The API answered 401 to `rejected`, the user's token at `provider`: another token if
+    /// the vault has a newer one (another turn refreshed), else one refresh when `retry` is
+    /// [`Rejected::Refresh`](crate::Rejected::Refresh); when neither gives one, the entry is marked unusable (so no
+    /// turn sends that token again) and the card is returned.
+    pub(crate) async fn rejected<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        scope: &ConnectScope,
+        provider: &str,
+        rejected: &AccessToken,
+        retry: Rejected,
+    ) -> Result<Connection, ConnectionError> {
+        let (p, key) = self.scoped(scope, provider)?;
+        if let Some(tokens) = self.stored(store, &key).await? {
+            if tokens.access_token != rejected.expose() {
+                if is_usable(&tokens, rt.now_ms()) {
+                    return Ok(Connection::Token(AccessToken::new(tokens.access_token)));
+                }
+            } else if retry == Rejected::Refresh
+                && let Some(refreshed) = self.refresh(store, rt, p, &key, &tokens).await?
+            {
+                return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
+            }
+            // Read again: the user may have connected anew, or another turn refreshed, while
+            // this one asked; only the refused token is marked.
+            let still = self.stored(store, &key).await?;
+            if still.is_some_and(|now| now.access_token == rejected.expose()) {
+                tracing::info!(provider = %p.key, "the API refused a stored token: asking to connect again");
+                store
+                    .put_connection(&key, &self.seal(rt, &key, &Tokens::unusable()))
+                    .await?;
+            }
+        }
+        self.card(store, rt, scope, p, key).await
+    }
+
+    /// The provider `provider` as the turn's worker knows it, and whose connection to it.
+    fn scoped(
+        &self,
+        scope: &ConnectScope,
+        provider: &str,
+    ) -> Result<(&Provider, ConnectionKey), ConnectionError> {
         let p = self
-            .providers
-            .get(provider)
+            .provider(&scope.worker, provider)
             .ok_or_else(|| ConnectionError::UnknownProvider(provider.to_owned()))?;
         let user = scope
             .user
@@ -122,30 +306,42 @@ impl Connections {
             user,
             provider: provider.to_owned(),
         };
-        let now = rt.now_ms();
-        let stored = store.get_connection(&key).await?;
-        // An entry that does not open (tampered, another vault key) is no connection.
-        let tokens = stored.and_then(|sealed| {
-            let opened = self.vault.open(&key, &sealed);
+        Ok((p, key))
+    }
+
+    /// The vault's tokens for `key`: none without an entry, or with one that does not open
+    /// (tampered, another vault key), which is no connection.
+    async fn stored<S: TurnStore>(
+        &self,
+        store: &S,
+        key: &ConnectionKey,
+    ) -> Result<Option<Tokens>, ConnectionError> {
+        let stored = store.get_connection(key).await?;
+        Ok(stored.and_then(|sealed| {
+            let opened = self.vault.open(key, &sealed);
             if opened.is_none() {
                 tracing::warn!(
-                    provider,
+                    provider = %key.provider,
                     "a vault entry did not decrypt: asking to connect again"
                 );
             }
             opened
-        });
-        if let Some(tokens) = tokens {
-            let fresh = tokens
-                .expires_at_ms
-                .is_none_or(|exp| exp > now.saturating_add(REFRESH_MARGIN_MS));
-            if fresh {
-                return Ok(Connection::Token(AccessToken::new(tokens.access_token)));
-            }
-            if let Some(refreshed) = self.refresh(store, rt, p, &key, &tokens).await? {
-                return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
-            }
-        }
+        }))
+    }
+
+    /// The card asking the user to connect: a new single-use link state.
+    async fn card<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        scope: &ConnectScope,
+        p: &Provider,
+        key: ConnectionKey,
+    ) -> Result<Connection, ConnectionError> {
+        // A provider that cannot be found gets no card whose link could only fail.
+        self.endpoints(rt, p)
+            .await
+            .map_err(|e| ConnectionError::Unreachable(p.name.clone(), e.to_string()))?;
         let state = ConnectState {
             id: pkce::random_token(rt),
             stage: ConnectStage::Link,
@@ -154,7 +350,7 @@ impl Connections {
             key,
             verifier: pkce::random_token(rt),
             redirect_uri: format!("{}{CALLBACK_PATH}", scope.public_base_url),
-            expires_at_ms: now.saturating_add(STATE_TTL_MS),
+            expires_at_ms: rt.now_ms().saturating_add(STATE_TTL_MS),
         };
         store.put_connect_state(&state).await?;
         Ok(Connection::Authorize(Interrupt::Authorization {
@@ -164,7 +360,10 @@ impl Connections {
     }
 
     /// Refreshes `tokens` and stores the new ones; `None` when there is no refresh token or
-    /// the provider refused (the card then).
+    /// the provider refused (the card then). One refresh token is spent once: the turn that
+    /// claims its lease (see [`refresh_lease`]) asks the provider; a turn that loses waits
+    /// for the winner's tokens in the vault. A provider rotating refresh tokens would
+    /// refuse the second use of one, and may revoke the whole grant for it.
     async fn refresh<S: TurnStore, R: Runtime>(
         &self,
         store: &S,
@@ -176,7 +375,29 @@ impl Connections {
         let Some(refresh_token) = &tokens.refresh_token else {
             return Ok(None);
         };
-        match token::refresh(&self.http, p, refresh_token, rt.now_ms()).await {
+        let lease = refresh_lease(rt, key, refresh_token);
+        if !store.claim_action(&lease).await? {
+            return self.await_refreshed(store, rt, key, tokens).await;
+        }
+        // Won: a refresh that finished since the vault was read already spent this one.
+        if let Some(now) = self.stored(store, key).await?
+            && now.refresh_token != tokens.refresh_token
+        {
+            return Ok(is_usable(&now, rt.now_ms()).then_some(now));
+        }
+        let endpoints = match self.endpoints(rt, p).await {
+            Ok(e) => e,
+            Err(_) => return Ok(None),
+        };
+        match token::refresh(
+            &self.http,
+            p,
+            &endpoints.token_url,
+            refresh_token,
+            rt.now_ms(),
+        )
+        .await
+        {
             Ok(new) => {
                 store.put_connection(key, &self.seal(rt, key, &new)).await?;
                 Ok(Some(new))
@@ -186,6 +407,31 @@ impl Connections {
                 Ok(None)
             }
         }
+    }
+
+    /// Another turn holds the lease on `old`'s refresh token: re-reads the vault until its
+    /// tokens replace `old` (at most [`REFRESH_WAIT_MS`]); `None` if they do not come, or
+    /// the entry became unusable.
+    async fn await_refreshed<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        key: &ConnectionKey,
+        old: &Tokens,
+    ) -> Result<Option<Tokens>, ConnectionError> {
+        let until = rt.now_ms().saturating_add(REFRESH_WAIT_MS);
+        while rt.now_ms() < until {
+            rt.sleep(REFRESH_POLL).await;
+            match self.stored(store, key).await? {
+                Some(now) if now.access_token != old.access_token => {
+                    return Ok(is_usable(&now, rt.now_ms()).then_some(now));
+                }
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        tracing::warn!(provider = %key.provider, "another turn's refresh did not finish in time: asking to connect again");
+        Ok(None)
     }
 
     fn seal<R: Runtime>(&self, rt: &R, key: &ConnectionKey, tokens: &Tokens) -> String {
@@ -209,11 +455,13 @@ impl Connections {
             return Ok(LinkOutcome::Refused);
         };
         let Some(p) = self
-            .providers
-            .get(&state.key.provider)
+            .provider(&state.worker, &state.key.provider)
             .filter(|_| state.stage == ConnectStage::Link)
         else {
             return Ok(LinkOutcome::Refused);
+        };
+        let Ok(endpoints) = self.endpoints(rt, p).await else {
+            return Ok(LinkOutcome::Unreachable(p.name.clone()));
         };
         let next = ConnectState {
             id: pkce::random_token(rt),
@@ -221,7 +469,7 @@ impl Connections {
             ..state
         };
         store.put_connect_state(&next).await?;
-        let mut url = p.authorize_url.clone();
+        let mut url = endpoints.authorize_url;
         url.query_pairs_mut()
             .append_pair("response_type", "code")
             .append_pair("client_id", &p.client_id)
@@ -257,8 +505,7 @@ impl Connections {
             return Ok(CallbackOutcome::Refused);
         };
         let Some(p) = self
-            .providers
-            .get(&state.key.provider)
+            .provider(&state.worker, &state.key.provider)
             .filter(|_| state.stage == ConnectStage::Callback)
         else {
             return Ok(CallbackOutcome::Refused);
@@ -274,9 +521,13 @@ impl Connections {
         let Some(code) = code else {
             return Ok(CallbackOutcome::Failed(p.name.clone()));
         };
+        let Ok(endpoints) = self.endpoints(rt, p).await else {
+            return Ok(CallbackOutcome::Failed(p.name.clone()));
+        };
         match token::exchange_code(
             &self.http,
             p,
+            &endpoints.token_url,
             &code,
             &state.verifier,
             &state.redirect_uri,

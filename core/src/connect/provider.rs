@@ -10,10 +10,8 @@ pub struct Provider {
     pub key: String,
     /// Its display name, the card's `provider` ("Acme CRM").
     pub name: String,
-    /// The authorization endpoint (https, or http on a loopback address).
-    pub authorize_url: url::Url,
-    /// The token endpoint (https, or http on a loopback address).
-    pub token_url: url::Url,
+    /// Its authorization and token endpoints, or the issuer that publishes them.
+    pub endpoints: Endpoints,
     /// runway's client id there.
     pub client_id: String,
     /// runway's client secret there (none: a public client, PKCE alone).
@@ -32,6 +30,25 @@ impl std::fmt::Debug for Provider {
             .field("scopes", &self.scopes)
             .finish_non_exhaustive()
     }
+}
+
+/// Where a provider's endpoints come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoints {
+    /// Configured (`authorize_url`, `token_url`).
+    Given(ProviderEndpoints),
+    /// Read from the issuer's metadata at first use (`issuer`, see
+    /// [`discovery`](crate::connect::discovery)): https, or http on a loopback address.
+    Issuer(url::Url),
+}
+
+/// A provider's authorization and token endpoints (https, or http on a loopback address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderEndpoints {
+    /// The authorization endpoint: the popup goes there.
+    pub authorize_url: url::Url,
+    /// The token endpoint: codes and refresh tokens become tokens there.
+    pub token_url: url::Url,
 }
 
 /// Why a provider URL is refused.

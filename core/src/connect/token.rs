@@ -54,6 +54,7 @@ struct ErrorResponse {
 pub(crate) async fn exchange_code(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,
+    token_url: &url::Url,
     code: &str,
     verifier: &str,
     redirect_uri: &str,
@@ -65,7 +66,7 @@ pub(crate) async fn exchange_code(
         ("redirect_uri", redirect_uri),
         ("code_verifier", verifier),
     ];
-    request(client, provider, &form, now_ms).await
+    request(client, provider, token_url, &form, now_ms).await
 }
 
 /// Refreshes with `refresh_token`; a provider that sends no new refresh token keeps the old
@@ -73,6 +74,7 @@ pub(crate) async fn exchange_code(
 pub(crate) async fn refresh(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,
+    token_url: &url::Url,
     refresh_token: &str,
     now_ms: u64,
 ) -> Result<Tokens, TokenError> {
@@ -80,7 +82,7 @@ pub(crate) async fn refresh(
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token),
     ];
-    let mut tokens = request(client, provider, &form, now_ms).await?;
+    let mut tokens = request(client, provider, token_url, &form, now_ms).await?;
     if tokens.refresh_token.is_none() {
         tokens.refresh_token = Some(refresh_token.to_owned());
     }
@@ -90,6 +92,7 @@ pub(crate) async fn refresh(
 async fn request(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,
+    token_url: &url::Url,
     form: &[(&str, &str)],
     now_ms: u64,
 ) -> Result<Tokens, TokenError> {
@@ -121,7 +124,7 @@ async fn request(
         .finish();
     let request = HttpRequest {
         method: http::Method::POST,
-        url: provider.token_url.clone(),
+        url: token_url.clone(),
         headers,
         body: body.into(),
     };

@@ -108,6 +108,19 @@ pub struct Tokens {
     pub scope: Option<String>,
 }
 
+impl Tokens {
+    /// An entry no turn uses: what replaces tokens the provider's API refused and that
+    /// could not be refreshed (the card then).
+    pub fn unusable() -> Self {
+        Self {
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at_ms: Some(0),
+            scope: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokens")

@@ -28,6 +28,11 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 .header("referrer-policy", "no-referrer")
                 .body(Bytes::new())
                 .unwrap_or_else(|_| page(500, "Error", "Could not start the connection.")),
+            Ok(LinkOutcome::Unreachable(name)) => page(
+                502,
+                "Not available",
+                &format!("{name} cannot be reached right now. Ask the assistant again later."),
+            ),
             Ok(LinkOutcome::Refused) => page(
                 404,
                 "Link expired",

@@ -130,13 +130,15 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         self
     }
 
-    /// Serves connected accounts for `providers` ([`crate::Turn::connection`], and the routes
-    /// `GET {base}/connect/{id}` and `GET {base}/callback`), sealing tokens with
+    /// Serves connected accounts for `providers` (every worker's), and for each worker's own
+    /// when the agent is a [`Workers`] ([`Workers::providers`]): [`crate::Turn::connection`],
+    /// and the routes `GET {base}/connect/{id}` and `GET {base}/callback`, sealing tokens with
     /// `config.vault_key`. Call after [`Runway::with_http_client`] and before serving; no
     /// providers changes nothing.
     ///
     /// # Errors
-    /// A provider without `RUNWAY_VAULT_KEY` (named), or no HTTP client.
+    /// A provider without `RUNWAY_VAULT_KEY` (named), one key declared differently by two
+    /// workers, or no HTTP client.
     ///
     /// # Panics
     /// If this `Runway` was already cloned (it is being served).
@@ -146,8 +148,14 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     ) -> Result<Self, crate::connect::ConnectionsError> {
         let engine =
             Arc::get_mut(&mut self.engine).expect("with_providers is called before serving");
+        // A workers file's workers bring their own (their tools files').
+        let per_worker = (&engine.agent as &dyn std::any::Any)
+            .downcast_ref::<Workers>()
+            .map(|w| w.worker_providers().clone())
+            .unwrap_or_default();
         engine.connections = crate::connect::Connections::new(
             providers,
+            per_worker,
             engine.config.vault_key.clone(),
             self.http.clone(),
         )?;

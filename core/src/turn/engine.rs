@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::agent::turn_actions::ActionStore;
-use crate::agent::turn_connections::{ConnectScope, Connection, ConnectionError, ConnectionSource};
+use crate::agent::turn_connections::{
+    AccessToken, ConnectScope, Connection, ConnectionError, ConnectionSource, Rejected,
+};
 use crate::connect::Connections;
 use crate::error::StoreError;
 use crate::http_client::turn_clock::TurnClock;
@@ -121,6 +123,24 @@ where
         Box::pin(async move {
             match &self.connections {
                 Some(c) => c.for_turn(&self.store, &self.rt, scope, provider).await,
+                None => Err(ConnectionError::NotConfigured),
+            }
+        })
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        scope: &'a ConnectScope,
+        provider: &'a str,
+        token: &'a AccessToken,
+        retry: Rejected,
+    ) -> BoxFuture<'a, Result<Connection, ConnectionError>> {
+        Box::pin(async move {
+            match &self.connections {
+                Some(c) => {
+                    c.rejected(&self.store, &self.rt, scope, provider, token, retry)
+                        .await
+                }
                 None => Err(ConnectionError::NotConfigured),
             }
         })
