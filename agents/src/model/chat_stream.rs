@@ -1,7 +1,11 @@
 //! The OpenAI-compatible chat-completions stream (`stream: true`) as a sans-I/O parser: bytes
 //! in, in whatever pieces the network delivers them, events out.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
 use serde::Deserialize;
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// Longest SSE line accepted (a model never sends one chunk this large).
@@ -60,61 +64,119 @@ pub enum ChatStreamError {
 /// line (or a character split across pieces) until the rest arrives.
 #[derive(Debug, Default)]
 pub struct ChatStreamParser {
+    /// An incomplete line carried over from the previous piece.
     line: Vec<u8>,
-    data: Option<String>,
+    /// The data of the event being read (its `data:` lines joined by newlines), when
+    /// `has_data`; its buffer is reused from event to event.
+    data: String,
+    has_data: bool,
     done: bool,
 }
 
+// The chunk's fields that the agent reads; any other field is skipped without being built.
+// Strings borrow from the line when they hold no escape: a token's chunk allocates its text
+// alone (BENCHMARKS.md, "The Worker's own CPU per turn").
+
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: FirstChoices<'a>,
     #[serde(default)]
     usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
 }
 
+/// The choices with `index` 0, in order, without a list allocated for the usual one.
+#[derive(Default)]
+struct FirstChoices<'a> {
+    first: Option<Choice<'a>>,
+    more: Vec<Choice<'a>>,
+}
+
 #[derive(Deserialize)]
-struct Choice {
+struct Choice<'a> {
     #[serde(default)]
     index: u32,
-    #[serde(default)]
-    delta: Option<Delta>,
-    #[serde(default)]
-    finish_reason: Option<String>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    #[serde(default)]
-    role: Option<String>,
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<ToolCallDelta>>,
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    role: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    content: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct ToolCallDelta {
+struct ToolCallDelta<'a> {
     #[serde(default)]
     index: u32,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    function: Option<FunctionDelta>,
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FunctionDelta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<Text<'a>>,
+}
+
+/// A JSON string, borrowed from the input unless it had escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl Text<'_> {
+    /// The string, owned (no copy when it was unescaped into a new one already).
+    fn owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+/// The text of `t` when it is not empty.
+fn non_empty(t: Option<Text<'_>>) -> Option<String> {
+    t.filter(|t| !t.0.is_empty()).map(Text::owned)
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoices<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
+            type Value = FirstChoices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut choices = FirstChoices::default();
+                while let Some(choice) = seq.next_element::<Choice<'a>>()? {
+                    if choice.index != 0 {
+                        continue; // another completion (`n` > 1): not asked for
+                    }
+                    if choices.first.is_none() {
+                        choices.first = Some(choice);
+                    } else {
+                        choices.more.push(choice);
+                    }
+                }
+                Ok(choices)
+            }
+        }
+        deserializer.deserialize_seq(Visit(PhantomData))
+    }
 }
 
 impl ChatStreamParser {
@@ -128,13 +190,16 @@ impl ChatStreamParser {
         self.done
     }
 
-    /// Reads `bytes` and returns the events they complete.
+    /// Reads `bytes` and appends the events they complete to `events`.
     ///
     /// # Errors
     /// A malformed chunk, an error object from the endpoint, or an overlong line. The parser
     /// should not be used after an error.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ChatStreamEvent>, ChatStreamError> {
-        let mut events = Vec::new();
+    pub fn push(
+        &mut self,
+        bytes: &[u8],
+        events: &mut Vec<ChatStreamEvent>,
+    ) -> Result<(), ChatStreamError> {
         // Line by line, not byte by byte: a model's stream is one event per token, and a
         // per-byte loop was a tenth of a model turn's CPU on wasm32 (BENCHMARKS.md).
         let mut rest = bytes;
@@ -153,33 +218,35 @@ impl ChatStreamParser {
             }
             if self.line.is_empty() {
                 // The whole line is in this chunk: no copy.
-                self.line_end(part.strip_suffix(b"\r").unwrap_or(part), &mut events)?;
+                self.line_end(part.strip_suffix(b"\r").unwrap_or(part), events)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(part);
                 if line.last() == Some(&b'\r') {
                     line.pop();
                 }
-                self.line_end(&line, &mut events)?;
+                self.line_end(&line, events)?;
+                line.clear();
+                self.line = line; // its buffer serves the next split line
             }
         }
-        Ok(events)
+        Ok(())
     }
 
-    /// The end of the body: dispatches a last event that had no blank line after it.
+    /// The end of the body: dispatches a last event that had no blank line after it, and
+    /// appends what it completes to `events`.
     ///
     /// # Errors
     /// As [`ChatStreamParser::push`].
-    pub fn finish(&mut self) -> Result<Vec<ChatStreamEvent>, ChatStreamError> {
-        let mut events = Vec::new();
+    pub fn finish(&mut self, events: &mut Vec<ChatStreamEvent>) -> Result<(), ChatStreamError> {
         if !self.done {
             let line = std::mem::take(&mut self.line);
             if !line.is_empty() {
-                self.line_end(&line, &mut events)?;
+                self.line_end(&line, events)?;
             }
-            self.dispatch(&mut events)?;
+            self.dispatch(events)?;
         }
-        Ok(events)
+        Ok(())
     }
 
     fn line_end(
@@ -203,25 +270,25 @@ impl ChatStreamParser {
         if field == b"data" {
             let value = std::str::from_utf8(value)
                 .map_err(|_| ChatStreamError::Malformed("a data line that is not UTF-8".into()))?;
-            match &mut self.data {
-                Some(d) => {
-                    if d.len() + 1 + value.len() > MAX_EVENT_BYTES {
-                        return Err(ChatStreamError::EventTooLong);
-                    }
-                    d.push('\n');
-                    d.push_str(value);
+            if self.has_data {
+                if self.data.len() + 1 + value.len() > MAX_EVENT_BYTES {
+                    return Err(ChatStreamError::EventTooLong);
                 }
-                None => self.data = Some(value.to_owned()),
+                self.data.push('\n');
+            } else {
+                self.data.clear();
+                self.has_data = true;
             }
+            self.data.push_str(value);
         }
         Ok(())
     }
 
     fn dispatch(&mut self, events: &mut Vec<ChatStreamEvent>) -> Result<(), ChatStreamError> {
-        let Some(data) = self.data.take() else {
+        if !std::mem::take(&mut self.has_data) {
             return Ok(());
-        };
-        let data = data.trim();
+        }
+        let data = self.data.trim();
         if data == "[DONE]" {
             self.done = true;
             events.push(ChatStreamEvent::Done);
@@ -230,7 +297,7 @@ impl ChatStreamParser {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
             ChatStreamError::Malformed(format!("{e} (in {} bytes of data)", data.len()))
         })?;
         if let Some(err) = chunk.error {
@@ -240,36 +307,33 @@ impl ChatStreamParser {
                 .map_or_else(|| err.to_string(), str::to_owned);
             return Err(ChatStreamError::Upstream(message));
         }
-        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        let FirstChoices { first, more } = chunk.choices;
+        for choice in first.into_iter().chain(more) {
             if let Some(d) = choice.delta {
-                if let Some(r) = d.role.filter(|r| !r.is_empty()) {
+                if let Some(r) = non_empty(d.role) {
                     events.push(ChatStreamEvent::Role(r));
                 }
-                if let Some(r) = d
-                    .reasoning_content
-                    .or(d.reasoning)
-                    .filter(|r| !r.is_empty())
-                {
+                if let Some(r) = non_empty(d.reasoning_content.or(d.reasoning)) {
                     events.push(ChatStreamEvent::Reasoning(r));
                 }
-                if let Some(t) = d.content.filter(|t| !t.is_empty()) {
+                if let Some(t) = non_empty(d.content) {
                     events.push(ChatStreamEvent::Text(t));
                 }
                 for call in d.tool_calls.unwrap_or_default() {
                     let (name, arguments) = call
                         .function
-                        .map(|f| (f.name, f.arguments.unwrap_or_default()))
+                        .map(|f| (f.name, f.arguments.map(Text::owned).unwrap_or_default()))
                         .unwrap_or_default();
                     events.push(ChatStreamEvent::ToolCall {
                         index: call.index,
-                        id: call.id.filter(|i| !i.is_empty()),
-                        name: name.filter(|n| !n.is_empty()),
+                        id: non_empty(call.id),
+                        name: non_empty(name),
                         arguments,
                     });
                 }
             }
             if let Some(f) = choice.finish_reason {
-                events.push(ChatStreamEvent::Finish(f));
+                events.push(ChatStreamEvent::Finish(f.owned()));
             }
         }
         if let Some(u) = chunk.usage.filter(|u| !u.is_null()) {
@@ -329,13 +393,23 @@ mod tests {
         ]
     }
 
+    fn push(p: &mut ChatStreamParser, bytes: &[u8]) -> Result<Vec<E>, ChatStreamError> {
+        let mut events = Vec::new();
+        p.push(bytes, &mut events).map(|()| events)
+    }
+
+    fn finish(p: &mut ChatStreamParser) -> Result<Vec<E>, ChatStreamError> {
+        let mut events = Vec::new();
+        p.finish(&mut events).map(|()| events)
+    }
+
     fn parse_in(pieces: &[&[u8]]) -> Vec<E> {
         let mut p = ChatStreamParser::new();
         let mut all = Vec::new();
         for piece in pieces {
-            all.extend(p.push(piece).unwrap());
+            p.push(piece, &mut all).unwrap();
         }
-        all.extend(p.finish().unwrap());
+        p.finish(&mut all).unwrap();
         all
     }
 
@@ -351,12 +425,86 @@ mod tests {
         assert_eq!(parse_in(&singles), expected());
     }
 
+    /// What the borrowing parse must read as the owned one did: escapes in every string the
+    /// agent reads (including a surrogate pair), unknown fields of any shape at every level,
+    /// choices of other completions around index 0's, an event over two `data:` lines after a
+    /// longer one (its buffer reused), `data:` without a space, CRLF line ends throughout and
+    /// `[DONE]` ending in CRLF.
+    const EDGES: &str = concat!(
+        "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"system_fingerprint\":\"fp\",\"service_tier\":null,\"obfuscation\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"refusal\":null,\"content\":\"Say \\\"hi\\\"\\n\\u00e9\\ud83d\\ude00\\\\\"},\"logprobs\":{\"content\":[{\"token\":\"Say\",\"logprob\":-0.1,\"bytes\":[83,97,121],\"top_logprobs\":[]}]},\"finish_reason\":null}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other\"}},{\"index\":0,\"delta\":{\"content\":\"a\"}},{\"index\":2,\"delta\":{\"content\":\"other\"},\"finish_reason\":\"stop\"},{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\r\n\r\n",
+        "data:{\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"\\ttab\",\"audio\":{\"id\":\"x\",\"data\":[1,{\"a\":[]}]}}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_\\u0041\",\"type\":\"function\",\"function\":{\"name\":\"get_\\u0077eather\",\"arguments\":\"{\\\"q\\\":\\\"\\\\u00e9\\\"}\",\"extra\":true}}]}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\r\n",
+        "data: \"delta\":{\"content\":\"c\"},\"finish_reason\":\"length\"}],\r\n",
+        "data: \"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3,\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\r\n\r\n",
+        "data: [DONE]\r\n",
+    );
+
+    #[test]
+    fn escapes_unknown_fields_other_choices_and_multi_line_events_at_every_split() {
+        let expected = vec![
+            E::Role("assistant".into()),
+            E::Text("Say \"hi\"\n\u{e9}\u{1F600}\\".into()),
+            E::Text("a".into()),
+            E::Text("b".into()),
+            E::Reasoning("\ttab".into()),
+            E::ToolCall {
+                index: 0,
+                id: Some("call_A".into()),
+                name: Some("get_weather".into()),
+                arguments: "{\"q\":\"\\u00e9\"}".into(),
+            },
+            E::Text("c".into()),
+            E::Finish("length".into()),
+            E::Usage(
+                json!({"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,
+                "completion_tokens_details":{"reasoning_tokens":0}}),
+            ),
+            E::Done,
+        ];
+        let bytes = EDGES.as_bytes();
+        assert_eq!(parse_in(&[bytes]), expected);
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(parse_in(&[a, b]), expected, "split at byte {cut}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(parse_in(&singles), expected);
+    }
+
+    #[test]
+    fn an_empty_tool_call_and_choices_that_are_no_list() {
+        // No function object: an empty part of call 3 (as before: its name and id unknown).
+        assert_eq!(
+            parse_in(&[b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3}]}}]}\n\n"]),
+            vec![E::ToolCall {
+                index: 3,
+                id: None,
+                name: None,
+                arguments: String::new(),
+            }]
+        );
+        for bad in [
+            &b"data: {\"choices\":{}}\n\n"[..],
+            b"data: {\"choices\":null}\n\n",
+        ] {
+            let mut p = ChatStreamParser::new();
+            assert!(matches!(
+                push(&mut p, bad),
+                Err(ChatStreamError::Malformed(_))
+            ));
+        }
+    }
+
     #[test]
     fn nothing_after_done_is_read() {
         let mut p = ChatStreamParser::new();
-        let ev = p
-            .push(b"data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n")
-            .unwrap();
+        let ev = push(
+            &mut p,
+            b"data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+        )
+        .unwrap();
         assert_eq!(ev, vec![E::Done]);
         assert!(p.is_done());
     }
@@ -365,23 +513,28 @@ mod tests {
     fn a_last_event_without_a_blank_line_is_read_at_the_end() {
         let mut p = ChatStreamParser::new();
         assert!(
-            p.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}")
-                .unwrap()
-                .is_empty()
+            push(
+                &mut p,
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}"
+            )
+            .unwrap()
+            .is_empty()
         );
-        assert_eq!(p.finish().unwrap(), vec![E::Text("x".into())]);
+        assert_eq!(finish(&mut p).unwrap(), vec![E::Text("x".into())]);
     }
 
     #[test]
     fn an_error_object_and_garbage_are_errors() {
         let mut p = ChatStreamParser::new();
-        let e = p
-            .push(b"data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
-            .unwrap_err();
+        let e = push(
+            &mut p,
+            b"data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
+        )
+        .unwrap_err();
         assert_eq!(e, ChatStreamError::Upstream("overloaded".into()));
         let mut p = ChatStreamParser::new();
         assert!(matches!(
-            p.push(b"data: {not json\n\n"),
+            push(&mut p, b"data: {not json\n\n"),
             Err(ChatStreamError::Malformed(_))
         ));
     }
@@ -390,14 +543,17 @@ mod tests {
     fn data_lines_without_a_blank_line_between_them_are_bounded() {
         let mut p = ChatStreamParser::new();
         let line = format!("data: {}\n", "a".repeat(MAX_LINE_BYTES - 16));
-        assert!(p.push(line.as_bytes()).unwrap().is_empty());
-        assert_eq!(p.push(line.as_bytes()), Err(ChatStreamError::EventTooLong));
+        assert!(push(&mut p, line.as_bytes()).unwrap().is_empty());
+        assert_eq!(
+            push(&mut p, line.as_bytes()),
+            Err(ChatStreamError::EventTooLong)
+        );
     }
 
     #[test]
     fn an_endless_line_is_refused() {
         let mut p = ChatStreamParser::new();
         let big = vec![b'a'; MAX_LINE_BYTES + 1];
-        assert_eq!(p.push(&big), Err(ChatStreamError::LineTooLong));
+        assert_eq!(push(&mut p, &big), Err(ChatStreamError::LineTooLong));
     }
 }
