@@ -1,11 +1,7 @@
 //! The OpenAI-compatible chat-completions stream (`stream: true`) as a sans-I/O parser: bytes
 //! in, in whatever pieces the network delivers them, events out.
 
-use std::borrow::Cow;
-use std::marker::PhantomData;
-
 use serde::Deserialize;
-use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// Longest SSE line accepted (a model never sends one chunk this large).
@@ -73,110 +69,56 @@ pub struct ChatStreamParser {
     done: bool,
 }
 
-// The chunk's fields that the agent reads; any other field is skipped without being built.
-// Strings borrow from the line when they hold no escape: a token's chunk allocates its text
-// alone (BENCHMARKS.md, "The Worker's own CPU per turn").
-
 #[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: FirstChoices<'a>,
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
 }
 
-/// The choices with `index` 0, in order, without a list allocated for the usual one.
-#[derive(Default)]
-struct FirstChoices<'a> {
-    first: Option<Choice<'a>>,
-    more: Vec<Choice<'a>>,
-}
-
 #[derive(Deserialize)]
-struct Choice<'a> {
+struct Choice {
     #[serde(default)]
     index: u32,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Text<'a>>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    role: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    content: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    reasoning: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+struct Delta {
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 #[derive(Deserialize)]
-struct ToolCallDelta<'a> {
+struct ToolCallDelta {
     #[serde(default)]
     index: u32,
-    #[serde(default, borrow)]
-    id: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
 }
 
 #[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    arguments: Option<Text<'a>>,
-}
-
-/// A JSON string, borrowed from the input unless it had escapes.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
-impl Text<'_> {
-    /// The string, owned (no copy when it was unescaped into a new one already).
-    fn owned(self) -> String {
-        self.0.into_owned()
-    }
-}
-
-/// The text of `t` when it is not empty.
-fn non_empty(t: Option<Text<'_>>) -> Option<String> {
-    t.filter(|t| !t.0.is_empty()).map(Text::owned)
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for FirstChoices<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit<'a>(PhantomData<Choice<'a>>);
-        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
-            type Value = FirstChoices<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of choices")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut choices = FirstChoices::default();
-                while let Some(choice) = seq.next_element::<Choice<'a>>()? {
-                    if choice.index != 0 {
-                        continue; // another completion (`n` > 1): not asked for
-                    }
-                    if choices.first.is_none() {
-                        choices.first = Some(choice);
-                    } else {
-                        choices.more.push(choice);
-                    }
-                }
-                Ok(choices)
-            }
-        }
-        deserializer.deserialize_seq(Visit(PhantomData))
-    }
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
 }
 
 impl ChatStreamParser {
@@ -297,7 +239,7 @@ impl ChatStreamParser {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
             ChatStreamError::Malformed(format!("{e} (in {} bytes of data)", data.len()))
         })?;
         if let Some(err) = chunk.error {
@@ -307,33 +249,36 @@ impl ChatStreamParser {
                 .map_or_else(|| err.to_string(), str::to_owned);
             return Err(ChatStreamError::Upstream(message));
         }
-        let FirstChoices { first, more } = chunk.choices;
-        for choice in first.into_iter().chain(more) {
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(d) = choice.delta {
-                if let Some(r) = non_empty(d.role) {
+                if let Some(r) = d.role.filter(|r| !r.is_empty()) {
                     events.push(ChatStreamEvent::Role(r));
                 }
-                if let Some(r) = non_empty(d.reasoning_content.or(d.reasoning)) {
+                if let Some(r) = d
+                    .reasoning_content
+                    .or(d.reasoning)
+                    .filter(|r| !r.is_empty())
+                {
                     events.push(ChatStreamEvent::Reasoning(r));
                 }
-                if let Some(t) = non_empty(d.content) {
+                if let Some(t) = d.content.filter(|t| !t.is_empty()) {
                     events.push(ChatStreamEvent::Text(t));
                 }
                 for call in d.tool_calls.unwrap_or_default() {
                     let (name, arguments) = call
                         .function
-                        .map(|f| (f.name, f.arguments.map(Text::owned).unwrap_or_default()))
+                        .map(|f| (f.name, f.arguments.unwrap_or_default()))
                         .unwrap_or_default();
                     events.push(ChatStreamEvent::ToolCall {
                         index: call.index,
-                        id: non_empty(call.id),
-                        name: non_empty(name),
+                        id: call.id.filter(|i| !i.is_empty()),
+                        name: name.filter(|n| !n.is_empty()),
                         arguments,
                     });
                 }
             }
             if let Some(f) = choice.finish_reason {
-                events.push(ChatStreamEvent::Finish(f.owned()));
+                events.push(ChatStreamEvent::Finish(f));
             }
         }
         if let Some(u) = chunk.usage.filter(|u| !u.is_null()) {
