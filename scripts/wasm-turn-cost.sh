@@ -9,6 +9,10 @@
 #
 # Uses CARGO_TARGET_DIR if set. Installs the Cloudflare tools on first use
 # (scripts/setup-cloudflare.sh's cache). Nothing here is part of the Worker's upload.
+#
+# WASM_TURN_PROFILE=DIR: keeps the functions' names (`wasm-opt -O -g`) and writes V8's CPU
+# profile of the run to DIR (`node --cpu-prof`); `node wasm-bench/profile-top.mjs DIR/*.cpuprofile`
+# then says where the time went.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=../infra/cloudflare/tools.sh
@@ -20,5 +24,7 @@ pkg="$target/wasm-bench-pkg"
 rm -rf "$pkg"
 "$WASM_BINDGEN_BIN" --target nodejs --out-dir "$pkg" \
   "$target/wasm32-unknown-unknown/release/runway_wasm_bench.wasm"
-"$WASM_OPT_BIN" -O "$pkg/runway_wasm_bench_bg.wasm" -o "$pkg/runway_wasm_bench_bg.wasm"
-node "$repo/wasm-bench/turn-cost.mjs" "$pkg" "${1:-2000}" "${2:-20}" "${3:-5}" "${4:-200}"
+profile="${WASM_TURN_PROFILE:-}"
+"$WASM_OPT_BIN" -O ${profile:+-g} "$pkg/runway_wasm_bench_bg.wasm" -o "$pkg/runway_wasm_bench_bg.wasm"
+node ${profile:+--cpu-prof --cpu-prof-interval 200 --cpu-prof-dir "$profile"} \
+  "$repo/wasm-bench/turn-cost.mjs" "$pkg" "${1:-2000}" "${2:-20}" "${3:-5}" "${4:-200}"

@@ -60,8 +60,12 @@ pub enum ChatStreamError {
 /// line (or a character split across pieces) until the rest arrives.
 #[derive(Debug, Default)]
 pub struct ChatStreamParser {
+    /// An incomplete line carried over from the previous piece.
     line: Vec<u8>,
-    data: Option<String>,
+    /// The data of the event being read (its `data:` lines joined by newlines), when
+    /// `has_data`; its buffer is reused from event to event.
+    data: String,
+    has_data: bool,
     done: bool,
 }
 
@@ -128,13 +132,16 @@ impl ChatStreamParser {
         self.done
     }
 
-    /// Reads `bytes` and returns the events they complete.
+    /// Reads `bytes` and appends the events they complete to `events`.
     ///
     /// # Errors
     /// A malformed chunk, an error object from the endpoint, or an overlong line. The parser
     /// should not be used after an error.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ChatStreamEvent>, ChatStreamError> {
-        let mut events = Vec::new();
+    pub fn push(
+        &mut self,
+        bytes: &[u8],
+        events: &mut Vec<ChatStreamEvent>,
+    ) -> Result<(), ChatStreamError> {
         // Line by line, not byte by byte: a model's stream is one event per token, and a
         // per-byte loop was a tenth of a model turn's CPU on wasm32 (BENCHMARKS.md).
         let mut rest = bytes;
@@ -153,33 +160,35 @@ impl ChatStreamParser {
             }
             if self.line.is_empty() {
                 // The whole line is in this chunk: no copy.
-                self.line_end(part.strip_suffix(b"\r").unwrap_or(part), &mut events)?;
+                self.line_end(part.strip_suffix(b"\r").unwrap_or(part), events)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(part);
                 if line.last() == Some(&b'\r') {
                     line.pop();
                 }
-                self.line_end(&line, &mut events)?;
+                self.line_end(&line, events)?;
+                line.clear();
+                self.line = line; // its buffer serves the next split line
             }
         }
-        Ok(events)
+        Ok(())
     }
 
-    /// The end of the body: dispatches a last event that had no blank line after it.
+    /// The end of the body: dispatches a last event that had no blank line after it, and
+    /// appends what it completes to `events`.
     ///
     /// # Errors
     /// As [`ChatStreamParser::push`].
-    pub fn finish(&mut self) -> Result<Vec<ChatStreamEvent>, ChatStreamError> {
-        let mut events = Vec::new();
+    pub fn finish(&mut self, events: &mut Vec<ChatStreamEvent>) -> Result<(), ChatStreamError> {
         if !self.done {
             let line = std::mem::take(&mut self.line);
             if !line.is_empty() {
-                self.line_end(&line, &mut events)?;
+                self.line_end(&line, events)?;
             }
-            self.dispatch(&mut events)?;
+            self.dispatch(events)?;
         }
-        Ok(events)
+        Ok(())
     }
 
     fn line_end(
@@ -203,25 +212,25 @@ impl ChatStreamParser {
         if field == b"data" {
             let value = std::str::from_utf8(value)
                 .map_err(|_| ChatStreamError::Malformed("a data line that is not UTF-8".into()))?;
-            match &mut self.data {
-                Some(d) => {
-                    if d.len() + 1 + value.len() > MAX_EVENT_BYTES {
-                        return Err(ChatStreamError::EventTooLong);
-                    }
-                    d.push('\n');
-                    d.push_str(value);
+            if self.has_data {
+                if self.data.len() + 1 + value.len() > MAX_EVENT_BYTES {
+                    return Err(ChatStreamError::EventTooLong);
                 }
-                None => self.data = Some(value.to_owned()),
+                self.data.push('\n');
+            } else {
+                self.data.clear();
+                self.has_data = true;
             }
+            self.data.push_str(value);
         }
         Ok(())
     }
 
     fn dispatch(&mut self, events: &mut Vec<ChatStreamEvent>) -> Result<(), ChatStreamError> {
-        let Some(data) = self.data.take() else {
+        if !std::mem::take(&mut self.has_data) {
             return Ok(());
-        };
-        let data = data.trim();
+        }
+        let data = self.data.trim();
         if data == "[DONE]" {
             self.done = true;
             events.push(ChatStreamEvent::Done);
@@ -329,13 +338,23 @@ mod tests {
         ]
     }
 
+    fn push(p: &mut ChatStreamParser, bytes: &[u8]) -> Result<Vec<E>, ChatStreamError> {
+        let mut events = Vec::new();
+        p.push(bytes, &mut events).map(|()| events)
+    }
+
+    fn finish(p: &mut ChatStreamParser) -> Result<Vec<E>, ChatStreamError> {
+        let mut events = Vec::new();
+        p.finish(&mut events).map(|()| events)
+    }
+
     fn parse_in(pieces: &[&[u8]]) -> Vec<E> {
         let mut p = ChatStreamParser::new();
         let mut all = Vec::new();
         for piece in pieces {
-            all.extend(p.push(piece).unwrap());
+            p.push(piece, &mut all).unwrap();
         }
-        all.extend(p.finish().unwrap());
+        p.finish(&mut all).unwrap();
         all
     }
 
@@ -351,12 +370,86 @@ mod tests {
         assert_eq!(parse_in(&singles), expected());
     }
 
+    /// What the borrowing parse must read as the owned one did: escapes in every string the
+    /// agent reads (including a surrogate pair), unknown fields of any shape at every level,
+    /// choices of other completions around index 0's, an event over two `data:` lines after a
+    /// longer one (its buffer reused), `data:` without a space, CRLF line ends throughout and
+    /// `[DONE]` ending in CRLF.
+    const EDGES: &str = concat!(
+        "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"system_fingerprint\":\"fp\",\"service_tier\":null,\"obfuscation\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"refusal\":null,\"content\":\"Say \\\"hi\\\"\\n\\u00e9\\ud83d\\ude00\\\\\"},\"logprobs\":{\"content\":[{\"token\":\"Say\",\"logprob\":-0.1,\"bytes\":[83,97,121],\"top_logprobs\":[]}]},\"finish_reason\":null}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other\"}},{\"index\":0,\"delta\":{\"content\":\"a\"}},{\"index\":2,\"delta\":{\"content\":\"other\"},\"finish_reason\":\"stop\"},{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\r\n\r\n",
+        "data:{\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"\\ttab\",\"audio\":{\"id\":\"x\",\"data\":[1,{\"a\":[]}]}}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_\\u0041\",\"type\":\"function\",\"function\":{\"name\":\"get_\\u0077eather\",\"arguments\":\"{\\\"q\\\":\\\"\\\\u00e9\\\"}\",\"extra\":true}}]}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\r\n",
+        "data: \"delta\":{\"content\":\"c\"},\"finish_reason\":\"length\"}],\r\n",
+        "data: \"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3,\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\r\n\r\n",
+        "data: [DONE]\r\n",
+    );
+
+    #[test]
+    fn escapes_unknown_fields_other_choices_and_multi_line_events_at_every_split() {
+        let expected = vec![
+            E::Role("assistant".into()),
+            E::Text("Say \"hi\"\n\u{e9}\u{1F600}\\".into()),
+            E::Text("a".into()),
+            E::Text("b".into()),
+            E::Reasoning("\ttab".into()),
+            E::ToolCall {
+                index: 0,
+                id: Some("call_A".into()),
+                name: Some("get_weather".into()),
+                arguments: "{\"q\":\"\\u00e9\"}".into(),
+            },
+            E::Text("c".into()),
+            E::Finish("length".into()),
+            E::Usage(
+                json!({"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,
+                "completion_tokens_details":{"reasoning_tokens":0}}),
+            ),
+            E::Done,
+        ];
+        let bytes = EDGES.as_bytes();
+        assert_eq!(parse_in(&[bytes]), expected);
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(parse_in(&[a, b]), expected, "split at byte {cut}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(parse_in(&singles), expected);
+    }
+
+    #[test]
+    fn an_empty_tool_call_and_choices_that_are_no_list() {
+        // No function object: an empty part of call 3 (as before: its name and id unknown).
+        assert_eq!(
+            parse_in(&[b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3}]}}]}\n\n"]),
+            vec![E::ToolCall {
+                index: 3,
+                id: None,
+                name: None,
+                arguments: String::new(),
+            }]
+        );
+        for bad in [
+            &b"data: {\"choices\":{}}\n\n"[..],
+            b"data: {\"choices\":null}\n\n",
+        ] {
+            let mut p = ChatStreamParser::new();
+            assert!(matches!(
+                push(&mut p, bad),
+                Err(ChatStreamError::Malformed(_))
+            ));
+        }
+    }
+
     #[test]
     fn nothing_after_done_is_read() {
         let mut p = ChatStreamParser::new();
-        let ev = p
-            .push(b"data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n")
-            .unwrap();
+        let ev = push(
+            &mut p,
+            b"data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+        )
+        .unwrap();
         assert_eq!(ev, vec![E::Done]);
         assert!(p.is_done());
     }
@@ -365,23 +458,28 @@ mod tests {
     fn a_last_event_without_a_blank_line_is_read_at_the_end() {
         let mut p = ChatStreamParser::new();
         assert!(
-            p.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}")
-                .unwrap()
-                .is_empty()
+            push(
+                &mut p,
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}"
+            )
+            .unwrap()
+            .is_empty()
         );
-        assert_eq!(p.finish().unwrap(), vec![E::Text("x".into())]);
+        assert_eq!(finish(&mut p).unwrap(), vec![E::Text("x".into())]);
     }
 
     #[test]
     fn an_error_object_and_garbage_are_errors() {
         let mut p = ChatStreamParser::new();
-        let e = p
-            .push(b"data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")
-            .unwrap_err();
+        let e = push(
+            &mut p,
+            b"data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
+        )
+        .unwrap_err();
         assert_eq!(e, ChatStreamError::Upstream("overloaded".into()));
         let mut p = ChatStreamParser::new();
         assert!(matches!(
-            p.push(b"data: {not json\n\n"),
+            push(&mut p, b"data: {not json\n\n"),
             Err(ChatStreamError::Malformed(_))
         ));
     }
@@ -390,14 +488,17 @@ mod tests {
     fn data_lines_without_a_blank_line_between_them_are_bounded() {
         let mut p = ChatStreamParser::new();
         let line = format!("data: {}\n", "a".repeat(MAX_LINE_BYTES - 16));
-        assert!(p.push(line.as_bytes()).unwrap().is_empty());
-        assert_eq!(p.push(line.as_bytes()), Err(ChatStreamError::EventTooLong));
+        assert!(push(&mut p, line.as_bytes()).unwrap().is_empty());
+        assert_eq!(
+            push(&mut p, line.as_bytes()),
+            Err(ChatStreamError::EventTooLong)
+        );
     }
 
     #[test]
     fn an_endless_line_is_refused() {
         let mut p = ChatStreamParser::new();
         let big = vec![b'a'; MAX_LINE_BYTES + 1];
-        assert_eq!(p.push(&big), Err(ChatStreamError::LineTooLong));
+        assert_eq!(push(&mut p, &big), Err(ChatStreamError::LineTooLong));
     }
 }

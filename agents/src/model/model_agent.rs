@@ -18,7 +18,7 @@ use super::settings::ModelSettings;
 use super::tool_runner::no_redirect_client;
 use super::tool_runner::{is_failure, run_bounded};
 use super::toolbox::Toolbox;
-use super::transcript::{ChatMessage, ModelToolCall, Transcript, append_partial, truncate};
+use super::transcript::{ChatMessage, ModelToolCall, Transcript, partial_answer, truncate};
 use crate::attachments::{AttachmentStore, MemoryAttachmentStore};
 use runway_core::Role;
 use runway_core::adapter::Runtime;
@@ -918,8 +918,11 @@ impl<R: Runtime> ModelAgent<R> {
             };
             (e, text.to_owned())
         };
+        // The partial answer kept in `state`, found once rather than per token.
+        let mut partial = partial_answer(state);
+        let mut events = Vec::new();
         loop {
-            let (events, body_ended) = match response.chunk().await {
+            let (parsed, body_ended) = match response.chunk().await {
                 Ok(Some(bytes)) => {
                     received += bytes.len();
                     if received > s.max_response_bytes {
@@ -934,9 +937,9 @@ impl<R: Runtime> ModelAgent<R> {
                             text,
                         ));
                     }
-                    (parser.push(&bytes), false)
+                    (parser.push(&bytes, &mut events), false)
                 }
-                Ok(None) => (parser.finish(), true),
+                Ok(None) => (parser.finish(&mut events), true),
                 Err(HttpError::TurnDeadline | HttpError::Cancelled) => {
                     return Err((
                         RoundError::Fatal {
@@ -954,15 +957,12 @@ impl<R: Runtime> ModelAgent<R> {
                     ));
                 }
             };
-            let events = match events {
-                Ok(ev) => ev,
-                Err(e) => {
-                    // An error inside a stream is the endpoint's; before any output it may
-                    // pass (overload), after it the answer is cut.
-                    return Err(broken(e.to_string(), shown_anything, &text));
-                }
-            };
-            for ev in events {
+            if let Err(e) = parsed {
+                // An error inside a stream is the endpoint's; before any output it may pass
+                // (overload), after it the answer is cut.
+                return Err(broken(e.to_string(), shown_anything, &text));
+            }
+            for ev in events.drain(..) {
                 match ev {
                     ChatStreamEvent::Role(_) => {}
                     ChatStreamEvent::Reasoning(r) => {
@@ -977,9 +977,11 @@ impl<R: Runtime> ModelAgent<R> {
                             out.end_reasoning();
                             reasoning_open = false;
                         }
-                        append_partial(state, &delta);
-                        out.text(delta.clone());
+                        if let Some(p) = &mut partial {
+                            p.push_str(&delta);
+                        }
                         text.push_str(&delta);
+                        out.text(delta);
                         shown_anything = true;
                     }
                     ChatStreamEvent::ToolCall {

@@ -106,11 +106,13 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Adds `delta` to the partial answer of the transcript kept in `state` (saved with
-/// `partial: Some(..)`), in place: O(delta), so it can follow every streamed piece.
-pub fn append_partial(state: &mut Value, delta: &str) {
-    if let Some(Value::String(s)) = state.get_mut(STATE_KEY).and_then(|m| m.get_mut("partial")) {
-        s.push_str(delta);
+/// The partial answer of the transcript kept in `state` (saved with `partial: Some(..)`), to
+/// extend in place as pieces stream: O(piece), and looked up once per model call, not per
+/// piece.
+pub fn partial_answer(state: &mut Value) -> Option<&mut String> {
+    match state.get_mut(STATE_KEY).and_then(|m| m.get_mut("partial")) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
     }
 }
 
@@ -342,8 +344,9 @@ mod tests {
         let mut state = serde_json::json!({});
         t.partial = Some(String::new());
         t.save(&mut state);
-        append_partial(&mut state, "Part one, ");
-        append_partial(&mut state, "part two");
+        let partial = partial_answer(&mut state).expect("saved with a partial answer");
+        partial.push_str("Part one, ");
+        partial.push_str("part two");
         let mut back = Transcript::from_state(&state);
         back.recover(1000);
         assert_eq!(
