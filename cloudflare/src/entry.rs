@@ -5,7 +5,6 @@
 //! either returns the full response or returns the streamed body at once and runs the turn
 //! beside it with `ctx.waitUntil`, so the turn can still commit after a client disconnect.
 
-use std::any::Any;
 use std::cell::RefCell;
 
 use bytes::Bytes;
@@ -42,13 +41,16 @@ pub const FILES_BINDING: &str = "RUNWAY_FILES";
 /// one data point per turn when it is configured.
 pub const ANALYTICS_BINDING: &str = "RUNWAY_ANALYTICS";
 
-type App<A> = Runway<A, CloudflareStore, WorkersRuntime>;
+/// Every agent is served as [`Workers`] (a single agent as [`Workers::from_agent`]: one
+/// agent for every `agentId`, as the core serves a plain agent), so the engine is compiled
+/// once per wire format rather than once per agent type as well: about 40 KiB gzip less in a
+/// Worker that has both a single agent and the workers file (BENCHMARKS.md).
+type App = Runway<Workers, CloudflareStore, WorkersRuntime>;
 
 thread_local! {
     /// One app per isolate (and per instance: a panic re-initialises the instance and so
-    /// rebuilds it), an `App<A>` for the agent type `fetch` is called with. It holds what
-    /// `/health` knows in memory.
-    static APP: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    /// rebuilds it). It holds what `/health` knows in memory.
+    static APP: RefCell<Option<App>> = const { RefCell::new(None) };
 }
 
 /// Why the Worker cannot serve: a deployment mistake, reported on every request as 500.
@@ -70,16 +72,11 @@ pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
         .ok()
 }
 
-fn app<A: Agent>(
-    make_agent: impl FnOnce(&Env) -> Result<(A, Providers), String>,
+fn app(
+    make_agent: impl FnOnce(&Env) -> Result<(Workers, Providers), String>,
     env: &Env,
-) -> Result<App<A>, SetupError> {
-    let cached = APP.with(|a| {
-        a.borrow()
-            .as_ref()
-            .and_then(|app| app.downcast_ref::<App<A>>())
-            .cloned()
-    });
+) -> Result<App, SetupError> {
+    let cached = APP.with(|a| a.borrow().clone());
     if let Some(app) = cached {
         return Ok(app);
     }
@@ -112,7 +109,7 @@ fn app<A: Agent>(
         Ok(dataset) => app.with_metrics(AnalyticsMetrics::new(dataset)),
         Err(_) => app,
     };
-    APP.with(|a| *a.borrow_mut() = Some(Box::new(app.clone())));
+    APP.with(|a| *a.borrow_mut() = Some(app.clone()));
     Ok(app)
 }
 
@@ -185,11 +182,15 @@ pub async fn fetch_with_providers<A: Agent>(
     let workers_file = [WORKERS_SETTING, WORKERS_FILE_SETTING]
         .iter()
         .any(|k| setting(&env, k).is_some_and(|v| !v.trim().is_empty()));
-    if workers_file {
-        let workers = |env: &Env| Ok((workers_of(make_agent(env)?.0, env)?, Providers::new()));
-        return serve(workers, req, env, ctx).await;
-    }
-    serve(make_agent, req, env, ctx).await
+    let workers = |env: &Env| {
+        let (agent, providers) = make_agent(env)?;
+        if workers_file {
+            Ok((workers_of(agent, env)?, Providers::new()))
+        } else {
+            Ok((Workers::from_agent(agent), providers))
+        }
+    };
+    serve(workers, req, env, ctx).await
 }
 
 /// The workers of `RUNWAY_WORKERS` (a Worker has no files: `RUNWAY_WORKERS_FILE` is refused,
@@ -257,9 +258,9 @@ pub(crate) fn files_kv(env: &Env) -> Result<worker::kv::KvStore, String> {
         .map_err(|_| format!("the {FILES_BINDING} KV binding is missing"))
 }
 
-/// [`fetch_with`] for one agent type.
-async fn serve<A: Agent>(
-    make_agent: impl FnOnce(&Env) -> Result<(A, Providers), String>,
+/// [`fetch_with`] for the agent as [`Workers`].
+async fn serve(
+    make_agent: impl FnOnce(&Env) -> Result<(Workers, Providers), String>,
     req: Request,
     env: Env,
     ctx: Context,
@@ -293,8 +294,8 @@ async fn serve<A: Agent>(
 
 /// The request as the core wants it, or the error response to send. The body is read only
 /// after [`Runway::authorize`] accepted the head.
-async fn to_http<A: Agent>(
-    app: &App<A>,
+async fn to_http(
+    app: &App,
     mut req: Request,
 ) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
     let bad = |m: &str| json_error(400, m);
