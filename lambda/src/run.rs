@@ -24,7 +24,7 @@ use crate::settings::{InitError, builtin_agent, init_agent};
 /// retries on the next invocation; or the runtime's own failure.
 pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
-    lambda_http::tracing::init_default_subscriber();
+    crate::logging::init();
     serve_configured(agent, started).await
 }
 
@@ -37,7 +37,7 @@ pub async fn run<A: Agent>(agent: A) -> Result<(), lambda_http::Error> {
 /// As [`run`], and an agent that cannot be built from its settings.
 pub async fn run_builtin() -> Result<(), lambda_http::Error> {
     let started = Instant::now();
-    lambda_http::tracing::init_default_subscriber();
+    crate::logging::init();
     if runway_agents::settings::workers_file_in_env() {
         return serve_workers(runway_core::Workers::new(), started).await;
     }
