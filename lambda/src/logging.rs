@@ -45,25 +45,22 @@ pub(crate) fn filter(get: impl Fn(&str) -> Option<String>) -> Targets {
         .or_else(|| get("RUST_LOG"))
         .and_then(|l| LevelFilter::from_str(&l).ok())
         .unwrap_or(DEFAULT_LEVEL);
-    let mut targets = Targets::new();
-    let mut any = false;
-    for directive in get("RUST_LOG")
-        .unwrap_or_default()
+    let rust_log = get("RUST_LOG").unwrap_or_default();
+    let valid: Vec<&str> = rust_log
         .split(',')
         .filter(|d| !d.is_empty())
-    {
-        match Targets::from_str(directive) {
-            Ok(parsed) => {
-                targets.extend(parsed);
-                any = true;
+        .filter(|d| match Targets::from_str(d) {
+            Ok(_) => true,
+            Err(e) => {
+                eprintln!("ignoring `{d}`: {e}");
+                false
             }
-            Err(e) => eprintln!("ignoring `{directive}`: {e}"),
-        }
-    }
-    if any {
-        targets
-    } else {
-        Targets::new().with_default(level)
+        })
+        .collect();
+    // Parsed together: a bare level among them is the default for every other target.
+    match Targets::from_str(&valid.join(",")) {
+        Ok(targets) if !valid.is_empty() => targets,
+        _ => Targets::new().with_default(level),
     }
 }
 
