@@ -33,8 +33,10 @@
 
 mod body;
 pub mod emf;
+mod logging;
 mod model_agents;
 mod run;
+mod sdk_http;
 mod settings;
 mod ssm;
 pub mod store;

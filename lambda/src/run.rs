@@ -40,7 +40,7 @@ pub async fn run_with_providers<A: Agent>(
     providers: Providers,
 ) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
-    lambda_http::tracing::init_default_subscriber();
+    crate::logging::init();
     if runway_agents::settings::workers_file_in_env() {
         return serve_workers(agent, started).await;
     }
@@ -56,7 +56,7 @@ pub async fn run_with_providers<A: Agent>(
 /// As [`run`], and an agent that cannot be built from its settings.
 pub async fn run_builtin() -> Result<(), lambda_http::Error> {
     let started = Instant::now();
-    lambda_http::tracing::init_default_subscriber();
+    crate::logging::init();
     if runway_agents::settings::workers_file_in_env() {
         return serve_workers(runway_core::Workers::new(), started).await;
     }

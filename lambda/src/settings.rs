@@ -124,13 +124,15 @@ impl Settings {
 /// `AWS_DEFAULT_REGION`, else `us-east-1` (never the instance metadata service),
 /// standard retries (exponential backoff with full jitter, throttling and transient errors
 /// retried, 4 attempts) and timeouts that fit inside the engine's 8-second bound on a store
-/// call. Loading it makes no network request; credentials resolve on first use.
+/// call, and the HTTPS client of [`crate::sdk_http`]. Loading it makes no network request;
+/// credentials resolve on first use.
 pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
     let region = get("AWS_REGION")
         .or_else(|| get("AWS_DEFAULT_REGION"))
         .filter(|r| !r.trim().is_empty())
         .unwrap_or_else(|| "us-east-1".into());
     aws_config::defaults(BehaviorVersion::latest())
+        .http_client(crate::sdk_http::https_client())
         .region(Region::new(region))
         .retry_config(
             RetryConfig::standard()

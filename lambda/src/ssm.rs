@@ -263,6 +263,7 @@ pub(crate) mod tests {
     pub(crate) fn sdk_for(endpoint: &str) -> SdkConfig {
         SdkConfig::builder()
             .behavior_version(BehaviorVersion::latest())
+            .http_client(crate::sdk_http::https_client())
             .region(Region::new("us-east-1"))
             .endpoint_url(endpoint)
             .credentials_provider(aws_sdk_ssm::config::SharedCredentialsProvider::new(
