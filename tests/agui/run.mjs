@@ -8,12 +8,25 @@
 // resume?: {status, payload}}; with `resume`, a second run answers the first run's interrupts.
 // A case with `replayOf` runs again exactly as that earlier case did (same runId and body).
 // Prints one JSON report on stdout: per case, whether the client accepted the run, how many
-// frames came and how many were schema-valid (with the first problems), the events' types,
+// frames came and how many were schema-valid (with the first problems), what the client warned
+// about (`[ag-ui]` lines: material it stripped or repaired), the events' types,
 // the run's outcome and the client's resulting messages.
 import { HttpAgent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 
 const { url, headers, cases } = JSON.parse(process.argv[2]);
+
+// What the client warns about (it strips material it does not recognise, with a
+// `[ag-ui]…` line): collected per case, so a frame the client had to repair is a failure.
+let warnings = [];
+for (const level of ["warn", "error", "info", "log", "debug"]) {
+  const original = console[level].bind(console);
+  console[level] = (...args) => {
+    const line = args.map(String).join(" ");
+    if (line.includes("[ag-ui]")) warnings.push(line.slice(0, 300));
+    original(...args);
+  };
+}
 
 /** Splits an SSE body into the JSON of its `data:` frames (comments are skipped). */
 function dataFrames(body) {
@@ -30,6 +43,7 @@ function dataFrames(body) {
 }
 
 async function runCase(c) {
+  warnings = [];
   const bodies = [];
   // The client's own fetch, teed: the frames validated are the bytes the client parsed.
   const teeFetch = async (u, init) => {
@@ -110,6 +124,7 @@ async function runCase(c) {
     events,
     outcome,
     interrupts: asked,
+    warnings,
     runError,
     rawFrames: c.keepFrames ? frames : undefined,
     messages: agent.messages.map((m) => ({ id: m.id, role: m.role, content: m.content ?? null })),

@@ -140,6 +140,11 @@ async fn the_official_client_accepts_every_run_and_every_frame_is_schema_valid()
     for r in &reports {
         assert_eq!(r["accepted"], true, "{r:#}");
         assert_eq!(r["valid"], r["frames"], "{r:#}");
+        assert_eq!(
+            r["warnings"],
+            json!([]),
+            "the client repaired nothing: {r:#}"
+        );
         let events: Vec<&str> = r["events"]
             .as_array()
             .unwrap()

@@ -129,16 +129,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // AG-UI thread is never a Console thread of the same id.
         let thread_key = format!("agui/{agent_key}/{}", storage_id(&input.thread_id));
         let run_key = format!("agui/{agent_key}/{}", storage_id(&input.run_id));
-        // The fingerprint in every event id: a replay (same body) repeats them exactly, another
-        // body under the same runId never does.
-        let event_prefix = format!("{}.{}", input.run_id, &input.fingerprint[..8]);
         let writer = FrameWriter::agui(
             input.run_id.clone(),
             input.thread_id.clone(),
             input.parent_run_id.clone(),
             self.config().limits,
-        )
-        .with_event_id_prefix(event_prefix);
+        );
         let plan = TurnPlan {
             run_key,
             thread_key,

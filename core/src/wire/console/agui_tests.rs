@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::FrameWriter;
 use crate::error::TurnErrorCode;
-use crate::protocol::{Interrupt, Limits};
+use crate::protocol::{ChoiceOption, Interrupt, Limits};
 use crate::wire::Ending;
 
 fn frames(s: &str) -> Vec<Value> {
@@ -46,6 +46,10 @@ fn run_started_comes_first_and_run_finished_names_the_thread_and_run() {
     assert_eq!(f[0]["parentRunId"], "r0");
     assert_eq!(f[0]["protocolVersion"], "1.0");
     assert_eq!(f[1]["type"], "STEP_STARTED");
+    assert!(
+        f.iter().all(|f| f.get("event_id").is_none()),
+        "AG-UI events have no event_id: {out}"
+    );
     let last = f.last().unwrap();
     assert_eq!(last["type"], "RUN_FINISHED");
     assert_eq!(
@@ -153,13 +157,32 @@ fn an_interrupt_has_an_id_a_reason_and_a_message() {
     assert_eq!(i["id"], "r1.interrupt");
     assert_eq!(i["reason"], "approval");
     assert_eq!(i["message"], "Go?");
-    assert_eq!(
-        i["kind"], "approval",
-        "Console's fields stay beside AG-UI's"
-    );
+    assert!(i.get("kind").is_none() && i.get("prompt").is_none(), "{i}");
+    assert!(i.get("metadata").is_none(), "nothing else to carry: {i}");
     assert_eq!(
         i["responseSchema"]["properties"]["decision"]["enum"],
         json!(["approve", "reject"])
+    );
+}
+
+#[test]
+fn the_rest_of_a_question_is_in_its_metadata() {
+    let out = run(|w| {
+        w.finish(Ending::Interrupt(Interrupt::Choice {
+            prompt: "Which?".into(),
+            options: vec![ChoiceOption {
+                id: "red".into(),
+                label: "Red".into(),
+            }],
+        }));
+    });
+    let last = frames(&out).pop().unwrap();
+    let i = &last["outcome"]["interrupts"][0];
+    assert_eq!(i["reason"], "choice");
+    assert_eq!(i["metadata"]["options"][0]["id"], "red");
+    assert_eq!(
+        i["responseSchema"]["properties"]["decision"]["enum"],
+        json!(["respond", "reject"])
     );
 }
 

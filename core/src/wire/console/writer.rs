@@ -106,6 +106,15 @@ impl Console {
             + self.steps.len()
     }
 
+    /// The escaped `event_id` prefix, or `None` in the AG-UI dialect: AG-UI 1.0 events have no
+    /// `event_id`, and the official client strips it from every event with a warning.
+    fn event_prefix(&self) -> Option<&str> {
+        match self.dialect {
+            Dialect::Console => Some(&self.event_prefix.0),
+            Dialect::Agui { .. } => None,
+        }
+    }
+
     fn is_agui(&self) -> bool {
         matches!(self.dialect, Dialect::Agui { .. })
     }
@@ -122,7 +131,7 @@ impl Console {
 
     /// Encodes the next frame (the next `event_id`) into `out`.
     fn encode_next(&mut self, out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]) {
-        encode(out, &self.event_prefix.0, self.seq, ty, fields);
+        encode(out, self.event_prefix(), self.seq, ty, fields);
         self.seq += 1;
     }
 
@@ -131,14 +140,14 @@ impl Console {
         match &self.dialect {
             Dialect::Console => encode(
                 out,
-                &self.event_prefix.0,
+                self.event_prefix(),
                 self.seq,
                 "RUN_FINISHED",
                 &[("outcome", outcome)],
             ),
             Dialect::Agui { thread_id, .. } => encode(
                 out,
-                &self.event_prefix.0,
+                None,
                 self.seq,
                 "RUN_FINISHED",
                 &[
@@ -254,10 +263,11 @@ impl Encoding for Console {
                 .enc
                 .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}")),
             Ending::Interrupt(i) => {
-                let mut interrupt = i.to_wire();
-                if w.enc.is_agui() {
-                    agui_interrupt(&mut interrupt, &w.enc.run_id);
-                }
+                let interrupt = if w.enc.is_agui() {
+                    agui_interrupt(i.to_wire(), &w.enc.run_id)
+                } else {
+                    i.to_wire()
+                };
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
                 w.enc.run_finished(&mut encoded, Field::Json(&outcome));
             }
@@ -276,7 +286,7 @@ impl Encoding for Console {
         let enc = &w.enc;
         let mut seq = enc.seq;
         let mut frame = |out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]| {
-            encode(out, &enc.event_prefix.0, seq, ty, fields);
+            encode(out, enc.event_prefix(), seq, ty, fields);
             seq += 1;
         };
         if !w.is_finished() {
@@ -359,10 +369,10 @@ impl Writer<Console> {
     /// A writer for the AG-UI 1.0 run `run_id` of thread `thread_id` (`POST {base}/agui`): the
     /// same frames as Console's, with what AG-UI 1.0 requires and Console's contract forbids
     /// or does not know: `RUN_STARTED` first (`threadId`, `runId`, `protocolVersion`,
-    /// `parentRunId`), `threadId` and `runId` on `RUN_FINISHED`, reasoning in a
+    /// `parentRunId`), no `event_id` (AG-UI has none), `threadId` and `runId` on `RUN_FINISHED`, reasoning in a
     /// `REASONING_START`/`REASONING_END` span with role `reasoning`, the agent's state
-    /// unfiltered, `activityType` on `ACTIVITY_DELTA`, and an `id` and `reason` on each
-    /// interrupt.
+    /// unfiltered, `activityType` on `ACTIVITY_DELTA`, and interrupts in AG-UI's shape (`id`,
+    /// `reason`, `message`, `responseSchema`, Console's other fields in `metadata`).
     pub fn agui(
         run_id: impl Into<String>,
         thread_id: impl Into<String>,
@@ -764,7 +774,7 @@ impl Writer<Console> {
         let mark = self.ledger.mark();
         encode(
             self.ledger.out(),
-            &self.enc.event_prefix.0,
+            self.enc.event_prefix(),
             self.enc.seq,
             ty,
             empty,
@@ -826,32 +836,33 @@ impl Writer<Console> {
     }
 }
 
-/// Makes Console's interrupt (`kind`, `prompt`…) an AG-UI 1.0 one as well: a stable `id` (one
-/// interrupt per run, so the run's id names it), `reason` (the kind), `message` (the prompt)
-/// and `responseSchema`: the `resume[].payload` the client sends back is Console's resume
-/// object, restricted to the decisions this kind takes. Console's own fields stay beside them.
-fn agui_interrupt(interrupt: &mut Value, run_id: &str) {
-    let Value::Object(obj) = interrupt else {
-        return;
+/// Console's interrupt (`kind`, `prompt`…) as an AG-UI 1.0 one: a stable `id` (one interrupt
+/// per run, so the run's id names it), `reason` (the kind), `message` (the prompt),
+/// `responseSchema` (the `resume[].payload` the client sends back is Console's resume object,
+/// restricted to the decisions this kind takes), and the rest of Console's fields (`options`,
+/// `items`, `provider`, `authorizeUrl`) in `metadata`: the official client strips any field
+/// AG-UI does not define.
+fn agui_interrupt(console: Value, run_id: &str) -> Value {
+    let Value::Object(mut rest) = console else {
+        return console;
     };
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let message = obj.get("prompt").cloned();
-    obj.insert("id".into(), Value::String(format!("{run_id}.interrupt")));
-    obj.insert("reason".into(), Value::String(kind.clone()));
-    if let Some(Value::String(m)) = message {
-        obj.insert("message".into(), Value::String(m));
-    }
+    let kind = match rest.remove("kind") {
+        Some(Value::String(k)) => k,
+        _ => String::new(),
+    };
     let decisions: &[&str] = match kind.as_str() {
         "approval" => &["approve", "reject"],
         "review" => &["approve", "reject", "edit"],
         "authorization" => &["authorized", "reject"],
         _ => &["respond", "reject"],
     };
-    obj.insert(
+    let mut interrupt = Map::new();
+    interrupt.insert("id".into(), Value::String(format!("{run_id}.interrupt")));
+    interrupt.insert("reason".into(), Value::String(kind));
+    if let Some(Value::String(prompt)) = rest.remove("prompt") {
+        interrupt.insert("message".into(), Value::String(prompt));
+    }
+    interrupt.insert(
         "responseSchema".into(),
         json!({
             "type": "object",
@@ -864,6 +875,10 @@ fn agui_interrupt(interrupt: &mut Value, run_id: &str) {
             }
         }),
     );
+    if !rest.is_empty() {
+        interrupt.insert("metadata".into(), Value::Object(rest));
+    }
+    Value::Object(interrupt)
 }
 
 /// An `event_id` prefix, JSON-escaped.
