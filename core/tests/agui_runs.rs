@@ -59,6 +59,13 @@ async fn the_path_names_the_worker_and_forwarded_props_the_workspace() {
     let got = rw.request(post("/agui/w-a", &input("1", json!({})))).await;
     assert_eq!(got.status, 200);
     assert_eq!(text(&got.body()), "A for w-a in default");
+    // RUN_STARTED is in the body before the agent runs (Console's first-frame rule).
+    let first = std::str::from_utf8(&got.chunks[0].1).unwrap();
+    assert!(
+        first.starts_with("data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t-1\",\"runId\":\"1\""),
+        "{first}"
+    );
+    assert!(!first.contains("TEXT_MESSAGE"), "{first}");
 
     let got = rw
         .request(post(

@@ -101,7 +101,11 @@ async function runCase(c) {
     });
   }
   const frames = [];
-  for (const body of await Promise.all(bodies)) frames.push(...dataFrames(body));
+  let comments = 0;
+  for (const body of await Promise.all(bodies)) {
+    frames.push(...dataFrames(body));
+    comments += body.split("\n").filter((l) => l.startsWith(":")).length;
+  }
   const invalid = [];
   for (const data of frames) {
     let parsed;
@@ -119,6 +123,7 @@ async function runCase(c) {
     accepted,
     error,
     frames: frames.length,
+    comments,
     valid: frames.length - invalid.length,
     invalid: invalid.slice(0, 3),
     events,

@@ -224,7 +224,12 @@ async fn the_official_client_accepts_every_run_and_every_frame_is_schema_valid()
         .map(String::len)
         .sum();
     assert_eq!(long, 300_000);
-    assert_eq!(by_name("heartbeats")["outcome"], "success");
+    let slow = by_name("heartbeats");
+    assert_eq!(slow["outcome"], "success", "{slow:#}");
+    assert!(
+        slow["comments"].as_u64().unwrap() >= 1,
+        "a silence of 2 s with a 1 s heartbeat is kept alive with SSE comments: {slow:#}"
+    );
 
     let error = by_name("error");
     assert_eq!(error["runError"]["code"], "AGENT_ERROR", "{error:#}");

@@ -121,7 +121,7 @@ impl RunAgentInput {
             .enumerate()
             .map(|(i, m)| input_message(m, i))
             .collect::<Result<Vec<_>, _>>()?;
-        let tools = list(obj, "tools", false)?;
+        let tools = list(obj, "tools", false)?.to_vec();
         for (i, tool) in tools.iter().enumerate() {
             if !tool.get("name").is_some_and(Value::is_string) {
                 return Err(BadRequest::new(format!("tools[{i}].name must be a string")));
@@ -140,7 +140,7 @@ impl RunAgentInput {
                 Ok((field("description")?, field("value")?))
             })
             .collect::<Result<Vec<_>, BadRequest>>()?;
-        let resume = list(obj, "resume", false)?;
+        let resume = list(obj, "resume", false)?.to_vec();
         for (i, entry) in resume.iter().enumerate() {
             if !entry.get("interruptId").is_some_and(Value::is_string) {
                 return Err(BadRequest::new(format!(
@@ -247,13 +247,17 @@ fn run_id_field(obj: &Map<String, Value>, field: &str) -> Result<String, BadRequ
 }
 
 /// The array `field` (required or not), at most [`MAX_LIST_LEN`] entries.
-fn list(obj: &Map<String, Value>, field: &str, required: bool) -> Result<Vec<Value>, BadRequest> {
+fn list<'v>(
+    obj: &'v Map<String, Value>,
+    field: &str,
+    required: bool,
+) -> Result<&'v [Value], BadRequest> {
     match obj.get(field) {
         Some(Value::Array(items)) if items.len() > MAX_LIST_LEN => Err(BadRequest::new(format!(
             "{field} has more than {MAX_LIST_LEN} entries"
         ))),
-        Some(Value::Array(items)) => Ok(items.clone()),
-        None | Some(Value::Null) if !required => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items),
+        None | Some(Value::Null) if !required => Ok(&[]),
         None | Some(Value::Null) => Err(BadRequest::new(format!("{field} is required"))),
         Some(other) => Err(BadRequest::new(format!(
             "{field} must be an array, got {}",
