@@ -10,3 +10,4 @@ rustup target add wasm32-unknown-unknown >/dev/null
 # `cargo test --workspace`).
 scripts/setup-mcp.sh
 scripts/setup-oauth.sh
+scripts/setup-agui.sh

@@ -80,5 +80,36 @@ fn whole_turn(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, writer, whole_turn);
+/// The same echo turn as AG-UI 1.0's `POST /agui` (no padding), beside Console's without
+/// padding above: what the AG-UI route and dialect cost per turn.
+fn whole_agui_turn(c: &mut Criterion) {
+    let config = Config {
+        first_flush_bytes: 0,
+        ..Config::unauthenticated()
+    };
+    let app = TestRunway::with(EchoAgent, VirtualRuntime::new(), config);
+    let rt = app.runtime();
+    let mut n = 0u64;
+    c.bench_function("engine: whole echo turn, AG-UI (POST /agui)", |b| {
+        b.iter(|| {
+            n += 1;
+            let body = serde_json::json!({
+                "threadId": format!("t{}", n % 100),
+                "runId": format!("r{n}"),
+                "messages": [{"id": format!("u{n}"), "role": "user", "content": "hello"}],
+            });
+            let request = http::Request::post("/agui")
+                .header("host", "agent.example.com")
+                .body(bytes::Bytes::from(body.to_string()))
+                .expect("request");
+            rt.block_on(async {
+                let reply = app.runway().handle(request).await;
+                let received = receive(reply, rt).await;
+                received.chunks.iter().map(|(_, c)| c.len()).sum::<usize>()
+            })
+        });
+    });
+}
+
+criterion_group!(benches, writer, whole_turn, whole_agui_turn);
 criterion_main!(benches);

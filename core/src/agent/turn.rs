@@ -18,6 +18,8 @@ pub enum Protocol {
     Console,
     /// Lowkey's `POST /lowkey/turn` (NDJSON).
     Lowkey,
+    /// AG-UI 1.0's `POST /agui` (SSE).
+    Agui,
 }
 
 /// One turn, as the agent sees it.

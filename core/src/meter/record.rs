@@ -84,6 +84,7 @@ pub(crate) fn report_of(
         protocol: match turn.protocol {
             crate::agent::Protocol::Console => "console",
             crate::agent::Protocol::Lowkey => "lowkey",
+            crate::agent::Protocol::Agui => "agui",
         },
         run_id: turn.run_id.clone(),
         thread_id: turn.thread_id.clone(),

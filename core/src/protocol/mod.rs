@@ -1,8 +1,9 @@
 //! The protocols as plain data: Console's request ([`RunRequest`]), the parts of a turn both
 //! protocols share (attachments, interrupts, the user's [`Resume`] decision, the limits, the
-//! health body), and Lowkey's request ([`lowkey`]). How a turn's output is *encoded* for each is
+//! health body), Lowkey's request ([`lowkey`]) and AG-UI 1.0's `RunAgentInput` ([`agui`]). How a turn's output is *encoded* for each is
 //! in `crate::wire`.
 
+pub mod agui;
 mod attachment;
 mod health;
 mod interrupt;

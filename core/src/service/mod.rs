@@ -10,6 +10,7 @@
 //! (`https://agent.example.com/fpt/runs`, or cargo-lambda's `/lambda-url/bootstrap/runs`).
 
 pub(crate) mod access;
+mod agui_route;
 pub(crate) mod auth;
 pub(crate) mod config;
 mod connect_route;
@@ -270,7 +271,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             None => {
                 return Reply::Full(json_error(
                     404,
-                    "no such endpoint: use POST /runs, POST /lowkey/turn, GET /health or GET /usage",
+                    "no such endpoint: use POST /runs, POST /agui, POST /lowkey/turn, GET /health or GET /usage",
                 ));
             }
         };
@@ -286,6 +287,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             }
             Route::Runs => self.console_route(&req),
             Route::LowkeyTurn => self.lowkey_route(&req),
+            Route::Agui { agent_id } => self.agui_route(&req, agent_id),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
             Route::File { .. } | Route::Connect { .. } | Route::Callback => {
                 unreachable!("answered above")

@@ -1,7 +1,8 @@
 //! Which endpoint a request path names, under the configured base path.
 //!
 //! Paths are matched exactly below `config.base_path` (`RUNWAY_BASE_PATH`): `{base}/runs`,
-//! `{base}/health`, `{base}/lowkey/turn` and `{base}/files/{token}/{name}`. Nothing is matched
+//! `{base}/health`, `{base}/lowkey/turn`, `{base}/agui[/{agentId}]` and
+//! `{base}/files/{token}/{name}`. Nothing is matched
 //! by substring or suffix, so a base path may itself contain `files` or `runs`, and
 //! `/x/runs` is not `/runs`.
 
@@ -18,6 +19,12 @@ pub(crate) enum Route<'a> {
     LowkeyTurn,
     /// `GET {base}/usage`.
     Usage,
+    /// `POST {base}/agui` (the deployment's one agent) or `POST {base}/agui/{agentId}` (a
+    /// worker of a workers file): an AG-UI 1.0 run.
+    Agui {
+        /// The worker the path names, if it names one.
+        agent_id: Option<&'a str>,
+    },
     /// `GET {base}/connect/{id}`: the `authorization` card's link.
     Connect {
         /// The connect state's id.
@@ -45,8 +52,12 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/health" => return Some(Route::Health),
         "/usage" => return Some(Route::Usage),
         "/callback" => return Some(Route::Callback),
+        "/agui" => return Some(Route::Agui { agent_id: None }),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
         _ => {}
+    }
+    if let Some(id) = rest.strip_prefix("/agui/") {
+        return (!id.is_empty() && !id.contains('/')).then_some(Route::Agui { agent_id: Some(id) });
     }
     if let Some(id) = rest.strip_prefix("/connect/") {
         return (!id.is_empty() && !id.contains('/')).then_some(Route::Connect { id });
@@ -69,6 +80,15 @@ mod tests {
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
         assert_eq!(route("/callback", ""), Some(Route::Callback));
+        assert_eq!(route("/agui", ""), Some(Route::Agui { agent_id: None }));
+        assert_eq!(
+            route("/agui/w-1", ""),
+            Some(Route::Agui {
+                agent_id: Some("w-1")
+            })
+        );
+        assert_eq!(route("/agui/", ""), None);
+        assert_eq!(route("/agui/a/b", ""), None);
         assert_eq!(
             route("/connect/abc", ""),
             Some(Route::Connect { id: "abc" })
@@ -99,6 +119,8 @@ mod tests {
             "/files//n",
             "/files/t/n/more",
             "/a/lowkey/turn",
+            "/x/agui",
+            "/agui/",
             "",
             "/",
         ] {

@@ -22,12 +22,12 @@ pub(crate) enum Field<'a> {
     Artifacts(&'a [Value]),
 }
 
-/// Appends the frame `ty` with `event_id` `{prefix}.{seq}` and `fields` to `out`.
-/// `escaped_prefix` is the prefix already JSON-escaped; `ty` and the keys are runway's own
-/// names, which need no escaping.
+/// Appends the frame `ty` with `event_id` `{prefix}.{seq}` (none when `escaped_prefix` is
+/// `None`: AG-UI 1.0 has no such field) and `fields` to `out`. `escaped_prefix` is the prefix
+/// already JSON-escaped; `ty` and the keys are runway's own names, which need no escaping.
 pub(crate) fn encode(
     out: &mut String,
-    escaped_prefix: &str,
+    escaped_prefix: Option<&str>,
     seq: u64,
     ty: &str,
     fields: &[(&str, Field<'_>)],
@@ -35,11 +35,14 @@ pub(crate) fn encode(
     debug_assert!(plain(ty) && fields.iter().all(|(k, _)| plain(k)));
     out.push_str("data: {\"type\":\"");
     out.push_str(ty);
-    out.push_str("\",\"event_id\":\"");
-    out.push_str(escaped_prefix);
-    out.push('.');
-    push_decimal(out, seq);
     out.push('"');
+    if let Some(prefix) = escaped_prefix {
+        out.push_str(",\"event_id\":\"");
+        out.push_str(prefix);
+        out.push('.');
+        push_decimal(out, seq);
+        out.push('"');
+    }
     for (key, value) in fields {
         out.push_str(",\"");
         out.push_str(key);
@@ -99,7 +102,7 @@ mod tests {
         crate::wire::json_text::push_escaped(&mut prefix, "run\"1.ab");
         encode(
             &mut out,
-            &prefix,
+            Some(&prefix),
             7,
             "CUSTOM",
             &[

@@ -14,4 +14,6 @@ mod writer;
 pub use writer::{Console, FrameWriter, STATE_KEYS, TURN_STEP};
 
 #[cfg(test)]
+mod agui_tests;
+#[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 //! abort tail) is in [`crate::wire::writer`]; this file holds only Console's encoding and the
 //! state it takes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -22,6 +22,9 @@ pub const STATE_KEYS: [&str; 3] = ["todos", "artifacts", "files"];
 
 /// The name of the step runway opens first and closes last.
 pub const TURN_STEP: &str = "turn";
+
+/// The AG-UI protocol version `RUN_STARTED` names (`@ag-ui/core`'s `PROTOCOL_VERSION`).
+pub const AGUI_PROTOCOL_VERSION: &str = "1.0";
 
 /// Bytes held back per open item so it can always be closed within the limits.
 const CLOSE_RESERVE: usize = 384;
@@ -53,10 +56,29 @@ const SPLIT_SLACK: usize = 32;
 /// the store first and send `RUN_ERROR` instead if that fails.
 pub type FrameWriter = Writer<Console>;
 
+/// Whose reader the frames are for. The frames are AG-UI events either way; AG-UI 1.0 clients
+/// need a few things Console's contract forbids or does not know (see [`Writer::agui`]).
+#[derive(Debug)]
+enum Dialect {
+    /// Console's External Agent contract.
+    Console,
+    /// Any AG-UI 1.0 client (`POST {base}/agui`).
+    Agui {
+        /// The run's `threadId`, as the client sent it.
+        thread_id: String,
+        /// The run's `parentRunId`, if the client sent one.
+        parent_run_id: Option<String>,
+        /// Each activity message's type (`ACTIVITY_DELTA` must name it in AG-UI 1.0).
+        activity_types: HashMap<String, String>,
+    },
+}
+
 /// Console's encoding: SSE `data:` frames of AG-UI events, `:` comments as keep-alives, and
 /// what is open (messages, tool calls, steps) so it can be closed before the final frame.
+/// The same encoding serves AG-UI 1.0 clients in its AG-UI dialect ([`Writer::agui`]).
 #[derive(Debug)]
 pub struct Console {
+    dialect: Dialect,
     run_id: String,
     /// Every `event_id` is `{prefix}.{n}`: the prefix, JSON-escaped once.
     event_prefix: EscapedPrefix,
@@ -76,15 +98,65 @@ pub struct Console {
 
 impl Console {
     fn open_items(&self) -> usize {
+        // AG-UI closes reasoning with two frames: the message and its span.
+        let reasoning_frames = if self.is_agui() { 2 } else { 1 };
         usize::from(self.text.is_some())
-            + usize::from(self.reasoning.is_some())
+            + reasoning_frames * usize::from(self.reasoning.is_some())
             + self.tools.len()
             + self.steps.len()
     }
 
+    /// The escaped `event_id` prefix, or `None` in the AG-UI dialect: AG-UI 1.0 events have no
+    /// `event_id`, and the official client strips it from every event with a warning.
+    fn event_prefix(&self) -> Option<&str> {
+        match self.dialect {
+            Dialect::Console => Some(&self.event_prefix.0),
+            Dialect::Agui { .. } => None,
+        }
+    }
+
+    fn is_agui(&self) -> bool {
+        matches!(self.dialect, Dialect::Agui { .. })
+    }
+
+    /// The role of a reasoning message: AG-UI 1.0's `reasoning`; Console's reader knows
+    /// only `assistant`.
+    fn reasoning_role(&self) -> &'static str {
+        if self.is_agui() {
+            "reasoning"
+        } else {
+            "assistant"
+        }
+    }
+
     /// Encodes the next frame (the next `event_id`) into `out`.
     fn encode_next(&mut self, out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]) {
-        encode(out, &self.event_prefix.0, self.seq, ty, fields);
+        encode(out, self.event_prefix(), self.seq, ty, fields);
+        self.seq += 1;
+    }
+
+    /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it.
+    fn run_finished(&mut self, out: &mut String, outcome: Field<'_>) {
+        match &self.dialect {
+            Dialect::Console => encode(
+                out,
+                self.event_prefix(),
+                self.seq,
+                "RUN_FINISHED",
+                &[("outcome", outcome)],
+            ),
+            Dialect::Agui { thread_id, .. } => encode(
+                out,
+                None,
+                self.seq,
+                "RUN_FINISHED",
+                &[
+                    ("threadId", Field::Str(thread_id)),
+                    ("runId", Field::Str(&self.run_id)),
+                    ("outcome", outcome),
+                ],
+            ),
+        }
         self.seq += 1;
     }
 
@@ -107,6 +179,24 @@ impl Encoding for Console {
 
     fn first_frame(w: &mut FrameWriter) {
         debug_assert_eq!(w.enc.seq, 0, "start() must come first");
+        if let Dialect::Agui {
+            thread_id,
+            parent_run_id,
+            ..
+        } = &w.enc.dialect
+        {
+            let (thread_id, parent_run_id) = (thread_id.clone(), parent_run_id.clone());
+            let run_id = w.enc.run_id.clone();
+            let mut fields = vec![
+                ("threadId", Field::Str(&thread_id)),
+                ("runId", Field::Str(&run_id)),
+                ("protocolVersion", Field::Plain(AGUI_PROTOCOL_VERSION)),
+            ];
+            if let Some(parent) = &parent_run_id {
+                fields.push(("parentRunId", Field::Str(parent)));
+            }
+            w.push_unchecked("RUN_STARTED", &fields);
+        }
         w.push_unchecked("STEP_STARTED", &[("stepName", Field::Str(TURN_STEP))]);
         w.enc.steps.push(TURN_STEP.to_owned());
     }
@@ -169,18 +259,17 @@ impl Encoding for Console {
         w.close_all();
         let mut encoded = String::new();
         match &ending {
-            Ending::Success => w.enc.encode_next(
-                &mut encoded,
-                "RUN_FINISHED",
-                &[("outcome", Field::Raw("{\"type\":\"success\"}"))],
-            ),
+            Ending::Success => w
+                .enc
+                .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}")),
             Ending::Interrupt(i) => {
-                let outcome = json!({"type": "interrupt", "interrupts": [i.to_wire()]});
-                w.enc.encode_next(
-                    &mut encoded,
-                    "RUN_FINISHED",
-                    &[("outcome", Field::Json(&outcome))],
-                );
+                let interrupt = if w.enc.is_agui() {
+                    agui_interrupt(i.to_wire(), &w.enc.run_id)
+                } else {
+                    i.to_wire()
+                };
+                let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
+                w.enc.run_finished(&mut encoded, Field::Json(&outcome));
             }
             Ending::Error { code, message } => w.enc.error_frame(&mut encoded, *code, message),
         }
@@ -197,7 +286,7 @@ impl Encoding for Console {
         let enc = &w.enc;
         let mut seq = enc.seq;
         let mut frame = |out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]| {
-            encode(out, &enc.event_prefix.0, seq, ty, fields);
+            encode(out, enc.event_prefix(), seq, ty, fields);
             seq += 1;
         };
         if !w.is_finished() {
@@ -214,6 +303,13 @@ impl Encoding for Console {
                     "REASONING_MESSAGE_END",
                     &[("messageId", Field::Str(id.as_str()))],
                 );
+                if enc.is_agui() {
+                    frame(
+                        out,
+                        "REASONING_END",
+                        &[("messageId", Field::Str(id.as_str()))],
+                    );
+                }
             }
             for id in &enc.tools {
                 frame(out, "TOOL_CALL_END", &[("toolCallId", Field::Str(id))]);
@@ -253,6 +349,7 @@ impl Writer<Console> {
         Self::with_encoding(
             limits,
             Console {
+                dialect: Dialect::Console,
                 event_prefix: EscapedPrefix::new(&run_id),
                 run_id,
                 seq: 0,
@@ -267,6 +364,28 @@ impl Writer<Console> {
                 custom_file_urls: HashSet::new(),
             },
         )
+    }
+
+    /// A writer for the AG-UI 1.0 run `run_id` of thread `thread_id` (`POST {base}/agui`): the
+    /// same frames as Console's, with what AG-UI 1.0 requires and Console's contract forbids
+    /// or does not know: `RUN_STARTED` first (`threadId`, `runId`, `protocolVersion`,
+    /// `parentRunId`), no `event_id` (AG-UI has none), `threadId` and `runId` on `RUN_FINISHED`, reasoning in a
+    /// `REASONING_START`/`REASONING_END` span with role `reasoning`, the agent's state
+    /// unfiltered, `activityType` on `ACTIVITY_DELTA`, and interrupts in AG-UI's shape (`id`,
+    /// `reason`, `message`, `responseSchema`, Console's other fields in `metadata`).
+    pub fn agui(
+        run_id: impl Into<String>,
+        thread_id: impl Into<String>,
+        parent_run_id: Option<String>,
+        limits: Limits,
+    ) -> Self {
+        let mut w = Self::new(run_id, limits);
+        w.enc.dialect = Dialect::Agui {
+            thread_id: thread_id.into(),
+            parent_run_id,
+            activity_types: HashMap::new(),
+        };
+        w
     }
 
     /// Makes every `event_id` `{prefix}.{n}` instead of `{run_id}.{n}`. The service puts the
@@ -334,11 +453,18 @@ impl Writer<Console> {
             Some(id) => id,
             None => {
                 let id = self.new_message_id();
+                // AG-UI 1.0 wraps reasoning messages in a span; one span per message here.
+                if self.enc.is_agui()
+                    && !self.emit("REASONING_START", &[("messageId", Field::Str(id.as_str()))])
+                {
+                    return;
+                }
+                let role = self.enc.reasoning_role();
                 if !self.emit(
                     "REASONING_MESSAGE_START",
                     &[
                         ("messageId", Field::Str(id.as_str())),
-                        ("role", Field::Str("assistant")),
+                        ("role", Field::Str(role)),
                     ],
                 ) {
                     return;
@@ -352,11 +478,14 @@ impl Writer<Console> {
 
     /// Closes the current reasoning message.
     pub fn end_reasoning(&mut self) {
-        if let Some(id) = self.enc.reasoning.take() {
-            self.emit(
+        if let Some(id) = self.enc.reasoning.take()
+            && self.emit(
                 "REASONING_MESSAGE_END",
                 &[("messageId", Field::Str(id.as_str()))],
-            );
+            )
+            && self.enc.is_agui()
+        {
+            self.emit("REASONING_END", &[("messageId", Field::Str(id.as_str()))]);
         }
     }
 
@@ -456,6 +585,9 @@ impl Writer<Console> {
         if self.is_finished() {
             return;
         }
+        if let Dialect::Agui { activity_types, .. } = &mut self.enc.dialect {
+            activity_types.insert(message_id.to_owned(), activity_type.to_owned());
+        }
         self.emit(
             "ACTIVITY_SNAPSHOT",
             &[
@@ -471,6 +603,22 @@ impl Writer<Console> {
         if self.is_finished() {
             return;
         }
+        if let Dialect::Agui { activity_types, .. } = &self.enc.dialect {
+            // AG-UI 1.0 names the activity's type on every delta.
+            let Some(activity_type) = activity_types.get(message_id).cloned() else {
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "ACTIVITY_DELTA before its ACTIVITY_SNAPSHOT dropped");
+                return;
+            };
+            self.emit(
+                "ACTIVITY_DELTA",
+                &[
+                    ("messageId", Field::Str(message_id)),
+                    ("activityType", Field::Str(&activity_type)),
+                    ("patch", Field::Json(&patch)),
+                ],
+            );
+            return;
+        }
         self.emit(
             "ACTIVITY_DELTA",
             &[
@@ -483,6 +631,11 @@ impl Writer<Console> {
     /// `STATE_SNAPSHOT`, keeping only the keys Console accepts. Nothing is sent if none remain.
     pub fn state_snapshot(&mut self, snapshot: Value) {
         if self.is_finished() {
+            return;
+        }
+        if self.enc.is_agui() {
+            // AG-UI state is the agent's own: any JSON value, carried as it is.
+            self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))]);
             return;
         }
         let Value::Object(obj) = snapshot else {
@@ -518,9 +671,13 @@ impl Writer<Console> {
             tracing::warn!(run_id = %LogId(&self.enc.run_id), "STATE_DELTA that is not a JSON Patch array dropped");
             return;
         };
+        let agui = self.enc.is_agui();
         let kept: Vec<Value> = ops
             .into_iter()
             .filter(|op| {
+                if agui {
+                    return true;
+                }
                 let path = op.get("path").and_then(Value::as_str).unwrap_or("");
                 let key = path.trim_start_matches('/').split('/').next().unwrap_or("");
                 STATE_KEYS.contains(&key)
@@ -583,6 +740,9 @@ impl Writer<Console> {
                 "REASONING_MESSAGE_END",
                 &[("messageId", Field::Str(id.as_str()))],
             );
+            if self.enc.is_agui() {
+                self.push_unchecked("REASONING_END", &[("messageId", Field::Str(id.as_str()))]);
+            }
         }
         for id in std::mem::take(&mut self.enc.tools) {
             self.push_unchecked("TOOL_CALL_END", &[("toolCallId", Field::Str(&id))]);
@@ -614,7 +774,7 @@ impl Writer<Console> {
         let mark = self.ledger.mark();
         encode(
             self.ledger.out(),
-            &self.enc.event_prefix.0,
+            self.enc.event_prefix(),
             self.enc.seq,
             ty,
             empty,
@@ -674,6 +834,51 @@ impl Writer<Console> {
         self.enc.encode_next(self.ledger.out(), ty, fields);
         mark
     }
+}
+
+/// Console's interrupt (`kind`, `prompt`…) as an AG-UI 1.0 one: a stable `id` (one interrupt
+/// per run, so the run's id names it), `reason` (the kind), `message` (the prompt),
+/// `responseSchema` (the `resume[].payload` the client sends back is Console's resume object,
+/// restricted to the decisions this kind takes), and the rest of Console's fields (`options`,
+/// `items`, `provider`, `authorizeUrl`) in `metadata`: the official client strips any field
+/// AG-UI does not define.
+fn agui_interrupt(console: Value, run_id: &str) -> Value {
+    let Value::Object(mut rest) = console else {
+        return console;
+    };
+    let kind = match rest.remove("kind") {
+        Some(Value::String(k)) => k,
+        _ => String::new(),
+    };
+    let decisions: &[&str] = match kind.as_str() {
+        "approval" => &["approve", "reject"],
+        "review" => &["approve", "reject", "edit"],
+        "authorization" => &["authorized", "reject"],
+        _ => &["respond", "reject"],
+    };
+    let mut interrupt = Map::new();
+    interrupt.insert("id".into(), Value::String(format!("{run_id}.interrupt")));
+    interrupt.insert("reason".into(), Value::String(kind));
+    if let Some(Value::String(prompt)) = rest.remove("prompt") {
+        interrupt.insert("message".into(), Value::String(prompt));
+    }
+    interrupt.insert(
+        "responseSchema".into(),
+        json!({
+            "type": "object",
+            "required": ["decision"],
+            "properties": {
+                "decision": {"enum": decisions},
+                "message": {"type": "string"},
+                "answers": {"type": "array"},
+                "editedAction": {"type": ["object", "array"]}
+            }
+        }),
+    );
+    if !rest.is_empty() {
+        interrupt.insert("metadata".into(), Value::Object(rest));
+    }
+    Value::Object(interrupt)
 }
 
 /// An `event_id` prefix, JSON-escaped.

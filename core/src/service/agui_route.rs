@@ -1,0 +1,165 @@
+//! `POST …/agui[/{agentId}]` on [`Runway`]: an AG-UI 1.0 client's `RunAgentInput` in, the
+//! run streamed out as AG-UI 1.0 events (Console's frame writer in its AG-UI dialect,
+//! [`FrameWriter::agui`]).
+//!
+//! What AG-UI leaves open is decided here (README, "AG-UI clients"):
+//! - the worker is the path's `{agentId}`; `POST /agui` is the deployment's one agent;
+//! - the workspace limits and usage are counted in is `forwardedProps.workspaceId`
+//!   (`default` when absent: [`crate::protocol::agui::DEFAULT_WORKSPACE`]), the user `forwardedProps.userId`;
+//! - runway keeps the thread by `threadId`; the client sends its whole history, and only the
+//!   messages after the agent's last word are this run's input
+//!   ([`RunAgentInput::split_history`]); the earlier ones seed a thread runway does not know
+//!   (a fork or an import) and are otherwise already in the thread;
+//! - `runId` is idempotent as Console's: a replay sends the recorded events;
+//! - `resume[0]` answers the question the previous run ended with
+//!   ([`RunAgentInput::agent_resume`]).
+
+use bytes::Bytes;
+
+use crate::agent::context::ThreadContext;
+use crate::agent::{Agent, Protocol, Turn};
+use crate::http_client::Http;
+use crate::platform::runtime::Runtime;
+use crate::protocol::agui::{InputMessage, RunAgentInput};
+use crate::protocol::lowkey::storage_id;
+use crate::protocol::{LogId, Resume};
+use crate::service::config::MAX_BODY_BYTES;
+use crate::service::{Reply, Runway, json_error, method_not_allowed};
+use crate::store::TurnStore;
+use crate::turn::plan::TurnPlan;
+use crate::wire::console::FrameWriter;
+
+/// The `agentId` of `POST /agui` on a deployment whose one agent serves every `agentId`.
+pub const SINGLE_AGENT_ID: &str = "default";
+
+impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
+    /// Answers `POST …/agui[/{agentId}]` once auth has passed: checks the method, the worker
+    /// and the body, then streams the run. Bad input is a 4xx `{"error"}` before any stream
+    /// starts.
+    pub(crate) fn agui_route(&self, req: &http::Request<Bytes>, agent_id: Option<&str>) -> Reply {
+        if req.method() != http::Method::POST {
+            return Reply::Full(method_not_allowed("POST"));
+        }
+        let agent_id = match agent_id {
+            Some(id) => id.to_owned(),
+            None => match self.single_agent_id() {
+                Some(id) => id,
+                None => {
+                    return Reply::Full(json_error(
+                        404,
+                        "this deployment serves several Digital Workers: use POST /agui/{agentId}",
+                    ));
+                }
+            },
+        };
+        if let Some(refused) = self.unknown_agent(&agent_id) {
+            return refused;
+        }
+        if req.body().len() > MAX_BODY_BYTES {
+            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        }
+        let input = match RunAgentInput::from_json(req.body()) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad POST /agui body");
+                return Reply::Full(json_error(400, e.message()));
+            }
+        };
+        let resume = match input.agent_resume() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad POST /agui resume");
+                return Reply::Full(json_error(400, e.message()));
+            }
+        };
+        let base = self.public_base_url(req);
+        self.agui_run(input, resume, agent_id, base)
+    }
+
+    /// The worker `POST /agui` names: the one listed worker, or [`SINGLE_AGENT_ID`] when one
+    /// agent serves every `agentId`; `None` when several workers are listed.
+    fn single_agent_id(&self) -> Option<String> {
+        let policy = &self.engine.policy;
+        let mut listed = policy.listed_workers();
+        match (listed.next(), listed.next()) {
+            (Some(only), None) => Some(only.to_owned()),
+            (None, _) if policy.serves(SINGLE_AGENT_ID) => Some(SINGLE_AGENT_ID.to_owned()),
+            _ => None,
+        }
+    }
+
+    /// Starts an AG-UI run of worker `agent_id`: the reply streams at once, `RUN_STARTED`
+    /// already written.
+    pub fn agui_run(
+        &self,
+        input: RunAgentInput,
+        resume: Option<Resume>,
+        agent_id: String,
+        public_base_url: String,
+    ) -> Reply {
+        let span = tracing::error_span!(
+            "agui_run",
+            runId = %LogId(&input.run_id),
+            threadId = %LogId(&input.thread_id),
+            agentId = %LogId(&agent_id),
+            workspaceId = %LogId(&input.workspace_id),
+        );
+        let (earlier, new) = input.split_history();
+        let seed = earlier
+            .iter()
+            .filter_map(InputMessage::transcript_message)
+            .collect();
+        // A resume continues the run that asked: its messages were that run's input (AG-UI sends
+        // no new input while an interrupt is open), so none is new.
+        let new = if resume.is_some() { &[][..] } else { new };
+        let input_text = new
+            .iter()
+            .map(InputMessage::text)
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        // As Console's route does: the decision enters the transcript with the input.
+        let user_message = match &resume {
+            Some(r) if input_text.is_empty() => format!("[{}]", r.decision.as_str()),
+            Some(r) => format!("[{}] {input_text}", r.decision.as_str()),
+            None => input_text.clone(),
+        };
+        let agent_key = storage_id(&agent_id);
+        // Namespaced apart from Console's (`agent/thread`, one `/`) and Lowkey's keys: an
+        // AG-UI thread is never a Console thread of the same id.
+        let thread_key = format!("agui/{agent_key}/{}", storage_id(&input.thread_id));
+        let run_key = format!("agui/{agent_key}/{}", storage_id(&input.run_id));
+        let writer = FrameWriter::agui(
+            input.run_id.clone(),
+            input.thread_id.clone(),
+            input.parent_run_id.clone(),
+            self.config().limits,
+        );
+        let plan = TurnPlan {
+            run_key,
+            thread_key,
+            fingerprint: input.fingerprint,
+            workspace: storage_id(&input.workspace_id),
+            seed,
+            user_message,
+            turn: Turn {
+                protocol: Protocol::Agui,
+                run_id: input.run_id,
+                thread_id: input.thread_id,
+                agent_id,
+                workspace_id: input.workspace_id,
+                user_id: input.user_id,
+                input: input_text,
+                attachments: Vec::new(),
+                resume,
+                context: ThreadContext::default(),
+                public_base_url,
+                http: Http::default(),
+                actions: Default::default(),
+                connections: Default::default(),
+                usage: Default::default(),
+            },
+        };
+        self.stream(writer, plan, span)
+    }
+}

@@ -1,0 +1,204 @@
+//! The frame writer in its AG-UI 1.0 dialect ([`FrameWriter::agui`]): what an AG-UI client
+//! needs that Console's contract forbids or does not know.
+
+use serde_json::{Value, json};
+
+use super::FrameWriter;
+use crate::error::TurnErrorCode;
+use crate::protocol::{ChoiceOption, Interrupt, Limits};
+use crate::wire::Ending;
+
+fn frames(s: &str) -> Vec<Value> {
+    s.split("\n\n")
+        .filter(|l| l.starts_with("data: "))
+        .map(|l| serde_json::from_str(&l[6..]).unwrap())
+        .collect()
+}
+
+fn types(s: &str) -> Vec<String> {
+    frames(s)
+        .iter()
+        .map(|f| f["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn run(f: impl FnOnce(&mut FrameWriter)) -> String {
+    let mut w = FrameWriter::agui("r1", "t1", Some("r0".into()), Limits::default());
+    w.start();
+    f(&mut w);
+    let mut all = w.take_output();
+    if let Some(fin) = w.take_final() {
+        all.push_str(&fin);
+    }
+    all
+}
+
+#[test]
+fn run_started_comes_first_and_run_finished_names_the_thread_and_run() {
+    let out = run(|w| {
+        w.text("hi");
+        w.finish(Ending::Success);
+    });
+    let f = frames(&out);
+    assert_eq!(f[0]["type"], "RUN_STARTED");
+    assert_eq!(f[0]["threadId"], "t1");
+    assert_eq!(f[0]["runId"], "r1");
+    assert_eq!(f[0]["parentRunId"], "r0");
+    assert_eq!(f[0]["protocolVersion"], "1.0");
+    assert_eq!(f[1]["type"], "STEP_STARTED");
+    assert!(
+        f.iter().all(|f| f.get("event_id").is_none()),
+        "AG-UI events have no event_id: {out}"
+    );
+    let last = f.last().unwrap();
+    assert_eq!(last["type"], "RUN_FINISHED");
+    assert_eq!(
+        (&last["threadId"], &last["runId"], &last["outcome"]),
+        (&json!("t1"), &json!("r1"), &json!({"type": "success"}))
+    );
+}
+
+#[test]
+fn reasoning_is_a_span_with_the_reasoning_role() {
+    let out = run(|w| {
+        w.reasoning("think");
+        w.text("answer");
+        w.reasoning("more");
+        w.finish(Ending::Success);
+    });
+    assert_eq!(
+        types(&out),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "STEP_FINISHED",
+            "RUN_FINISHED"
+        ]
+    );
+    let f = frames(&out);
+    assert_eq!(f[3]["role"], "reasoning");
+    assert_eq!(f[2]["messageId"], f[3]["messageId"]);
+}
+
+#[test]
+fn an_open_reasoning_span_is_closed_by_an_abort_tail() {
+    let mut w = FrameWriter::agui("r1", "t1", None, Limits::default());
+    w.start();
+    w.reasoning("think");
+    let sent = frames(&w.take_output());
+    assert!(!sent[0].as_object().unwrap().contains_key("parentRunId"));
+    let tail = w.abort_tail(TurnErrorCode::AgentPanic);
+    assert_eq!(
+        types(&tail),
+        [
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "STEP_FINISHED",
+            "RUN_ERROR"
+        ]
+    );
+}
+
+#[test]
+fn state_is_the_agents_own_and_activity_deltas_name_their_type() {
+    let out = run(|w| {
+        w.state_snapshot(json!({"runs": 2, "todos": []}));
+        w.state_delta(json!([{"op": "replace", "path": "/runs", "value": 3}]));
+        w.activity_delta("a1", json!([]));
+        w.activity_snapshot("a1", "progress", json!({"done": 1}));
+        w.activity_delta("a1", json!([{"op": "add", "path": "/done", "value": 2}]));
+        w.text("ok");
+        w.finish(Ending::Success);
+    });
+    let f = frames(&out);
+    let of = |t: &str| {
+        f.iter()
+            .filter(|x| x["type"] == t)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of("STATE_SNAPSHOT")[0]["snapshot"],
+        json!({"runs": 2, "todos": []})
+    );
+    assert_eq!(of("STATE_DELTA")[0]["delta"][0]["path"], "/runs");
+    let deltas = of("ACTIVITY_DELTA");
+    assert_eq!(
+        deltas.len(),
+        1,
+        "a delta before its snapshot has no type: dropped"
+    );
+    assert_eq!(deltas[0]["activityType"], "progress");
+}
+
+#[test]
+fn an_interrupt_has_an_id_a_reason_and_a_message() {
+    let out = run(|w| {
+        w.finish(Ending::Interrupt(Interrupt::Approval {
+            prompt: "Go?".into(),
+        }));
+    });
+    let last = frames(&out).pop().unwrap();
+    let i = &last["outcome"]["interrupts"][0];
+    assert_eq!(last["outcome"]["type"], "interrupt");
+    assert_eq!(i["id"], "r1.interrupt");
+    assert_eq!(i["reason"], "approval");
+    assert_eq!(i["message"], "Go?");
+    assert!(i.get("kind").is_none() && i.get("prompt").is_none(), "{i}");
+    assert!(i.get("metadata").is_none(), "nothing else to carry: {i}");
+    assert_eq!(
+        i["responseSchema"]["properties"]["decision"]["enum"],
+        json!(["approve", "reject"])
+    );
+}
+
+#[test]
+fn the_rest_of_a_question_is_in_its_metadata() {
+    let out = run(|w| {
+        w.finish(Ending::Interrupt(Interrupt::Choice {
+            prompt: "Which?".into(),
+            options: vec![ChoiceOption {
+                id: "red".into(),
+                label: "Red".into(),
+            }],
+        }));
+    });
+    let last = frames(&out).pop().unwrap();
+    let i = &last["outcome"]["interrupts"][0];
+    assert_eq!(i["reason"], "choice");
+    assert_eq!(i["metadata"]["options"][0]["id"], "red");
+    assert_eq!(
+        i["responseSchema"]["properties"]["decision"]["enum"],
+        json!(["respond", "reject"])
+    );
+}
+
+#[test]
+fn console_frames_are_unchanged() {
+    let mut w = FrameWriter::new("r1", Limits::default());
+    w.start();
+    w.reasoning("think");
+    w.finish(Ending::Success);
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    let t = types(&out);
+    assert_eq!(t[0], "STEP_STARTED");
+    assert!(
+        !t.iter()
+            .any(|t| t == "REASONING_START" || t == "RUN_STARTED")
+    );
+    assert_eq!(frames(&out)[1]["role"], "assistant");
+}
