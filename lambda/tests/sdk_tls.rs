@@ -206,7 +206,10 @@ async fn serve(path: &Path) -> (u16, Arc<AtomicUsize>) {
 
 /// SSM's answer to `GetParameter` (JSON 1.1 protocol), or 400 for any other request.
 fn answer(req: &hyper::Request<Incoming>) -> hyper::Response<String> {
-    let target = req.headers().get("x-amz-target").and_then(|v| v.to_str().ok());
+    let target = req
+        .headers()
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok());
     if target != Some("AmazonSSM.GetParameter") {
         return hyper::Response::builder()
             .status(400)
