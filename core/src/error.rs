@@ -77,6 +77,12 @@ pub enum TurnErrorCode {
     /// The thread belongs to another workspace (the one that started it): the turn was
     /// refused before anything ran.
     ThreadOtherWorkspace,
+    /// AG-UI: the thread has an open question and this run does not answer it (`resume[]`
+    /// missing, or not naming it): refused before anything ran, the question still open.
+    InterruptPending,
+    /// AG-UI: `resume[]` names an interrupt that is not open on the thread (answered already,
+    /// or never asked): refused before anything ran.
+    ResumeUnmatched,
 }
 
 impl TurnErrorCode {
@@ -98,6 +104,8 @@ impl TurnErrorCode {
             Self::RateLimited => "RATE_LIMITED",
             Self::QuotaExceeded => "QUOTA_EXCEEDED",
             Self::ThreadOtherWorkspace => "THREAD_OTHER_WORKSPACE",
+            Self::InterruptPending => "INTERRUPT_PENDING",
+            Self::ResumeUnmatched => "RESUME_UNMATCHED",
         }
     }
 }
@@ -133,7 +141,19 @@ impl TurnErrorCode {
             Self::ThreadOtherWorkspace => {
                 "This conversation belongs to another workspace. Please start a new conversation."
             }
+            Self::InterruptPending => {
+                "The agent is waiting for an answer to its question: answer it first."
+            }
+            Self::ResumeUnmatched => "That answer is for a question that is not open.",
         }
+    }
+}
+
+impl TurnErrorCode {
+    /// Whether a turn ending with this code was refused before its input reached the thread:
+    /// its commit leaves the thread as it was (no message, the open question still open).
+    pub const fn leaves_thread_unchanged(self) -> bool {
+        matches!(self, Self::InterruptPending | Self::ResumeUnmatched)
     }
 }
 

@@ -5,7 +5,8 @@
 //   node run.mjs '{"url": "...", "headers": {...}, "cases": [...]}'
 //
 // Each case: {name, threadId, runId, history: [messages], input: "text", forwardedProps,
-// resume?: {status, payload}}; with `resume`, a second run answers the first run's interrupts.
+// resume?: {status, payload}, resumeEntries?: [...]}; with `resume`, a second run answers the
+// first run's interrupts; with `resumeEntries`, the case's one run sends them as its `resume`.
 // A case with `replayOf` runs again exactly as that earlier case did (same runId and body).
 // Prints one JSON report on stdout: per case, whether the client accepted the run, how many
 // frames came and how many were schema-valid (with the first problems), what the client warned
@@ -91,7 +92,8 @@ async function runCase(c) {
       }
     }
   };
-  await run({ runId: c.runId });
+  // `resumeEntries`: this run answers a question asked earlier (by another case) directly.
+  await run(c.resumeEntries ? { runId: c.runId, resume: c.resumeEntries } : { runId: c.runId });
   const asked = interrupts;
   if (c.resume && accepted) {
     // The next run answers every open interrupt (AG-UI's rule), by its id.

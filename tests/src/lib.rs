@@ -5,6 +5,7 @@
 //! [`TARGET_ENV`]: two auth headers, a 1-second heartbeat and an 8-second turn deadline, so
 //! the slow checks stay short.
 
+pub mod agui;
 pub mod approval_checks;
 mod checks;
 pub mod client;
@@ -76,6 +77,7 @@ pub async fn run_suite<T: Target>(target: &mut T) {
     let mut failures = checks::run_all(target).await;
     failures.extend(lowkey::run_all(target).await);
     failures.extend(pilot::run_all(target).await);
+    failures.extend(agui::run_all(target).await);
     assert!(
         failures.is_empty(),
         "{} end-to-end check(s) failed against {}:\n{}",

@@ -18,6 +18,12 @@ use crate::error::BadRequest;
 /// The workspace a run without `forwardedProps.workspaceId` is counted in.
 pub const DEFAULT_WORKSPACE: &str = "default";
 
+/// The AG-UI `id` of the question run `run_id` ended with (runway asks one question per
+/// run): what the next run's `resume[].interruptId` names.
+pub fn interrupt_id(run_id: &str) -> String {
+    format!("{run_id}.interrupt")
+}
+
 /// Most entries in `messages`, `tools`, `context` or `resume`.
 pub const MAX_LIST_LEN: usize = 1_000;
 
@@ -212,6 +218,15 @@ impl RunAgentInput {
                 .map(Some)
                 .map_err(|e| BadRequest::new(format!("resume[0].payload: {}", e.message()))),
         }
+    }
+
+    /// The `interruptId` of each `resume[]` entry, in order (checked to be strings when parsed).
+    pub fn resume_ids(&self) -> Vec<String> {
+        self.resume
+            .iter()
+            .filter_map(|e| e.get("interruptId").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Splits the client's history at runway's last word: the messages after the last one the

@@ -27,6 +27,7 @@ use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
+use crate::turn::resume_link::ResumeLink;
 use crate::wire::console::FrameWriter;
 
 /// The `agentId` of `POST /agui` on a deployment whose one agent serves every `agentId`.
@@ -104,6 +105,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             agentId = %LogId(&agent_id),
             workspaceId = %LogId(&input.workspace_id),
         );
+        let resume_link = ResumeLink {
+            answers: input.resume_ids(),
+        };
         let (earlier, new) = input.split_history();
         let seed = earlier
             .iter()
@@ -142,6 +146,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             workspace: storage_id(&input.workspace_id),
             seed,
             user_message,
+            resume_link: Some(resume_link),
             turn: Turn {
                 protocol: Protocol::Agui,
                 run_id: input.run_id,

@@ -74,6 +74,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             workspace: storage_id(&run.workspace_id),
             seed: run.history.clone(),
             user_message,
+            resume_link: None,
             turn: Turn {
                 protocol: Protocol::Console,
                 run_id: run.run_id,

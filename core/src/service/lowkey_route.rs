@@ -77,6 +77,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             workspace: storage_id(&req.plugin_id),
             seed,
             user_message: req.turn.message.clone(),
+            resume_link: None,
             turn: Turn {
                 protocol: Protocol::Lowkey,
                 run_id: req.turn.turn_id,

@@ -30,6 +30,11 @@ pub(crate) fn turn_commit<E: Encoding>(
     if ending.error_code() == Some(TurnErrorCode::StateTooLarge) {
         context.state = previous_state.clone();
     }
+    // A run refused before its input reached the thread leaves the thread as it was: its open
+    // question still waits for its answer, and nothing is added to the transcript.
+    let unchanged = ending
+        .error_code()
+        .is_some_and(TurnErrorCode::leaves_thread_unchanged);
     let per_message = config.context_policy.max_transcript_bytes / 4;
     let mut user = Message::new(Role::User, truncate(&plan.user_message, per_message));
     user.run_id = Some(turn.run_id.clone());
@@ -49,12 +54,16 @@ pub(crate) fn turn_commit<E: Encoding>(
         reply.arrival = Some(arrival);
         messages.push(reply);
     }
-    context.messages.extend(messages.iter().cloned());
-    context.pending_interrupt = match ending {
-        Ending::Interrupt(i) => Some(i.clone()),
-        _ => None,
-    };
-    context.turns += 1;
+    if unchanged {
+        messages.clear();
+    } else {
+        context.messages.extend(messages.iter().cloned());
+        context.pending_interrupt = match ending {
+            Ending::Interrupt(i) => Some(i.clone()),
+            _ => None,
+        };
+        context.turns += 1;
+    }
     context.trim(&config.context_policy);
     let (context_ttl, recording_ttl) = if validation {
         (config.validation_ttl, config.validation_ttl)

@@ -291,7 +291,18 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             .take()
             .unwrap_or_else(|| ThreadContext::seeded(plan.seed.clone()));
         let previous_state = turn.context.state.clone();
-        let stop = match self.admit(&turn).await {
+        let linked = match &plan.resume_link {
+            Some(link) => link.check(&turn.context),
+            None => Ok(()),
+        };
+        let admitted = match linked {
+            Ok(()) => self.admit(&turn).await,
+            Err(code) => {
+                tracing::warn!(code = %code, "run refused: it does not answer the thread's open question as AG-UI requires");
+                Err(Stop::Refused(Ending::failed(code)))
+            }
+        };
+        let stop = match admitted {
             Ok(()) => {
                 let first_check = self.engine.config.heartbeat;
                 self.io

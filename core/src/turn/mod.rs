@@ -8,6 +8,7 @@
 //!   heartbeat, deadline, store-call timeout, send grace, supersede check and duplicate poll,
 //!   as data;
 //! - [`link`]: the bytes going out, and what is known of the client;
+//! - [`resume_link`]: AG-UI's rule that an open question takes only its answer;
 //! - [`commit`]: what a finished turn stores; [`hosting`]: files the agent hands over;
 //! - [`flow`]: the back-pressure that keeps memory following what clients read; [`body`]: the
 //!   streamed body an adapter returns; [`abort_tail`]: what ends it if the process dies.
@@ -21,5 +22,6 @@ pub(crate) mod flow;
 pub(crate) mod hosting;
 pub(crate) mod link;
 pub(crate) mod plan;
+pub(crate) mod resume_link;
 pub(crate) mod timers;
 pub(crate) mod wait;

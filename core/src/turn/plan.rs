@@ -2,6 +2,7 @@
 
 use crate::agent::Turn;
 use crate::agent::context::Message;
+use crate::turn::resume_link::ResumeLink;
 
 /// Everything protocol-specific the engine needs to run a turn.
 pub(crate) struct TurnPlan {
@@ -18,4 +19,7 @@ pub(crate) struct TurnPlan {
     pub seed: Vec<Message>,
     /// This turn's input as it enters the transcript.
     pub user_message: String,
+    /// AG-UI's interrupt rules, checked on the thread before anything runs; `None` on
+    /// protocols that leave an open question to the agent.
+    pub resume_link: Option<ResumeLink>,
 }

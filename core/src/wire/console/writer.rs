@@ -12,6 +12,7 @@ use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
+use crate::protocol::agui::interrupt_id;
 use crate::protocol::{Limits, LogId};
 use crate::wire::Ending;
 use crate::wire::json_text::escaped_pieces;
@@ -857,7 +858,7 @@ fn agui_interrupt(console: Value, run_id: &str) -> Value {
         _ => &["respond", "reject"],
     };
     let mut interrupt = Map::new();
-    interrupt.insert("id".into(), Value::String(format!("{run_id}.interrupt")));
+    interrupt.insert("id".into(), Value::String(interrupt_id(run_id)));
     interrupt.insert("reason".into(), Value::String(kind));
     if let Some(Value::String(prompt)) = rest.remove("prompt") {
         interrupt.insert("message".into(), Value::String(prompt));

@@ -1,0 +1,477 @@
+//! AG-UI 1.0 (`POST {base}/agui`, issue 28), checked on every adapter with the official client:
+//! `@ag-ui/client` 1.0.0's `HttpAgent.runAgent` (parse, verify, apply) over the demo agent's
+//! turns, every frame checked against `@ag-ui/core` 1.0.0's `EventSchema` (tests/agui/run.mjs,
+//! installed by scripts/setup-agui.sh).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::Target;
+use crate::client::{Client, fresh_id};
+
+/// Runs `cases` through tests/agui/run.mjs against `url` with `headers`; one report per case.
+pub async fn official_client(
+    url: &str,
+    headers: &[(String, String)],
+    cases: &[Value],
+) -> Result<Vec<Value>, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui");
+    if !dir.join("node_modules/@ag-ui/client").exists() {
+        return Err("the AG-UI client is not installed: run scripts/setup-agui.sh first".into());
+    }
+    let headers: serde_json::Map<String, Value> = headers
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let arg = json!({"url": url, "headers": headers, "cases": cases}).to_string();
+    let out = tokio::time::timeout(
+        Duration::from_secs(180),
+        Command::new("node")
+            .arg("run.mjs")
+            .arg(arg)
+            .current_dir(&dir)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| "the AG-UI client did not finish within 180 s".to_owned())?
+    .map_err(|e| format!("cannot run node: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "run.mjs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "run.mjs printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn case(name: &str, thread: &str, input: &str, workspace: &str) -> Value {
+    json!({
+        "name": name,
+        "threadId": thread,
+        "runId": fresh_id(),
+        "input": input,
+        "forwardedProps": {"workspaceId": workspace},
+    })
+}
+
+/// The text of the client's resulting messages of `role`.
+pub fn text_of(report: &Value, role: &str) -> Vec<String> {
+    report["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == role)
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How many runs (`RUN_STARTED` events) a report holds.
+pub fn runs_of(report: &Value) -> usize {
+    report["events"]
+        .as_array()
+        .map(|events| events.iter().filter(|e| *e == "RUN_STARTED").count())
+        .unwrap_or_default()
+}
+
+/// The cases every adapter answers: a plain answer and a second run with the whole history,
+/// a tool, reasoning, a file, a long answer, heartbeats, an error, an interrupt with each way
+/// of answering it, a fork with history, a user in the workspace, and a replayed `runId`.
+/// Every case but `workspace`'s own runs in `workspace` (`forwardedProps.workspaceId`) when
+/// given, else in the deployment's `default` one.
+pub fn cases(workspace: Option<&str>) -> Vec<Value> {
+    let ws = workspace.unwrap_or("default");
+    let plain_workspace = |name: &str, thread: &str, input: &str| {
+        let mut c = case(name, thread, input, ws);
+        if workspace.is_none() {
+            c.as_object_mut().unwrap().remove("forwardedProps");
+        }
+        c
+    };
+    let thread = fresh_id();
+    let mut second = plain_workspace("second run, whole history", &thread, "/transcript");
+    second["history"] = json!([
+        {"id": "c1", "role": "user", "content": "hello there"},
+        {"id": "c2", "role": "assistant", "content": "You said \"hello there\"."}
+    ]);
+    let mut fork = plain_workspace("fork with history", &fresh_id(), "/transcript");
+    fork["history"] = json!([
+        {"id": "h1", "role": "user", "content": "I like apples"},
+        {"id": "h2", "role": "assistant", "content": "Noted: apples."}
+    ]);
+    let mut approved = plain_workspace("interrupt, then resume", &fresh_id(), "/input");
+    approved["resume"] =
+        json!({"status": "resolved", "payload": {"decision": "respond", "message": "Ada"}});
+    let mut cancelled = plain_workspace("interrupt, then cancel", &fresh_id(), "/approve");
+    cancelled["resume"] = json!({"status": "cancelled"});
+    // AG-UI's interrupt rules: a thread with an open question takes only its answer, by id.
+    let asked = plain_workspace("interrupt", &fresh_id(), "/approve");
+    let asked_thread = asked["threadId"].as_str().unwrap().to_owned();
+    let answer = json!([{
+        "interruptId": format!("{}.interrupt", asked["runId"].as_str().unwrap()),
+        "status": "resolved",
+        "payload": {"decision": "approve"},
+    }]);
+    let pending = plain_workspace("input while a question is open", &asked_thread, "hello");
+    let mut late = plain_workspace("the open question answered later", &asked_thread, "");
+    late.as_object_mut().unwrap().remove("input");
+    late["resumeEntries"] = answer.clone();
+    let mut again = late.clone();
+    again["name"] = json!("the same answer again, in a new run");
+    again["runId"] = json!(fresh_id());
+    let mut user = case("in a workspace", &fresh_id(), "hi", "ws-agui");
+    user["forwardedProps"]["userId"] = json!("ada");
+    vec![
+        plain_workspace("plain", &thread, "hello there"),
+        second,
+        plain_workspace("tool", &fresh_id(), "/tool"),
+        plain_workspace("reasoning", &fresh_id(), "/reason"),
+        plain_workspace("file", &fresh_id(), "/file"),
+        plain_workspace("long answer", &fresh_id(), "/long 300000"),
+        plain_workspace("heartbeats", &fresh_id(), "/slow 2"),
+        plain_workspace("error", &fresh_id(), "/fail"),
+        asked,
+        pending,
+        late,
+        again,
+        approved,
+        cancelled,
+        fork,
+        user,
+        json!({"name": "replay of plain", "replayOf": "plain"}),
+    ]
+}
+
+/// What one case's report must show: `Err` says what it showed instead.
+type CaseCheck = Box<dyn Fn(&Value) -> Result<(), String>>;
+
+macro_rules! ensure {
+    ($failures:expr, $cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            $failures.push(format!($($fmt)+));
+        }
+    };
+}
+
+/// Checks the reports of [`cases`]: every run accepted by the client with nothing repaired,
+/// every frame schema-valid, `RUN_STARTED` first and one final event per run, and what each
+/// case must show. Returns the failures.
+pub fn check_reports(reports: &[Value]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for r in reports {
+        let name = &r["name"];
+        ensure!(
+            failures,
+            r["accepted"] == true,
+            "agui {name}: the client refused the run: {r:#}"
+        );
+        ensure!(
+            failures,
+            r["valid"] == r["frames"],
+            "agui {name}: frames not schema-valid: {}",
+            r["invalid"]
+        );
+        ensure!(
+            failures,
+            r["warnings"] == json!([]),
+            "agui {name}: the client repaired frames: {}",
+            r["warnings"]
+        );
+        let events: Vec<&str> = r["events"]
+            .as_array()
+            .map(|e| e.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        ensure!(
+            failures,
+            events.first() == Some(&"RUN_STARTED"),
+            "agui {name}: first event {:?}",
+            events.first()
+        );
+        let finals = events
+            .iter()
+            .filter(|e| matches!(**e, "RUN_FINISHED" | "RUN_ERROR"))
+            .count();
+        ensure!(
+            failures,
+            finals == runs_of(r),
+            "agui {name}: {finals} final events for {} runs",
+            runs_of(r)
+        );
+    }
+    let find = |n: &str| reports.iter().find(|r| r["name"] == n);
+    let mut case_checks: Vec<(&str, CaseCheck)> = Vec::new();
+    case_checks.push((
+        "plain",
+        Box::new(|r| {
+            let answer = text_of(r, "assistant");
+            (r["outcome"] == "success"
+                && answer.len() == 1
+                && answer[0].starts_with("You said \"hello there\"."))
+            .then_some(())
+            .ok_or(format!("outcome {} answer {answer:?}", r["outcome"]))
+        }),
+    ));
+    // The thread is runway's: the client's whole history is not appended again.
+    case_checks.push((
+        "second run, whole history",
+        Box::new(|r| {
+            let transcript = text_of(r, "assistant").pop().unwrap_or_default();
+            (transcript.starts_with("2 messages:")
+                && transcript.matches("hello there").count() == 2)
+                .then_some(())
+                .ok_or(format!(
+                    "the first input once and the answer quoting it once: {transcript}"
+                ))
+        }),
+    ));
+    case_checks.push((
+        "tool",
+        Box::new(|r| {
+            let events = r["events"].to_string();
+            let missing: Vec<&str> = [
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_END",
+                "TOOL_CALL_RESULT",
+            ]
+            .into_iter()
+            .filter(|t| !events.contains(t))
+            .collect();
+            let result = r["messages"].as_array().is_some_and(|m| {
+                m.iter()
+                    .any(|m| m["role"] == "tool" && m["content"] == "12:00 UTC")
+            });
+            (missing.is_empty() && result).then_some(()).ok_or(format!(
+                "missing {missing:?}, tool result in messages: {result}"
+            ))
+        }),
+    ));
+    case_checks.push((
+        "reasoning",
+        Box::new(|r| {
+            let events = r["events"].to_string();
+            let missing: Vec<&str> = [
+                "REASONING_START",
+                "REASONING_MESSAGE_START",
+                "REASONING_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_END",
+                "REASONING_END",
+            ]
+            .into_iter()
+            .filter(|t| !events.contains(t))
+            .collect();
+            (missing.is_empty() && !text_of(r, "reasoning").is_empty())
+                .then_some(())
+                .ok_or(format!("missing {missing:?} or no reasoning message"))
+        }),
+    ));
+    case_checks.push((
+        "file",
+        Box::new(|r| {
+            r["events"]
+                .to_string()
+                .contains("STATE_SNAPSHOT")
+                .then_some(())
+                .ok_or("no STATE_SNAPSHOT".into())
+        }),
+    ));
+    case_checks.push((
+        "long answer",
+        Box::new(|r| {
+            let long: usize = text_of(r, "assistant").iter().map(String::len).sum();
+            (long == 300_000)
+                .then_some(())
+                .ok_or(format!("{long} characters, not 300000"))
+        }),
+    ));
+    case_checks.push((
+        "heartbeats",
+        Box::new(|r| {
+            // A silence of 2 s with a 1 s heartbeat (TARGET_ENV) is kept alive with SSE comments.
+            (r["outcome"] == "success" && r["comments"].as_u64().unwrap_or(0) >= 1)
+                .then_some(())
+                .ok_or(format!(
+                    "outcome {}, {} comments",
+                    r["outcome"], r["comments"]
+                ))
+        }),
+    ));
+    case_checks.push((
+        "error",
+        Box::new(|r| {
+            (r["runError"]["code"] == "AGENT_ERROR")
+                .then_some(())
+                .ok_or(format!("runError {}", r["runError"]))
+        }),
+    ));
+    case_checks.push((
+        "interrupt",
+        Box::new(|r| {
+            let asked = &r["interrupts"][0];
+            (r["outcome"] == "interrupt"
+                && asked["reason"] == "approval"
+                && asked["message"] == "Approve the demo action?"
+                && asked["id"]
+                    .as_str()
+                    .is_some_and(|id| id.ends_with(".interrupt"))
+                && asked["responseSchema"].is_object())
+            .then_some(())
+            .ok_or(format!("outcome {}, interrupt {asked}", r["outcome"]))
+        }),
+    ));
+    case_checks.push((
+        "input while a question is open",
+        Box::new(|r| {
+            (r["runError"]["code"] == "INTERRUPT_PENDING")
+                .then_some(())
+                .ok_or(format!("runError {}", r["runError"]))
+        }),
+    ));
+    // The refused input left the question open: its answer, sent later, still runs it.
+    case_checks.push((
+        "the open question answered later",
+        Box::new(|r| {
+            let answer = text_of(r, "assistant");
+            (r["outcome"] == "success"
+                && answer == ["To \"Approve the demo action?\", you approved."])
+            .then_some(())
+            .ok_or(format!(
+                "outcome {}, runError {}, answer {answer:?}",
+                r["outcome"], r["runError"]
+            ))
+        }),
+    ));
+    // Replaying an answer is safe: the question is no longer open, nothing runs twice.
+    case_checks.push((
+        "the same answer again, in a new run",
+        Box::new(|r| {
+            (r["runError"]["code"] == "RESUME_UNMATCHED")
+                .then_some(())
+                .ok_or(format!("runError {}", r["runError"]))
+        }),
+    ));
+    // resume[] maps back onto the agent's Resume, and the question is not asked again.
+    case_checks.push((
+        "interrupt, then resume",
+        Box::new(|r| {
+            let answer = text_of(r, "assistant");
+            (r["outcome"] == "success"
+                && answer == ["To \"What is your name?\", you answered \"Ada\"."])
+            .then_some(())
+            .ok_or(format!("outcome {}, answer {answer:?}", r["outcome"]))
+        }),
+    ));
+    case_checks.push((
+        "interrupt, then cancel",
+        Box::new(|r| {
+            let answer = text_of(r, "assistant");
+            (answer == ["To \"Approve the demo action?\", you rejected."])
+                .then_some(())
+                .ok_or(format!("answer {answer:?}"))
+        }),
+    ));
+    case_checks.push((
+        "fork with history",
+        Box::new(|r| {
+            let transcript = text_of(r, "assistant").pop().unwrap_or_default();
+            transcript
+                .contains("user: I like apples")
+                .then_some(())
+                .ok_or(format!("transcript {transcript}"))
+        }),
+    ));
+    case_checks.push((
+        "in a workspace",
+        Box::new(|r| {
+            (r["outcome"] == "success")
+                .then_some(())
+                .ok_or(format!("outcome {}", r["outcome"]))
+        }),
+    ));
+    for (name, check) in &case_checks {
+        match find(name) {
+            None => failures.push(format!("agui {name}: no report")),
+            Some(r) => {
+                if let Err(e) = check(r) {
+                    failures.push(format!("agui {name}: {e}"));
+                }
+            }
+        }
+    }
+    // A replayed runId answers the recorded events, not a new run.
+    if let (Some(plain), Some(replay)) = (find("plain"), find("replay of plain")) {
+        ensure!(
+            failures,
+            replay["events"] == plain["events"]
+                && text_of(replay, "assistant") == text_of(plain, "assistant"),
+            "agui replay of plain: not the recorded run: {:#} vs {:#}",
+            replay["events"],
+            plain["events"]
+        );
+    }
+    failures
+}
+
+/// The turns `/usage` counts for `workspace` (every worker), read until it reaches `want`
+/// (usage may be recorded just after the stream ends) or 10 s pass.
+pub async fn usage_turns(client: &Client, workspace: &str, want: u64) -> Result<u64, String> {
+    let started = Instant::now();
+    loop {
+        let (status, _, body) = client.get_with_auth("/usage").await;
+        if status != 200 {
+            return Err(format!("GET /usage answered {status}: {body}"));
+        }
+        let usage: Value = serde_json::from_str(&body).map_err(|e| format!("/usage: {e}"))?;
+        let turns = usage["rows"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter(|r| r["workspaceId"] == workspace)
+                    .filter_map(|r| r["turns"].as_u64())
+                    .sum::<u64>()
+            })
+            .unwrap_or_default();
+        if turns >= want || started.elapsed() > Duration::from_secs(10) {
+            return Ok(turns);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The AG-UI checks of the shared suite: [`cases`] in a workspace of their own, through the
+/// official client, [`check_reports`], and usage counted in that workspace as for Console
+/// turns. Returns the failures.
+pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
+    let workspace = format!("agui-{}", fresh_id());
+    let cases = cases(Some(&workspace));
+    let url = format!("{}/agui", target.base_url());
+    let reports = match official_client(&url, &target.auth_headers(), &cases).await {
+        Ok(r) => r,
+        Err(e) => return vec![format!("agui: {e}")],
+    };
+    let mut failures = check_reports(&reports);
+    // Every run of the cases but the replay and the one in ws-agui.
+    let runs = reports.iter().map(runs_of).sum::<usize>() as u64;
+    let want = runs.saturating_sub(2);
+    let client = Client::new(&target.base_url(), target.auth_headers());
+    match usage_turns(&client, &workspace, want).await {
+        Ok(turns) => ensure!(
+            failures,
+            turns == want,
+            "agui: /usage counts {turns} turns in the cases' workspace, not {want}"
+        ),
+        Err(e) => failures.push(format!("agui: {e}")),
+    }
+    failures
+}
