@@ -57,7 +57,11 @@ fn table(doc: &str) -> Result<Vec<Row>, String> {
 
 /// The `` `quoted` `` tokens of a table cell.
 fn backticked(cell: &str) -> Vec<String> {
-    cell.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `` `meter/` `` or `error.rs` as the layer's name: `meter`, `error`.
@@ -100,10 +104,7 @@ fn code_only(text: &str) -> String {
                     i += 1;
                 }
             }
-        } else if at(0) == 'r'
-            && (at(1) == '"' || at(1) == '#')
-            && (i == 0 || !ident(c[i - 1]))
-        {
+        } else if at(0) == 'r' && (at(1) == '"' || at(1) == '#') && (i == 0 || !ident(c[i - 1])) {
             // A raw string: r"…", r#"…"#.
             let hashes = c[i + 1..].iter().take_while(|&&ch| ch == '#').count();
             if c.get(i + 1 + hashes) != Some(&'"') {
@@ -113,7 +114,13 @@ fn code_only(text: &str) -> String {
             }
             i += 2 + hashes;
             while i < c.len() {
-                if c[i] == '"' && c[i + 1..].iter().take(hashes).filter(|&&h| h == '#').count() == hashes
+                if c[i] == '"'
+                    && c[i + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&h| h == '#')
+                        .count()
+                        == hashes
                 {
                     i += 1 + hashes;
                     break;
@@ -198,7 +205,8 @@ fn root_names(module: &[String], lines: &[String]) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (n, line) in lines.iter().enumerate() {
         let b = line.as_bytes();
-        let boundary = |at: usize| at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_');
+        let boundary =
+            |at: usize| at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_');
         let mut i = 0;
         while i < b.len() {
             let rest = &line[i..];
@@ -274,7 +282,9 @@ fn sources(src: &Path) -> Vec<(PathBuf, Vec<String>)> {
                 inner.push(name);
                 walk(&path, &inner, out);
             } else if let Some(stem) = name.strip_suffix(".rs") {
-                if stem == "tests" || stem.ends_with("_tests") || (module.is_empty() && stem == "lib")
+                if stem == "tests"
+                    || stem.ends_with("_tests")
+                    || (module.is_empty() && stem == "lib")
                 {
                     continue;
                 }
@@ -294,7 +304,8 @@ fn sources(src: &Path) -> Vec<(PathBuf, Vec<String>)> {
 #[test]
 fn every_layer_imports_only_what_the_table_allows() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("../ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
+    let doc =
+        std::fs::read_to_string(root.join("../ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
     let rows = table(&doc).unwrap_or_else(|e| panic!("{e}"));
     let floor: BTreeMap<&str, usize> = rows
         .iter()
@@ -307,7 +318,11 @@ fn every_layer_imports_only_what_the_table_allows() {
     for row in &rows {
         for used in &row.uses {
             match floor.get(used.as_str()) {
-                None => writeln!(problems, "the table: {:?} use `{used}`, which is no row", row.layers),
+                None => writeln!(
+                    problems,
+                    "the table: {:?} use `{used}`, which is no row",
+                    row.layers
+                ),
                 Some(&f) if f <= floor[row.layers[0].as_str()] => writeln!(
                     problems,
                     "the table: {:?} use `{used}`, which is not on a lower row",
@@ -324,7 +339,11 @@ fn every_layer_imports_only_what_the_table_allows() {
         let layer = module[0].clone();
         let rel = path.strip_prefix(root).unwrap().display().to_string();
         let Some(&row) = floor.get(layer.as_str()) else {
-            writeln!(problems, "core/{rel}: layer `{layer}` has no row in ARCHITECTURE.md's table").unwrap();
+            writeln!(
+                problems,
+                "core/{rel}: layer `{layer}` has no row in ARCHITECTURE.md's table"
+            )
+            .unwrap();
             continue;
         };
         let text = std::fs::read_to_string(&path).expect("read a source file");
@@ -357,7 +376,11 @@ fn every_layer_imports_only_what_the_table_allows() {
     // The table says no more than the code does.
     for row in &rows {
         for u in &row.uses {
-            if !row.layers.iter().any(|l| used.contains(&(l.clone(), u.clone()))) {
+            if !row
+                .layers
+                .iter()
+                .any(|l| used.contains(&(l.clone(), u.clone())))
+            {
                 writeln!(
                     problems,
                     "the table says {:?} use `{u}`, but no file of theirs does: take it out",
@@ -367,7 +390,10 @@ fn every_layer_imports_only_what_the_table_allows() {
             }
         }
     }
-    assert!(problems.is_empty(), "the core's layers are not as ARCHITECTURE.md says:\n{problems}");
+    assert!(
+        problems.is_empty(),
+        "the core's layers are not as ARCHITECTURE.md says:\n{problems}"
+    );
 }
 
 fn scan(module: &[&str], text: &str) -> Vec<(usize, String)> {
@@ -394,10 +420,16 @@ mod tests {
 mod more_tests;
 pub(crate) fn h() -> crate::error::StoreError { todo!() }
 "##;
-    let names: Vec<String> = scan(&["agent", "turn"], text).into_iter().map(|(_, n)| n).collect();
+    let names: Vec<String> = scan(&["agent", "turn"], text)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
     assert_eq!(names, ["meter", "protocol", "wire", "store", "error"]);
     // From a folder's `mod.rs`, one `super::` is the crate root.
-    assert_eq!(scan(&["agent"], "use super::meter::X;"), [(1, "meter".to_owned())]);
+    assert_eq!(
+        scan(&["agent"], "use super::meter::X;"),
+        [(1, "meter".to_owned())]
+    );
 }
 
 #[test]
@@ -410,8 +442,15 @@ fn the_table_is_read_with_its_floors_and_uses() {
     let layers: Vec<&[String]> = rows.iter().map(|r| r.layers.as_slice()).collect();
     assert_eq!(
         layers,
-        [&["testing".to_owned()][..], &["protocol".into(), "http_client".into()], &["platform".into(), "error".into()]]
+        [
+            &["testing".to_owned()][..],
+            &["protocol".into(), "http_client".into()],
+            &["platform".into(), "error".into()]
+        ]
     );
-    assert_eq!(rows[0].uses, BTreeSet::from(["service".to_owned(), "turn".to_owned()]));
+    assert_eq!(
+        rows[0].uses,
+        BTreeSet::from(["service".to_owned(), "turn".to_owned()])
+    );
     assert!(rows[2].uses.is_empty());
 }
