@@ -6,10 +6,25 @@
 #![allow(missing_docs)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use runway_agents::EchoAgent;
 use runway_core::adapter::{Config, Ending, FrameWriter};
 use runway_core::protocol::Limits;
 use runway_core::testing::{TestRunway, TestTurn, VirtualRuntime, receive};
+use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
+
+/// Answers with the user's input (as `runway_agents::EchoAgent` does): the bench measures the
+/// core, so it serves an agent of its own rather than one from a crate built on the core.
+struct EchoAgent;
+
+impl Agent for EchoAgent {
+    async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        if turn.input.is_empty() {
+            out.text("(empty message)");
+        } else {
+            out.text(turn.input.clone());
+        }
+        Ok(Outcome::Done)
+    }
+}
 
 /// Writes one turn: `deltas` text deltas, then the final frame; returns the SSE bytes.
 fn write_turn(deltas: &[&str]) -> usize {

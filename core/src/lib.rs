@@ -22,7 +22,7 @@
 //! | `agent/` | the Agent API: [`Agent`], [`Turn`], [`Output`], [`Outcome`], [`ThreadContext`] |
 //! | `protocol/` | both protocols' requests and the parts of a turn they share, as plain data |
 //! | `http_client/` | [`Turn::http`]: requests bound to the turn's deadline and cancellation |
-//! | `service/` | [`adapter::Runway`]: routes, auth, validation, hosted files, settings |
+//! | `service/` | [`adapter::Runway`]: routes, auth, validation, hosted files, settings, [`Workers`] |
 //! | `turn/` | the engine: claim → run → commit, heartbeats, deadline, back-pressure |
 //! | `wire/` | the sans-I/O writers: Console's SSE frames and Lowkey's NDJSON lines |
 //! | `meter/` | limits, usage and cost: admission, [`TurnUsage`], `/usage` |
@@ -50,21 +50,24 @@ mod wire;
 pub use agent::{
     AccessToken, Agent, AgentError, AgentResult, Artifact, Connection, ConnectionError, DynAgent,
     Message, Outcome, Output, OutputFile, Protocol, Rejected, Role, SharedAgent, ThreadContext,
-    ToolCall, Turn, Workers,
+    ToolCall, Turn,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
 pub use meter::{Limits, ModelTokens, Price, TurnUsage};
 pub use platform::maybe_send::{MaybeSend, MaybeSync};
 pub use protocol::Interrupt;
+pub use service::workers::Workers;
 
 /// Adapter plumbing: what runs an [`Agent`] on a platform. An agent's author does not need it.
 pub mod adapter {
     pub use crate::agent::context::{ContextPolicy, thread_key};
+    pub use crate::agent::pending::{TOTAL_PENDING_BYTES, total_pending_bytes};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
     pub use crate::platform::maybe_send::BoxFuture;
     pub use crate::platform::runtime::Runtime;
     #[cfg(feature = "tokio")]
     pub use crate::platform::tokio::TokioRuntime;
+    pub use crate::protocol::Ending;
     pub use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
     pub use crate::service::auth::AuthHeaders;
     pub use crate::service::config::{Config, FIRST_FLUSH_BYTES, MAX_BODY_BYTES};
@@ -76,10 +79,7 @@ pub mod adapter {
     };
     pub use crate::turn::abort_tail::PANIC_MESSAGE;
     pub use crate::turn::body::TurnBody;
-    pub use crate::turn::flow::{
-        BODY_PIECE_BYTES, TOTAL_PENDING_BYTES, TURN_PENDING_BYTES, total_pending_bytes,
-    };
-    pub use crate::wire::Ending;
+    pub use crate::turn::flow::{BODY_PIECE_BYTES, TURN_PENDING_BYTES};
     pub use crate::wire::console::sse;
     pub use crate::wire::console::{Console, FrameWriter, STATE_KEYS, TURN_STEP};
     pub use crate::wire::lowkey::{Lowkey, NdjsonWriter, error_event, has_terminal_event};

@@ -4,6 +4,7 @@
 mod attachment_intake;
 mod call_meter;
 mod chat_stream;
+mod file_ref;
 mod log_budget;
 pub(crate) mod mcp;
 mod model_agent;
@@ -15,8 +16,9 @@ mod toolbox;
 pub(crate) mod tools_file;
 mod transcript;
 
-pub use attachment_intake::{AttachmentSettings, FileRef, FileRefKind};
+pub use attachment_intake::AttachmentSettings;
 pub use chat_stream::{ChatStreamError, ChatStreamEvent, ChatStreamParser};
+pub use file_ref::{FileRef, FileRefKind};
 pub use mcp::{McpApproval, McpServer};
 pub use model_agent::ModelAgent;
 pub use secret::Secret;

@@ -112,7 +112,7 @@ impl<R: Runtime> ModelAgent<R> {
     ///
     /// Attachments are kept in memory ([`MemoryAttachmentStore`], 64 MiB for all threads;
     /// see [`ModelAgent::with_attachment_store`]). With the core's `reqwest` feature they are
-    /// downloaded through a `PublicOnlyClient` (`runway_core::attachments`) under
+    /// downloaded through a `PublicOnlyClient` (`runway_agents::attachments`, feature `reqwest`) under
     /// `settings.attachments.policy`; without it, only once
     /// [`ModelAgent::with_download_client`] gave a client (until then each file is reported to
     /// the model and the user as not usable).

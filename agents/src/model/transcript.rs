@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::attachment_intake::FileRef;
+use super::file_ref::FileRef;
 
 /// The key of the thread state under which the transcript is kept.
 pub const STATE_KEY: &str = "model";

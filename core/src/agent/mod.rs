@@ -3,7 +3,7 @@
 //! - [`Agent`] (this file): the trait.
 //! - [`Turn`] (`turn.rs`): what a turn carries, and its HTTP client.
 //! - [`Output`] (`output.rs`): what the agent writes, streamed as it is written.
-//! - [`Outcome`] / [`AgentError`] (`outcome.rs`): how the turn ends.
+//! - [`Outcome`] (`outcome.rs`) / [`AgentError`] (`crate::error`): how the turn ends.
 //! - [`ThreadContext`] (`context.rs`): the thread's stored messages and the agent's own state.
 
 use std::future::Future;
@@ -11,19 +11,22 @@ use std::future::Future;
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
 
 pub(crate) mod context;
+pub(crate) mod dyn_agent;
 pub(crate) mod outcome;
 pub(crate) mod output;
+pub(crate) mod pending;
 pub(crate) mod turn;
 pub(crate) mod turn_actions;
 pub(crate) mod turn_connections;
-pub(crate) mod workers;
 
-pub use context::{Message, Role, ThreadContext};
-pub use outcome::{AgentError, AgentResult, Outcome};
+pub use crate::error::AgentError;
+pub use crate::protocol::{Message, Role};
+pub use context::ThreadContext;
+pub use dyn_agent::{DynAgent, SharedAgent};
+pub use outcome::{AgentResult, Outcome};
 pub use output::{Artifact, Output, OutputFile, ToolCall};
 pub use turn::{Protocol, Turn};
 pub use turn_connections::{AccessToken, Connection, ConnectionError, Rejected};
-pub use workers::{DynAgent, SharedAgent, Workers};
 
 /// A Digital Worker.
 ///

@@ -10,7 +10,7 @@ use futures::Stream;
 use futures::channel::mpsc;
 use serde_json::Value;
 
-use crate::turn::flow;
+use crate::agent::pending;
 
 /// Everything an agent can say during a turn, in the order it said it. Each wire protocol
 /// renders these its own way (Console's SSE frames, Lowkey's NDJSON events).
@@ -181,11 +181,11 @@ impl Output {
         }
         // Counted before it is queued, so the receiver never releases more than was added.
         self.pending.fetch_add(bytes, Ordering::AcqRel);
-        flow::add_total(bytes);
+        pending::add_total(bytes);
         if self.tx.unbounded_send((event, bytes)).is_err() {
             // The turn is over; what the agent says now goes nowhere.
             self.pending.fetch_sub(bytes, Ordering::AcqRel);
-            flow::release_total(bytes);
+            pending::release_total(bytes);
         }
     }
 
@@ -383,7 +383,7 @@ impl OutputEvents {
 
     fn release(&self, bytes: usize) {
         self.pending.fetch_sub(bytes, Ordering::AcqRel);
-        flow::release_total(bytes);
+        pending::release_total(bytes);
     }
 }
 

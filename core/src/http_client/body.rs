@@ -44,7 +44,9 @@ pub struct HttpBody {
 impl HttpBody {
     /// A body streamed from `stream` (what an [`HttpClient`](super::HttpClient) returns).
     pub fn from_stream(
-        stream: impl Stream<Item = Result<Bytes, HttpError>> + crate::MaybeSend + 'static,
+        stream: impl Stream<Item = Result<Bytes, HttpError>>
+        + crate::platform::maybe_send::MaybeSend
+        + 'static,
     ) -> Self {
         Self {
             inner: Some(Box::pin(stream)),

@@ -5,7 +5,7 @@
 //! 1. Token and spend budgets are read first (one read per scope with a budget): a turn
 //!    refused for its budget takes nothing from a rate limit.
 //! 2. Turns per minute are counted in every scope at once, all or nothing, with the store's
-//!    atomic [`TurnStore::take_turns`]. So a limit is never passed, whatever runs
+//!    atomic [`TurnStore::take_turns`](crate::store::TurnStore::take_turns). So a limit is never passed, whatever runs
 //!    concurrently on any instance, and a turn refused by one scope never holds a slot of
 //!    another, not even for a moment: one worker refused by its own limit cannot crowd the
 //!    other workers out of their workspace's turns. (Taking scope by scope and giving back
@@ -20,11 +20,10 @@ use crate::error::{StoreError, TurnErrorCode};
 pub(crate) use crate::meter::budget::meter_part;
 use crate::meter::budget::{Budget, assess};
 use crate::meter::limits::{Policy, Scope};
+use crate::meter::tally::{TallyKey, TallyStore, TurnTake};
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::window::{Windows, wait_phrase};
-use crate::store::TurnStore;
-use crate::store::tally::{TallyKey, TurnTake};
-use crate::wire::Ending;
+use crate::protocol::Ending;
 
 /// How long a minute counter is kept after its minute (then deleted).
 const MINUTE_KEPT_MS: u64 = 120_000;
@@ -32,7 +31,7 @@ const MINUTE_KEPT_MS: u64 = 120_000;
 /// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`, its counts
 /// written as `write_id`. `Ok`: it may run (its budget is set on `usage`); `Err`: the ending
 /// that refuses it.
-pub(crate) async fn admit<S: TurnStore>(
+pub(crate) async fn admit<S: TallyStore>(
     store: &S,
     policy: &Policy,
     usage: &TurnUsage,
@@ -60,7 +59,7 @@ fn store_failed(e: &StoreError) -> Ending {
 
 /// Reads each budgeted scope's day and month counters: refuses, naming the limit reached and
 /// its reset, if one is spent, else what every limit leaves.
-async fn check_budgets<S: TurnStore>(
+async fn check_budgets<S: TallyStore>(
     store: &S,
     scopes: &[Scope],
     windows: &Windows,
@@ -84,7 +83,7 @@ async fn check_budgets<S: TurnStore>(
 }
 
 /// Counts the turn in every scope with a turns-per-minute limit, or in none.
-async fn take_turns<S: TurnStore>(
+async fn take_turns<S: TallyStore>(
     store: &S,
     scopes: &[Scope],
     windows: &Windows,

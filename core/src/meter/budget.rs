@@ -5,9 +5,9 @@
 
 use crate::error::TurnErrorCode;
 use crate::meter::limits::Scope;
+use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::window::{Windows, wait_phrase};
-use crate::store::tally::{Tally, TallyKey};
-use crate::wire::Ending;
+use crate::protocol::Ending;
 
 /// How long a day's budget counters are kept after the day (or month) ends.
 const BUDGET_KEPT_MS: u64 = 86_400_000;

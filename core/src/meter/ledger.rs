@@ -2,8 +2,8 @@
 //! [`crate::meter::TurnUsage`] (and so [`crate::Turn`]) is not generic over the store.
 
 use crate::error::StoreError;
+use crate::meter::tally::{Tally, TallyKey};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
-use crate::store::tally::{Tally, TallyKey};
 
 /// The store's tally rows and the platform's clock, as a running turn reaches them to add its
 /// model calls to the shared counters and read them back before its next call.

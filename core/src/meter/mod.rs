@@ -8,24 +8,24 @@
 //! - `budget`: what the token and spend limits leave a turn, which one is reached; `ledger`:
 //!   how a running turn reaches the shared counters before each model call.
 //! - [`turn_usage`]: [`TurnUsage`], what the turn used, reported by the agent, and its budget.
-//! - `record`: after the turn, its [`TurnReport`] goes to the usage rows, the budget counters
-//!   and the deployment's [`TurnMetrics`].
+//! - [`report`]: a turn's [`TurnReport`] and the deployment's [`TurnMetrics`] (the engine
+//!   writes the report after the turn: `crate::turn::usage_record`).
 //! - [`usage_report`]: `GET /usage`.
-//!
-//! The counters are [`crate::store::tally`] rows in the turn store.
+//! - [`tally`]: the counters, [`tally::Tally`] rows in the turn store, reached through
+//!   [`tally::TallyStore`] (every turn store is one): the meter is a layer below the store and
+//!   the agent, so that [`crate::Turn`] can carry its [`TurnUsage`].
 
 pub(crate) mod admission;
 pub(crate) mod budget;
 pub(crate) mod ledger;
 pub mod limits;
-pub(crate) mod record;
 pub mod report;
+pub mod tally;
 pub mod turn_usage;
 pub mod usage_report;
 pub mod window;
 
 pub use limits::{ANY_WORKSPACE, InvalidAmount, Limits, Policy, Price};
-pub use record::{usage_item, usage_part};
 pub use report::{LogLine, TurnMetrics, TurnReport};
 pub use turn_usage::{ModelTokens, TurnUsage};
-pub use usage_report::{UsageReport, UsageRow};
+pub use usage_report::{UsageReport, UsageRow, usage_item, usage_part};

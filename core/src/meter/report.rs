@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use crate::error::TurnErrorCode;
+use crate::meter::tally::Tally;
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
 use crate::protocol::LogId;
-use crate::store::tally::Tally;
 
 /// One finished turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]

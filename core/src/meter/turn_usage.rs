@@ -5,13 +5,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::join_all;
 
-use crate::agent::outcome::AgentError;
+use crate::error::AgentError;
 use crate::error::TurnErrorCode;
 use crate::meter::budget::{Budget, Reached, assess, budget_writes, meter_part, spend_of};
 use crate::meter::ledger::BudgetLedger;
 use crate::meter::limits::{Policy, Scope};
+use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::window::{Windows, wait_phrase};
-use crate::store::tally::{Tally, TallyKey};
 
 /// Tokens one model call used, as the endpoint reported them (`usage` in the last chunk of a
 /// chat-completions stream with `stream_options.include_usage`).
@@ -35,11 +35,11 @@ pub(crate) enum TurnOutcome {
 
 impl TurnOutcome {
     /// The outcome of a turn that ends with `ending`.
-    pub(crate) fn of(ending: &crate::wire::Ending) -> Self {
+    pub(crate) fn of(ending: &crate::protocol::Ending) -> Self {
         match ending {
-            crate::wire::Ending::Success => Self::Success,
-            crate::wire::Ending::Interrupt(_) => Self::Interrupt,
-            crate::wire::Ending::Error { code, .. } => Self::Error(*code),
+            crate::protocol::Ending::Success => Self::Success,
+            crate::protocol::Ending::Interrupt(_) => Self::Interrupt,
+            crate::protocol::Ending::Error { code, .. } => Self::Error(*code),
         }
     }
 
@@ -319,7 +319,7 @@ impl TurnUsage {
         s.write_id = write_id;
     }
 
-    /// The write id of this delivery's tally writes (see [`crate::store::tally`]).
+    /// The write id of this delivery's tally writes (see [`crate::meter::tally`]).
     pub(crate) fn write_id(&self) -> String {
         self.lock().write_id.clone()
     }

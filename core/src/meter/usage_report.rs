@@ -7,10 +7,20 @@ use time::Date;
 
 use crate::error::StoreError;
 use crate::meter::limits::Policy;
-use crate::meter::record::usage_part;
+use crate::meter::tally::{Tally, TallyStore};
 use crate::meter::window::{day_of, parse_day};
-use crate::store::TurnStore;
-use crate::store::tally::Tally;
+use crate::protocol::lowkey::storage_id;
+
+/// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
+pub fn usage_part(day: &str) -> String {
+    format!("usage/{day}")
+}
+
+/// The usage row's item: `{workspace}/{worker}` (ids in their storage form, which never
+/// contains `/`).
+pub fn usage_item(workspace: &str, worker: &str) -> String {
+    format!("{}/{}", storage_id(workspace), storage_id(worker))
+}
 
 /// Most days one request reads (one store read per day).
 pub const MAX_USAGE_DAYS: i64 = 31;
@@ -146,7 +156,7 @@ pub fn usage_query(query: Option<&str>, now_ms: u64) -> Result<UsageQuery, Strin
 ///
 /// # Errors
 /// The store failed.
-pub async fn usage_report<S: TurnStore>(
+pub async fn usage_report<S: TallyStore>(
     store: &S,
     policy: &Policy,
     query: &UsageQuery,
@@ -242,8 +252,8 @@ mod tests {
     /// in order, and the last page says no more.
     #[test]
     fn pages_hold_at_most_the_cap_and_together_every_row() {
+        use crate::meter::tally::TallyKey;
         use crate::store::memory::MemoryStore;
-        use crate::store::tally::TallyKey;
         futures::executor::block_on(async {
             let store = MemoryStore::new();
             let mut expected = Vec::new();

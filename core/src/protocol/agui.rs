@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use super::json_kind::json_kind;
 use super::resume::{Decision, Resume};
 use super::run_request::{MAX_ID_LEN, validate_id};
-use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
+use crate::protocol::{Message, Role};
 
 /// The workspace a run without `forwardedProps.workspaceId` is counted in.
 pub const DEFAULT_WORKSPACE: &str = "default";

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::json_kind::json_kind;
-use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
+use crate::protocol::{Message, Role};
 
 /// The external turn protocol version this crate speaks on `POST /lowkey/turn`.
 pub const LOWKEY_PROTOCOL_VERSION: u64 = 1;

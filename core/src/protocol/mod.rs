@@ -5,20 +5,24 @@
 
 pub mod agui;
 mod attachment;
+mod ending;
 mod health;
 mod interrupt;
 mod json_kind;
 mod limits;
 mod log_id;
 pub mod lowkey;
+mod message;
 mod resume;
 mod run_request;
 
 pub use attachment::{Attachment, SecretUrl};
+pub use ending::Ending;
 pub use health::{HealthBody, HealthStatus};
 pub use interrupt::{ChoiceOption, Interrupt, InterruptError, ReviewItem};
 pub use limits::Limits;
 pub use log_id::{LogId, MAX_LOGGED_ID_BYTES};
+pub use message::{Message, Role};
 pub use resume::{Decision, EditedAction, Resume};
 pub use run_request::{
     MAX_ID_LEN, PROTOCOL_VERSION, RunRequest, is_validation_thread, validate_id,

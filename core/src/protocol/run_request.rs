@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::attachment::Attachment;
 use super::json_kind::json_kind;
 use super::resume::Resume;
-use crate::agent::context::{Message, Role};
 use crate::error::BadRequest;
+use crate::protocol::{Message, Role};
 
 /// The protocol version this crate speaks on `POST /runs`.
 pub const PROTOCOL_VERSION: &str = "1";

@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use crate::agent::context::ContextPolicy;
+use crate::error::BadRequest;
 use crate::protocol::Limits;
 use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
 use crate::service::auth::AuthHeaders;
+use crate::turn::config::TurnConfig;
 
 /// Largest request body accepted (1 MiB). Adapters refuse larger bodies while reading them.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -109,6 +111,25 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What the engine reads of these settings.
+    pub(crate) fn turn_config(&self) -> TurnConfig {
+        TurnConfig {
+            heartbeat: self.heartbeat,
+            first_heartbeat: self.first_heartbeat,
+            first_flush_bytes: self.first_flush_bytes,
+            turn_deadline: self.turn_deadline,
+            duplicate_poll: self.duplicate_poll,
+            limits: self.limits,
+            max_file_bytes: self.max_file_bytes,
+            file_ttl: self.file_ttl,
+            context_policy: self.context_policy,
+            context_ttl: self.context_ttl,
+            validation_ttl: self.validation_ttl,
+            recording_ttl: self.recording_ttl,
+            usage_ttl: self.usage_ttl,
+        }
+    }
+
     /// The defaults, serving anyone ([`Access::Open`]): for tests, benchmarks and an agent
     /// embedded behind access control of its own. A deployment reads
     /// [`Config::from_lookup`], which never opens access by omission.
@@ -132,9 +153,7 @@ impl Config {
     ///
     /// # Errors
     /// A setting that does not parse, named.
-    pub fn from_lookup(
-        get: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, crate::adapter::BadRequest> {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, BadRequest> {
         Self::from_lookup_over(Self::default(), get)
     }
 
@@ -147,7 +166,7 @@ impl Config {
     pub fn from_lookup_over(
         defaults: Self,
         get: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, crate::adapter::BadRequest> {
+    ) -> Result<Self, BadRequest> {
         let mut c = defaults;
         let allow_unauthenticated = match get(ALLOW_UNAUTHENTICATED) {
             None => false,
@@ -155,25 +174,24 @@ impl Config {
                 "1" | "true" => true,
                 "" | "0" | "false" => false,
                 _ => {
-                    return Err(crate::adapter::BadRequest::new(format!(
+                    return Err(BadRequest::new(format!(
                         "{ALLOW_UNAUTHENTICATED} must be 1 (anyone may run turns) or 0"
                     )));
                 }
             },
         };
         if let Some(v) = get("RUNWAY_AUTH_HEADERS") {
-            let auth = AuthHeaders::parse(&v).map_err(|e| {
-                crate::adapter::BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}"))
-            })?;
+            let auth = AuthHeaders::parse(&v)
+                .map_err(|e| BadRequest::new(format!("RUNWAY_AUTH_HEADERS: {e}")))?;
             // Set but naming no header is a mistake, not a request for no auth: fail closed.
             if auth.is_empty() {
-                return Err(crate::adapter::BadRequest::new(format!(
+                return Err(BadRequest::new(format!(
                     "RUNWAY_AUTH_HEADERS is set but names no header: give `Name: value` lines \
                      (or unset it and set {ALLOW_UNAUTHENTICATED}=1 to serve without auth)"
                 )));
             }
             if allow_unauthenticated {
-                return Err(crate::adapter::BadRequest::new(format!(
+                return Err(BadRequest::new(format!(
                     "RUNWAY_AUTH_HEADERS and {ALLOW_UNAUTHENTICATED}=1 contradict each other: \
                      unset one"
                 )));
@@ -182,7 +200,7 @@ impl Config {
         } else if allow_unauthenticated {
             c.access = Access::Open;
         }
-        let secs = |name: &str| -> Result<Option<Duration>, crate::adapter::BadRequest> {
+        let secs = |name: &str| -> Result<Option<Duration>, BadRequest> {
             get(name)
                 .map(|v| {
                     v.trim()
@@ -191,9 +209,7 @@ impl Config {
                         .filter(|s| s.is_finite() && *s > 0.0)
                         .map(Duration::from_secs_f64)
                         .ok_or_else(|| {
-                            crate::adapter::BadRequest::new(format!(
-                                "{name} must be a positive number of seconds"
-                            ))
+                            BadRequest::new(format!("{name} must be a positive number of seconds"))
                         })
                 })
                 .transpose()
@@ -212,7 +228,7 @@ impl Config {
                 .ok()
                 .filter(|n| *n <= max)
                 .ok_or_else(|| {
-                    crate::adapter::BadRequest::new(format!(
+                    BadRequest::new(format!(
                         "RUNWAY_FIRST_FLUSH_BYTES must be a number of bytes from 0 to {max}"
                     ))
                 })?;
@@ -225,13 +241,12 @@ impl Config {
         }
         if let Some(u) = get("RUNWAY_PUBLIC_URL").filter(|u| !u.trim().is_empty()) {
             let u = u.trim().trim_end_matches('/').to_owned();
-            url::Url::parse(&u)
-                .map_err(|_| crate::adapter::BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
+            url::Url::parse(&u).map_err(|_| BadRequest::new("RUNWAY_PUBLIC_URL is not a URL"))?;
             c.public_url = Some(u);
         }
         if let Some(k) = get("RUNWAY_VAULT_KEY").filter(|k| !k.trim().is_empty()) {
             let key = crate::connect::vault::VaultKey::from_base64(&k)
-                .map_err(|e| crate::adapter::BadRequest::new(e.to_string()))?;
+                .map_err(|e| BadRequest::new(e.to_string()))?;
             c.vault_key = Some(key);
         }
         if let Some(p) = get("RUNWAY_BASE_PATH") {
@@ -244,9 +259,7 @@ impl Config {
                 .ok()
                 .filter(|d| (1..=3660).contains(d))
                 .ok_or_else(|| {
-                    crate::adapter::BadRequest::new(
-                        "RUNWAY_USAGE_TTL_DAYS must be a number of days from 1 to 3660",
-                    )
+                    BadRequest::new("RUNWAY_USAGE_TTL_DAYS must be a number of days from 1 to 3660")
                 })?;
             c.usage_ttl = Duration::from_secs(days * 24 * 3600);
         }
@@ -259,10 +272,10 @@ impl Config {
 
 /// `RUNWAY_BASE_PATH`: `""` or `/` for the root, else `/segment[/segment…]` (a trailing slash
 /// is dropped) of URL path characters, without empty, `.` or `..` segments.
-fn parse_base_path(v: &str) -> Result<String, crate::adapter::BadRequest> {
+fn parse_base_path(v: &str) -> Result<String, BadRequest> {
     let v = v.trim();
     let bad = || {
-        crate::adapter::BadRequest::new(format!(
+        BadRequest::new(format!(
             "RUNWAY_BASE_PATH {v:?} is not a path like /agents/fpt"
         ))
     };
@@ -288,7 +301,7 @@ fn parse_base_path(v: &str) -> Result<String, crate::adapter::BadRequest> {
 mod tests {
     use super::*;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, crate::adapter::BadRequest> {
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, BadRequest> {
         Config::from_lookup(|k| {
             pairs
                 .iter()

@@ -21,6 +21,7 @@ pub(crate) mod os_settings;
 pub(crate) mod refusal_log;
 pub(crate) mod routing;
 mod usage_route;
+pub(crate) mod workers;
 
 use std::sync::Arc;
 
@@ -28,7 +29,6 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::agent::Agent;
-use crate::agent::Workers;
 use crate::http_client::HttpClient;
 use crate::meter::{Policy, TurnMetrics};
 use crate::platform::maybe_send::BoxFuture;
@@ -38,6 +38,7 @@ use crate::service::access::Admission;
 use crate::service::config::Config;
 use crate::service::refusal_log::RefusalLog;
 use crate::service::routing::{Route, route};
+use crate::service::workers::Workers;
 use crate::store::TurnStore;
 use crate::turn::body::TurnBody;
 use crate::turn::engine::Engine;
@@ -72,6 +73,8 @@ impl std::fmt::Debug for Reply {
 pub struct Runway<A, S, R> {
     /// What every turn runs with.
     engine: Arc<Engine<A, S, R>>,
+    /// The deployment's settings (the engine runs with its part of them).
+    config: Arc<Config>,
     /// Refused requests, logged at a bounded rate.
     refusals: Arc<RefusalLog>,
     /// Turns refused because no header set is configured (logged at error, rate-limited).
@@ -84,6 +87,7 @@ impl<A, S, R> Clone for Runway<A, S, R> {
     fn clone(&self) -> Self {
         Self {
             engine: Arc::clone(&self.engine),
+            config: Arc::clone(&self.config),
             refusals: Arc::clone(&self.refusals),
             unconfigured_refusals: Arc::clone(&self.unconfigured_refusals),
             http: self.http.clone(),
@@ -99,7 +103,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             .downcast_ref::<Workers>()
             .map_or_else(Policy::serve_any, |w| w.policy().clone());
         Self {
-            engine: Arc::new(Engine::new(agent, store, rt, config, policy)),
+            engine: Arc::new(Engine::new(agent, store, rt, config.turn_config(), policy)),
+            config: Arc::new(config),
             refusals: Arc::default(),
             unconfigured_refusals: Arc::default(),
             http: None,
@@ -157,7 +162,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         engine.connections = crate::connect::Connections::new(
             providers,
             per_worker,
-            engine.config.vault_key.clone(),
+            self.config.vault_key.clone(),
             self.http.clone(),
         )?;
         Ok(self)
@@ -165,7 +170,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 
     /// The configuration.
     pub fn config(&self) -> &Config {
-        &self.engine.config
+        &self.config
     }
 
     /// The store.
@@ -176,7 +181,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// The `/health` body: no store, no model, only what is known in memory. `degraded` for a
     /// while after a store error.
     pub fn health(&self) -> HealthBody {
-        let window = self.engine.config.degraded_after_store_error;
+        let window = self.config.degraded_after_store_error;
         let status = if self.engine.store_failed_within(window) {
             HealthStatus::Degraded
         } else {
@@ -185,8 +190,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         HealthBody {
             status,
             protocol_versions: vec![PROTOCOL_VERSION.into()],
-            name: Some(self.engine.config.name.clone()),
-            version: Some(self.engine.config.version.clone()),
+            name: Some(self.config.name.clone()),
+            version: Some(self.config.version.clone()),
         }
     }
 
@@ -201,7 +206,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     ) -> Result<(), Box<http::Response<Bytes>>> {
         // Hosted files need no auth (a browser opens the link). Anything else, an unknown path
         // included, needs the header set, so a stranger's body is never read.
-        let route = route(parts.uri.path(), &self.engine.config.base_path);
+        let route = route(parts.uri.path(), &self.config.base_path);
         // The connect routes are opened by a browser too: their single-use state authorizes
         // them (see `crate::connect`).
         if matches!(
@@ -225,7 +230,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // adapter serves beside them (`runway serve`'s /metrics) stay closed.
         let guarded = !matches!(route, Some(Route::Health));
         let now = self.engine.rt.now_ms();
-        match self.engine.config.access.admits(headers, guarded) {
+        match self.config.access.admits(headers, guarded) {
             Admission::Admitted => Ok(()),
             Admission::Unauthorized => {
                 // Anyone can send these: one line per interval, with how many were not logged.
@@ -247,7 +252,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     pub async fn handle(&self, req: http::Request<Bytes>) -> Reply {
         let path = req.uri().path().to_owned();
         let method = req.method().clone();
-        let route = match route(&path, &self.engine.config.base_path) {
+        let route = match route(&path, &self.config.base_path) {
             Some(Route::File { token, name }) => {
                 if method != http::Method::GET && method != http::Method::HEAD {
                     return Reply::Full(method_not_allowed("GET"));
@@ -344,7 +349,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// `X-Forwarded-Proto`: a caller sets those, and the links are stored in the recording
     /// that replays.
     pub fn public_base_url<B>(&self, req: &http::Request<B>) -> String {
-        let config = &self.engine.config;
+        let config = &self.config;
         if let Some(u) = &config.public_url {
             return u.clone();
         }

@@ -9,17 +9,17 @@
 use futures::future::join_all;
 use serde_json::json;
 
-use crate::agent::context::{ContextPolicy, Message, Role, ThreadContext};
+use crate::agent::context::{ContextPolicy, ThreadContext};
 use crate::error::TurnErrorCode;
 use crate::meter::admission::admit;
+use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::meter::turn_usage::TurnUsage;
 use crate::meter::{Limits, Policy};
-use crate::store::tally::{Tally, TallyKey, TurnTake};
+use crate::protocol::{Ending, Message, Role};
 use crate::store::{
     ActionClaim, CommitOutcome, ConnectStage, ConnectState, ConnectionKey, HostedFile, TurnClaim,
     TurnCommit, TurnStart, TurnStore,
 };
-use crate::wire::Ending;
 
 /// Runs every check, each on keys under `prefix`.
 pub async fn run_all<S: TurnStore>(store: &S, prefix: &str) {

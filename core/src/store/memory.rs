@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
+use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::store::action_claims::{ActionClaim, claim_wins};
-use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::turn_state::{
     ClaimDecision, OwnerDecision, RunPhase, RunRecord, ThreadHead, decide_claim, decide_commit,
     decide_owner, holds_claim, thread_after,

@@ -24,8 +24,10 @@ pub mod sql;
 mod sql_schema;
 pub mod sql_store;
 mod sql_tally;
-pub mod tally;
 pub mod text_parts;
+/// The counters a store keeps for the meter (their home is [`crate::meter::tally`]); here too
+/// because every store implements their primitives.
+pub use crate::meter::tally;
 pub mod turn_state;
 
 use std::future::Future;
@@ -35,10 +37,11 @@ use serde::{Deserialize, Serialize};
 pub use crate::store::action_claims::ActionClaim;
 pub use crate::store::connections::{ConnectStage, ConnectState, ConnectionKey};
 
-use crate::agent::context::{ContextPolicy, Message, ThreadContext};
+use crate::agent::context::{ContextPolicy, ThreadContext};
 use crate::error::StoreError;
+use crate::meter::tally::{Tally, TallyKey, TallyStore, TurnTake};
 use crate::platform::maybe_send::{MaybeSend, MaybeSync};
-use crate::store::tally::{Tally, TallyKey, TurnTake};
+use crate::protocol::Message;
 use crate::wire::recording::Recording;
 
 /// A request to run a turn, made before the agent starts.
@@ -281,7 +284,7 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
     /// worker's limit refuses). Of 100 concurrent calls on a row with a limit of 10, exactly
     /// 10 return `true`. Turns-per-minute limits ([`crate::meter`]).
     ///
-    /// Idempotent per write (see [`crate::store::tally`]): a `write_id` these rows already
+    /// Idempotent per write (see [`crate::meter::tally`]): a `write_id` these rows already
     /// counted returns `true` and counts nothing more. Callers name the same rows, in the same
     /// order, every time they send a write id.
     ///
@@ -299,7 +302,7 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
 
     /// Adds `tally` to the row `key`, field by field, atomically (the row is created if absent),
     /// once per `write_id`: a write already added to this row changes nothing (see
-    /// [`crate::store::tally`]). Rows take either `take_turns` or `add_tally` writes, never
+    /// [`crate::meter::tally`]). Rows take either `take_turns` or `add_tally` writes, never
     /// both. Its expiry becomes `expires_at_ms`: the callers give every
     /// write of a row the same expiry or a later one.
     fn add_tally(
@@ -322,6 +325,36 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
     ) -> impl Future<Output = Result<Vec<(String, Tally)>, StoreError>> + MaybeSend {
         let _ = (part, now_ms);
         std::future::ready(Err(no_counters()))
+    }
+}
+
+/// The meter keeps its counters in any turn store, through the store's own primitives.
+impl<S: TurnStore> TallyStore for S {
+    fn take_turns(
+        &self,
+        takes: &[TurnTake],
+        expires_at_ms: u64,
+        write_id: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
+        TurnStore::take_turns(self, takes, expires_at_ms, write_id)
+    }
+
+    fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+        write_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend {
+        TurnStore::add_tally(self, key, tally, expires_at_ms, write_id)
+    }
+
+    fn tallies(
+        &self,
+        part: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Vec<(String, Tally)>, StoreError>> + MaybeSend {
+        TurnStore::tallies(self, part, now_ms)
     }
 }
 

@@ -77,7 +77,7 @@ pub enum DbError {
     Corrupt(String),
 }
 
-impl From<DbError> for crate::adapter::StoreError {
+impl From<DbError> for crate::error::StoreError {
     fn from(e: DbError) -> Self {
         match e {
             DbError::Corrupt(m) => Self::Corrupt(m),

@@ -6,9 +6,9 @@
 
 use std::sync::LazyLock;
 
+use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::store::sql::{DbError, Sql, SqlValue};
 use crate::store::sql_store::SqlStore;
-use crate::store::tally::{Tally, TallyKey, TurnTake};
 
 fn int(v: u64) -> SqlValue {
     SqlValue::from(v)

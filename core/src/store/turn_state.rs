@@ -20,7 +20,8 @@
 //! a transaction (SQLite, the Durable Object, memory) or conditional writes retried on a
 //! changed version (DynamoDB).
 
-use crate::agent::context::{Message, ThreadContext};
+use crate::agent::context::ThreadContext;
+use crate::protocol::Message;
 use crate::store::{CommitOutcome, TurnClaim, TurnCommit};
 
 /// Where a stored run stands.
@@ -164,7 +165,7 @@ pub fn thread_after(
         .unwrap_or(thread.messages.len());
     let superseded = decision == CommitDecision::Superseded;
     let mine = commit.messages.iter().cloned().map(|mut m: Message| {
-        if superseded && m.role != crate::agent::context::Role::User {
+        if superseded && m.role != crate::protocol::Role::User {
             m.interrupted = true;
         }
         m
@@ -182,7 +183,8 @@ pub fn thread_after(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::context::{ContextPolicy, Role};
+    use crate::agent::context::ContextPolicy;
+    use crate::protocol::Role;
 
     fn claim(fp: &str, now: u64) -> TurnClaim {
         TurnClaim {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::agent::context::ThreadContext;
 use crate::error::StoreError;
+use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::store::memory::MemoryStore;
-use crate::store::tally::{Tally, TallyKey, TurnTake};
 use crate::store::{
     ActionClaim, CommitOutcome, ConnectState, ConnectionKey, HostedFile, TurnClaim, TurnCommit,
     TurnStart, TurnStore,

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::agent::context::{Message, Role, ThreadContext};
+use crate::agent::context::ThreadContext;
 use crate::http_client::HttpClient;
-use crate::protocol::{Attachment, Interrupt, Resume};
+use crate::protocol::{Attachment, Interrupt, Message, Resume, Role};
 use crate::testing::clock::VirtualRuntime;
 use crate::testing::held_http::HeldHttp;
 use crate::testing::scripted_http::ScriptedHttp;

@@ -3,20 +3,19 @@
 //! the recording a repeated delivery replays.
 
 use crate::agent::Turn;
-use crate::agent::context::{Message, Role};
 use crate::error::TurnErrorCode;
-use crate::service::config::Config;
+use crate::protocol::{Ending, Message, Role};
 use crate::store::TurnCommit;
+use crate::turn::config::TurnConfig;
 use crate::turn::plan::TurnPlan;
 use crate::turn::timers::after;
-use crate::wire::Ending;
 use crate::wire::writer::{Encoding, Writer};
 
 /// The commit of `turn`, which ended with `ending` (`writer` has finished it) on the thread
 /// loaded at `base_version`, arrived as `arrival`. Its `token` is left for the caller.
 #[allow(clippy::too_many_arguments, private_bounds)]
 pub(crate) fn turn_commit<E: Encoding>(
-    config: &Config,
+    config: &TurnConfig,
     plan: &TurnPlan,
     turn: Turn,
     ending: &Ending,

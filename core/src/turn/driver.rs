@@ -38,10 +38,10 @@ use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
 use crate::meter::TurnUsage;
 use crate::meter::admission::admit;
-use crate::meter::record::after_turn;
 use crate::meter::turn_usage::TurnOutcome;
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
+use crate::protocol::Ending;
 use crate::store::{CommitOutcome, TurnClaim, TurnStart, TurnStore};
 use crate::turn::body::{BodySender, TurnBody, body_with_first_chunks};
 use crate::turn::commit::{log_ending, turn_commit};
@@ -50,8 +50,8 @@ use crate::turn::flow::Gate;
 use crate::turn::hosting::hosted_file;
 use crate::turn::plan::TurnPlan;
 use crate::turn::timers::{MAX_DUPLICATE_POLL, MAX_SUPERSEDE_CHECK, Timer, after, backoff};
+use crate::turn::usage_record::after_turn;
 use crate::turn::wait::{Cut, TurnIo, Watch, Woke};
-use crate::wire::Ending;
 use crate::wire::writer::{Encoding, Writer};
 
 /// How long a claim outlives the turn's deadline: a delivery that dies is taken over by a

@@ -13,19 +13,19 @@ use crate::connect::Connections;
 use crate::error::StoreError;
 use crate::http_client::turn_clock::TurnClock;
 use crate::meter::ledger::BudgetLedger;
+use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::{LogLine, Policy, TurnMetrics};
 use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
 use crate::platform::runtime::Runtime;
-use crate::service::config::Config;
-use crate::store::tally::{Tally, TallyKey};
 use crate::store::{ActionClaim, TurnStore};
+use crate::turn::config::TurnConfig;
 
 /// What every turn of a process runs with.
 pub(crate) struct Engine<A, S, R> {
     pub(crate) agent: A,
     pub(crate) store: S,
     pub(crate) rt: R,
-    pub(crate) config: Config,
+    pub(crate) config: TurnConfig,
     /// The workers served, their limits and model prices (a `Workers`' policy, or one agent
     /// for every `agentId`).
     pub(crate) policy: Arc<Policy>,
@@ -40,7 +40,7 @@ pub(crate) struct Engine<A, S, R> {
 impl<A, S, R: Runtime> Engine<A, S, R> {
     /// An engine serving the workers of `policy`, reporting each turn to the log
     /// ([`LogLine`]) until `metrics` is replaced.
-    pub(crate) fn new(agent: A, store: S, rt: R, config: Config, policy: Policy) -> Self {
+    pub(crate) fn new(agent: A, store: S, rt: R, config: TurnConfig, policy: Policy) -> Self {
         Self {
             agent,
             store,

@@ -3,7 +3,8 @@
 //!
 //! `Output`'s methods never block (an agent calls them from plain code), so the bound is kept
 //! by not polling the agent: while its turn has more than [`TURN_PENDING_BYTES`] waiting, or
-//! the process more than [`TOTAL_PENDING_BYTES`], the engine renders and sends what is queued
+//! the process more than [`TOTAL_PENDING_BYTES`](pending::TOTAL_PENDING_BYTES) (counted where
+//! the agent writes: `crate::agent::pending`), the engine renders and sends what is queued
 //! and leaves the agent's future alone. An agent resumes once the client has read enough. An
 //! agent that writes a lot in one go can let runway catch up with [`crate::Output::ready`].
 //!
@@ -13,62 +14,24 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use futures::future::FusedFuture;
+
+use crate::agent::pending;
 
 /// Bytes one turn may have written and not yet had rendered before its agent is paused.
 pub const TURN_PENDING_BYTES: usize = 64 * 1024;
 
-/// Bytes all turns of this process together may have written and not yet had rendered
-/// before agents are paused.
-pub const TOTAL_PENDING_BYTES: usize = 32 * 1024 * 1024;
-
 /// Largest piece of rendered output put into a turn's body channel at once.
 pub const BODY_PIECE_BYTES: usize = 16 * 1024;
-
-static TOTAL_PENDING: AtomicUsize = AtomicUsize::new(0);
-static TOTAL_WAITERS: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
-
-/// Bytes written by agents and not yet rendered, over every turn in this process.
-pub fn total_pending_bytes() -> usize {
-    TOTAL_PENDING.load(Ordering::Relaxed)
-}
-
-/// Counts `n` more pending bytes (an agent wrote them).
-pub(crate) fn add_total(n: usize) {
-    if n > 0 {
-        TOTAL_PENDING.fetch_add(n, Ordering::AcqRel);
-    }
-}
-
-/// Counts `n` fewer pending bytes (the engine took them, or they were discarded), and wakes
-/// paused turns once the total is back under the bound.
-pub(crate) fn release_total(n: usize) {
-    if n == 0 {
-        return;
-    }
-    let before = TOTAL_PENDING.fetch_sub(n, Ordering::AcqRel);
-    if before > TOTAL_PENDING_BYTES && before - n <= TOTAL_PENDING_BYTES {
-        let waiters = std::mem::take(&mut *lock_waiters());
-        for w in waiters {
-            w.wake();
-        }
-    }
-}
-
-fn lock_waiters() -> std::sync::MutexGuard<'static, Vec<Waker>> {
-    // A panic while holding this lock leaves a plain Vec behind: still usable.
-    TOTAL_WAITERS.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The agent's future, polled only while its turn and the process are under their bounds.
 ///
 /// While the turn itself has output pending the engine is busy sending it, and re-polls
 /// this gate after each piece. When only the process is over its bound, the gate waits to be
-/// woken by [`release_total`].
+/// woken by [`pending::release_total`].
 pub(crate) struct Gate<'a, F> {
     pub(crate) agent: Pin<&'a mut F>,
     pub(crate) turn_pending: &'a AtomicUsize,
@@ -83,17 +46,8 @@ impl<F: FusedFuture> Future for Gate<'_, F> {
             // The engine's next step drains this turn's queue and polls the gate again.
             return Poll::Pending;
         }
-        if TOTAL_PENDING.load(Ordering::Acquire) > TOTAL_PENDING_BYTES {
-            {
-                let mut waiters = lock_waiters();
-                if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-                    waiters.push(cx.waker().clone());
-                }
-            }
-            // Re-check: the total may have dropped between the load and the push.
-            if TOTAL_PENDING.load(Ordering::Acquire) > TOTAL_PENDING_BYTES {
-                return Poll::Pending;
-            }
+        if !pending::total_has_room(cx) {
+            return Poll::Pending;
         }
         self.agent.as_mut().poll(cx)
     }

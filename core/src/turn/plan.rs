@@ -1,7 +1,7 @@
 //! What a protocol's route hands the engine to run a turn.
 
 use crate::agent::Turn;
-use crate::agent::context::Message;
+use crate::protocol::Message;
 use crate::turn::resume_link::ResumeLink;
 
 /// Everything protocol-specific the engine needs to run a turn.

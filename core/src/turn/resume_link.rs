@@ -42,7 +42,7 @@ impl ResumeLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::context::{Message, Role};
+    use crate::protocol::{Message, Role};
     use crate::protocol::Interrupt;
 
     fn asked_by(run: &str) -> ThreadContext {

@@ -1,5 +1,5 @@
 //! A turn's timers, as data (as quinn-proto keeps its `TimerTable`): each is a time in the
-//! table, not a sleeping future. The engine's one wait loop (`Driver::wait`) sleeps until the
+//! table, not a sleeping future. The engine's one wait loop ([`TurnIo::wait`](crate::turn::wait::TurnIo::wait)) sleeps until the
 //! earliest timer the current wait cares about, and then acts on whichever has expired.
 //!
 //! | timer | set | on expiry |

@@ -28,8 +28,7 @@ use std::fmt;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::platform::maybe_send::MaybeSend;
-use crate::protocol::Limits;
-use crate::wire::Ending;
+use crate::protocol::{Ending, Limits};
 use crate::wire::ledger::Ledger;
 use crate::wire::recorder::RecordPool;
 

@@ -5,8 +5,7 @@ use serde_json::{Value, json};
 
 use super::FrameWriter;
 use crate::error::TurnErrorCode;
-use crate::protocol::{ChoiceOption, Interrupt, Limits};
-use crate::wire::Ending;
+use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits};
 
 fn frames(s: &str) -> Vec<Value> {
     s.split("\n\n")

@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 use super::writer::MessageId;
 use super::{FrameWriter, TURN_STEP};
 use crate::error::TurnErrorCode;
-use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
-use crate::wire::Ending;
+use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits, ReviewItem};
 
 fn frames(s: &str) -> Vec<Value> {
     s.split("\n\n")

@@ -13,8 +13,7 @@ use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::protocol::agui::interrupt_id;
-use crate::protocol::{Limits, LogId};
-use crate::wire::Ending;
+use crate::protocol::{Ending, Limits, LogId};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
 

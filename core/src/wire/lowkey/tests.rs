@@ -6,14 +6,12 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
-use crate::agent::Role;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::protocol::lowkey::{
     ExternalAgentTurnRequest, TranscriptMessage, TranscriptRole, storage_id,
 };
-use crate::protocol::{ChoiceOption, Interrupt, Limits, ReviewItem};
-use crate::wire::Ending;
+use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits, ReviewItem, Role};
 use crate::wire::writer::Encoding;
 
 #[path = "../../../tests/support/lowkey_schema.rs"]

@@ -7,9 +7,8 @@ use serde_json::{Value, json};
 
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
-use crate::protocol::Limits;
 use crate::protocol::lowkey::LOWKEY_PROTOCOL_VERSION;
-use crate::wire::Ending;
+use crate::protocol::{Ending, Limits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
 

@@ -1,33 +1,22 @@
 //! After a turn: its [`TurnReport`], added to the usage report's row (workspace × worker ×
 //! day) and to the day and month counters of every scope with a token or spend limit, then
-//! handed to the deployment's [`TurnMetrics`].
+//! handed to the deployment's [`TurnMetrics`](crate::meter::TurnMetrics).
 
 use std::time::Duration;
 
 use futures::future::join_all;
 use futures::{FutureExt, pin_mut, select_biased};
 
-use crate::agent::Turn;
+use crate::agent::{Protocol, Turn};
 use crate::meter::limits::Policy;
 use crate::meter::report::TurnReport;
+use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::turn_usage::TurnOutcome;
+use crate::meter::usage_report::{usage_item, usage_part};
 use crate::meter::window::Windows;
 use crate::platform::runtime::Runtime;
-use crate::protocol::lowkey::storage_id;
 use crate::store::TurnStore;
-use crate::store::tally::{Tally, TallyKey};
 use crate::turn::engine::Engine;
-
-/// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
-pub fn usage_part(day: &str) -> String {
-    format!("usage/{day}")
-}
-
-/// The usage row's item: `{workspace}/{worker}` (ids in their storage form, which never
-/// contains `/`).
-pub fn usage_item(workspace: &str, worker: &str) -> String {
-    format!("{}/{}", storage_id(workspace), storage_id(worker))
-}
 
 /// Longest wait on the usage writes after a turn (the turn has ended; this only bounds how
 /// long its body stays open).
@@ -82,9 +71,9 @@ pub(crate) fn report_of(
     tally.duration_ms = now_ms - started;
     TurnReport {
         protocol: match turn.protocol {
-            crate::agent::Protocol::Console => "console",
-            crate::agent::Protocol::Lowkey => "lowkey",
-            crate::agent::Protocol::Agui => "agui",
+            Protocol::Console => "console",
+            Protocol::Lowkey => "lowkey",
+            Protocol::Agui => "agui",
         },
         run_id: turn.run_id.clone(),
         thread_id: turn.thread_id.clone(),

@@ -1,4 +1,5 @@
-//! Counters kept in the store: [`Tally`] rows addressed by a [`TallyKey`].
+//! Counters kept in the store: [`Tally`] rows addressed by a [`TallyKey`], and [`TallyStore`],
+//! what the meter needs of a store to keep them (every `TurnStore` is one).
 //!
 //! Two kinds of rows use them (see [`crate::meter`]):
 //! - a limit's counters: `meter/{scope}` × `m/{minute}` (turns), `d/{day}` (tokens, spend),
@@ -21,7 +22,12 @@
 //! spend over-stated, its limits refusing turns they should admit. Measured before the ids:
 //! 100 turns against a slow DynamoDB recorded 194.
 
+use std::future::Future;
+
 use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::platform::maybe_send::{MaybeSend, MaybeSync};
 
 /// Where a tally row lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -183,6 +189,35 @@ impl Tally {
     pub fn tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
+}
+
+/// The store's three tally primitives, as the meter uses them (admission, the usage report,
+/// the usage written after a turn). Every [`crate::adapter::TurnStore`] is one: the store
+/// implements this for it, so the meter, a layer below the store, names no store type.
+pub trait TallyStore: MaybeSend + MaybeSync {
+    /// [`crate::adapter::TurnStore::take_turns`].
+    fn take_turns(
+        &self,
+        takes: &[TurnTake],
+        expires_at_ms: u64,
+        write_id: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend;
+
+    /// [`crate::adapter::TurnStore::add_tally`].
+    fn add_tally(
+        &self,
+        key: &TallyKey,
+        tally: &Tally,
+        expires_at_ms: u64,
+        write_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + MaybeSend;
+
+    /// [`crate::adapter::TurnStore::tallies`].
+    fn tallies(
+        &self,
+        part: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Vec<(String, Tally)>, StoreError>> + MaybeSend;
 }
 
 #[cfg(test)]

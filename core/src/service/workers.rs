@@ -4,29 +4,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::agent::Agent;
-use crate::agent::outcome::{AgentError, AgentResult};
+use crate::agent::outcome::AgentResult;
 use crate::agent::output::Output;
 use crate::agent::turn::Turn;
+use crate::agent::{Agent, DynAgent, SharedAgent};
 use crate::connect::provider::Providers;
+use crate::error::AgentError;
 use crate::meter::limits::{ANY_WORKSPACE, Limits, Policy, Price};
-use crate::platform::maybe_send::{BoxFuture, MaybeSend, MaybeSync};
-
-/// An [`Agent`] behind a pointer: agents of different types side by side in one [`Workers`].
-/// Every `Agent` is one.
-pub trait DynAgent: MaybeSend + MaybeSync + 'static {
-    /// [`Agent::run`], boxed.
-    fn run_boxed<'a>(&'a self, turn: &'a mut Turn, out: &'a Output) -> BoxFuture<'a, AgentResult>;
-}
-
-impl<A: Agent> DynAgent for A {
-    fn run_boxed<'a>(&'a self, turn: &'a mut Turn, out: &'a Output) -> BoxFuture<'a, AgentResult> {
-        Box::pin(self.run(turn, out))
-    }
-}
-
-/// A shared agent of any type.
-pub type SharedAgent = Arc<dyn DynAgent>;
 
 /// One Digital Worker: its agent, and variants of it for some workspaces.
 #[derive(Clone)]
