@@ -10,6 +10,10 @@
 //! (workspace, user, provider). Both routes are reachable without Console's header set: the
 //! states are what authorize them. Everything here is sans-I/O over the store's primitives
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
+//!
+//! Operators list and revoke connections through [`accounts`] (`GET`/`DELETE
+//! {base}/connections`, behind the header set): revoking hands the token back to the
+//! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
 
 pub mod accounts;
 pub mod discovery;

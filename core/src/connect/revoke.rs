@@ -20,7 +20,7 @@ use crate::platform::runtime::Runtime;
 pub const REVOKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest revocation answer read (an error body: RFC 7009 answers 200 with nothing).
-const MAX_REVOKE_RESPONSE: usize = 16 * 1024;
+pub const MAX_REVOKE_RESPONSE: usize = 16 * 1024;
 
 /// What the provider said to a revocation (never carries a token).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,6 +6,10 @@
 //! state is claimed atomically (read and deleted in one step): of any number of concurrent
 //! claims of one state, at most one gets it, on every backend (a transaction on SQLite and in
 //! the Durable Object, one lock in memory), checked by the store conformance suite.
+//!
+//! Operators list entries by workspace and user, page by page in key order, and delete them
+//! one by one ([`crate::connect::accounts`], `runway connections`): still sealed here, opened
+//! only by the service layer, which gives out metadata and never a token.
 
 use serde::{Deserialize, Serialize};
 
