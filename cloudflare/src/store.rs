@@ -17,7 +17,9 @@
 //!   counted in all its scopes at once or in none.
 //! - Connected accounts: every connect state in one object ([`CONNECT_STATES_OBJECT`]: the
 //!   routes that claim them know only the id), claimed there in one transaction; a
-//!   workspace's vault entries in its own object ([`crate::wire::vault_object`]), sealed.
+//!   workspace's vault entries in its own object ([`crate::wire::vault_object`]), sealed. So
+//!   entries are listed one workspace at a time (no object knows every workspace):
+//!   `runway connections` needs `--workspace` on Workers.
 
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
@@ -29,13 +31,14 @@ use worker::{Method, ObjectNamespace, Request, RequestInit};
 
 use crate::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, CLAIM_CONNECT_STATE_PATH, CONNECT_STATES_OBJECT,
-    ClaimConnectState, ErrorReply, FINISH_PATH, GET_CONNECTION_PATH, LATEST_PATH, LatestRequest,
-    ListTallies, PUT_CONNECT_STATE_PATH, PUT_CONNECTION_PATH, PutConnection, START_PATH,
-    TAKE_TURNS_PATH, TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, merge_rows, tally_object,
-    tally_objects, vault_object,
+    ClaimConnectState, DELETE_CONNECTION_PATH, ErrorReply, FINISH_PATH, GET_CONNECTION_PATH,
+    LATEST_PATH, LIST_CONNECTIONS_PATH, LatestRequest, ListConnections, ListTallies,
+    PUT_CONNECT_STATE_PATH, PUT_CONNECTION_PATH, PutConnection, START_PATH, TAKE_TURNS_PATH,
+    TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, merge_rows, tally_object, tally_objects,
+    vault_object,
 };
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
-use runway_core::store::{ConnectState, ConnectionKey};
+use runway_core::store::{ConnectState, ConnectionFilter, ConnectionKey, StoredConnection};
 
 /// KV's shortest accepted `expirationTtl`, in seconds.
 const KV_MIN_TTL_SECS: u64 = 60;
@@ -176,6 +179,43 @@ impl TurnStore for CloudflareStore {
             .call(
                 &vault_object(&key.workspace),
                 GET_CONNECTION_PATH,
+                to_json(key)?,
+            )
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("vault reply: {e}")))
+    }
+
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        let Some(workspace) = &filter.workspace else {
+            return Err(StoreError::Unavailable(
+                "the Workers store lists connected accounts one workspace at a time".into(),
+            ));
+        };
+        let body = to_json(&ListConnections {
+            filter: filter.clone(),
+            after: after.cloned(),
+            limit,
+        })?;
+        let text = self
+            .call(&vault_object(workspace), LIST_CONNECTIONS_PATH, body)
+            .await?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("vault reply: {e}")))
+    }
+
+    fn lists_every_workspace(&self) -> bool {
+        false
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        let text = self
+            .call(
+                &vault_object(&key.workspace),
+                DELETE_CONNECTION_PATH,
                 to_json(key)?,
             )
             .await?;

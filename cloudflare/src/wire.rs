@@ -11,7 +11,7 @@ use runway_core::adapter::{ActionClaim, StoreError, TurnClaim, TurnCommit};
 use runway_core::store::sql::{DbError, Sql};
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
-use runway_core::store::{ConnectState, ConnectionKey};
+use runway_core::store::{ConnectState, ConnectionFilter, ConnectionKey};
 use serde::{Deserialize, Serialize};
 
 /// Path of the claim call: [`TurnClaim`] in, [`runway_core::adapter::TurnStart`] out.
@@ -31,6 +31,11 @@ pub const CLAIM_CONNECT_STATE_PATH: &str = "/connect/claim";
 pub const PUT_CONNECTION_PATH: &str = "/vault/put";
 /// Path of a vault entry read: [`ConnectionKey`] in, the sealed entry or `null` out.
 pub const GET_CONNECTION_PATH: &str = "/vault/get";
+/// Path of a page of a workspace's vault entries: [`ListConnections`] in,
+/// `[StoredConnection…]` out.
+pub const LIST_CONNECTIONS_PATH: &str = "/vault/list";
+/// Path of a vault entry deleted: [`ConnectionKey`] in, `true` (there was one) or `false` out.
+pub const DELETE_CONNECTION_PATH: &str = "/vault/delete";
 
 /// Path of a turns-per-minute count: [`TakeTurns`] in, `true`/`false` out.
 pub const TAKE_TURNS_PATH: &str = "/tally/take";
@@ -135,6 +140,20 @@ pub struct PutConnection {
     pub key: ConnectionKey,
     /// The sealed entry.
     pub sealed: String,
+}
+
+/// `POST /vault/list`: a page of the entries of the workspace whose object is asked (the
+/// filter names it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListConnections {
+    /// Which entries.
+    pub filter: ConnectionFilter,
+    /// The page starts after this entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<ConnectionKey>,
+    /// At most this many entries.
+    pub limit: usize,
 }
 
 /// `POST /latest`: which arrival is the thread's live turn.
@@ -248,6 +267,15 @@ pub fn answer<S: Sql>(
         GET_CONNECTION_PATH => {
             let key: ConnectionKey = serde_json::from_str(body).map_err(bad)?;
             Ok((json(&db.get_connection(&key)?), None))
+        }
+        LIST_CONNECTIONS_PATH => {
+            let req: ListConnections = serde_json::from_str(body).map_err(bad)?;
+            let page = db.list_connections(&req.filter, req.after.as_ref(), req.limit)?;
+            Ok((json(&page), None))
+        }
+        DELETE_CONNECTION_PATH => {
+            let key: ConnectionKey = serde_json::from_str(body).map_err(bad)?;
+            Ok((json(&db.delete_connection(&key)?), None))
         }
         other => Err(CallError::NotFound(other.to_owned())),
     }

@@ -9,10 +9,10 @@ use std::sync::Mutex;
 
 use runway_cloudflare::wire::{
     ADD_TALLY_PATH, AddTally, CLAIM_ACTION_PATH, CLAIM_CONNECT_STATE_PATH, CONNECT_STATES_OBJECT,
-    ClaimConnectState, FINISH_PATH, GET_CONNECTION_PATH, LATEST_PATH, LatestRequest, ListTallies,
-    PUT_CONNECT_STATE_PATH, PUT_CONNECTION_PATH, PutConnection, START_PATH, TAKE_TURNS_PATH,
-    TALLIES_PATH, TURN_COUNTS_OBJECT, TakeTurns, answer, merge_rows, tally_object, tally_objects,
-    vault_object,
+    ClaimConnectState, DELETE_CONNECTION_PATH, FINISH_PATH, GET_CONNECTION_PATH, LATEST_PATH,
+    LIST_CONNECTIONS_PATH, LatestRequest, ListConnections, ListTallies, PUT_CONNECT_STATE_PATH,
+    PUT_CONNECTION_PATH, PutConnection, START_PATH, TAKE_TURNS_PATH, TALLIES_PATH,
+    TURN_COUNTS_OBJECT, TakeTurns, answer, merge_rows, tally_object, tally_objects, vault_object,
 };
 use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, MemoryStore, StoreError, TurnClaim, TurnCommit,
@@ -20,7 +20,9 @@ use runway_core::adapter::{
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
-use runway_core::store::{ConnectStage, ConnectState, ConnectionKey};
+use runway_core::store::{
+    ConnectStage, ConnectState, ConnectionFilter, ConnectionKey, StoredConnection,
+};
 
 /// Thread objects, each a SQLite database; hosted files (KV on Workers) in memory.
 #[derive(Default)]
@@ -169,6 +171,36 @@ impl TurnStore for NativeThreadObjects {
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         let body = serde_json::to_string(key).unwrap();
         let text = self.call(&vault_object(&key.workspace), GET_CONNECTION_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    /// As the Worker's store: one workspace's object at a time.
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        let Some(workspace) = &filter.workspace else {
+            return Err(StoreError::Unavailable("one workspace at a time".into()));
+        };
+        let body = serde_json::to_string(&ListConnections {
+            filter: filter.clone(),
+            after: after.cloned(),
+            limit,
+        })
+        .unwrap();
+        let text = self.call(&vault_object(workspace), LIST_CONNECTIONS_PATH, body)?;
+        Ok(serde_json::from_str(&text).unwrap())
+    }
+
+    fn lists_every_workspace(&self) -> bool {
+        false
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        let body = serde_json::to_string(key).unwrap();
+        let text = self.call(&vault_object(&key.workspace), DELETE_CONNECTION_PATH, body)?;
         Ok(serde_json::from_str(&text).unwrap())
     }
 }

@@ -404,6 +404,7 @@ mod tests {
             ),
             client_id: "runway".into(),
             client_secret: None,
+            revocation_url: None,
             scopes: Vec::new(),
         });
         providers

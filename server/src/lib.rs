@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod cli;
+mod connections_cli;
 mod data_dir;
 mod listener;
 mod logging;
@@ -49,6 +50,7 @@ mod usage_cli;
 mod write_stall;
 
 pub use cli::{check, serve};
+pub use connections_cli::{ConnectionsArgs, connections};
 pub use logging::init as init_logging;
 pub use playground::proxy::{PlaygroundArgs, run as playground};
 pub use serve::{ServeArgs, run, run_with_providers};

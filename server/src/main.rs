@@ -6,6 +6,8 @@
 //! runway playground BASE_URL [--header 'Name: value']... [--listen 127.0.0.1:8788]
 //! runway new DIR [--name NAME] [--runway-git URL [--runway-rev REV] | --runway-version V]
 //! runway usage BASE_URL [--header 'Name: value']... [--from DAY] [--to DAY] [--json|--csv]
+//! runway connections BASE_URL [--header 'Name: value']... [--workspace W] [--user U] [--json]
+//! runway connections BASE_URL [--header …]... --revoke --workspace W --user U [--provider P]
 //! ```
 //!
 //! `runway serve` serves a built-in agent through the library's public [`runway::run`], the
@@ -54,6 +56,9 @@ enum Command {
     /// Print a deployment's usage (turns, tokens, cost per workspace, worker and day) from its
     /// `GET /usage`.
     Usage(runway::UsageArgs),
+    /// List a deployment's connected accounts (provider, user, workspace, scopes, expiry:
+    /// never a token) from its `GET /connections`; with --revoke, revoke one user's.
+    Connections(runway::ConnectionsArgs),
     /// Chat with any External Agent in the browser, as Console shows it, through a local proxy
     /// that adds the agreed headers.
     Playground(runway::PlaygroundArgs),
@@ -150,6 +155,7 @@ fn main() -> ExitCode {
         Command::New { .. } => unreachable!("handled before the runtime starts"),
         Command::Playground(args) => rt.block_on(runway::playground(args)),
         Command::Usage(args) => rt.block_on(runway::usage(args)),
+        Command::Connections(args) => rt.block_on(runway::connections(args)),
     }
 }
 

@@ -16,7 +16,7 @@ use runway_core::adapter::{
 };
 use runway_core::store::sql_store::SqlStore;
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
-use runway_core::store::{ConnectState, ConnectionKey};
+use runway_core::store::{ConnectState, ConnectionFilter, ConnectionKey, StoredConnection};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::sqlite_thread::ConnectionThread;
@@ -175,6 +175,25 @@ impl TurnStore for SqliteStore {
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         let key = key.clone();
         self.with(move |c| Ok(SqlStore::over(c).get_connection(&key)?))
+            .await
+    }
+
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        let (filter, after) = (filter.clone(), after.cloned());
+        self.with(move |c| {
+            Ok(SqlStore::over(c).list_connections(&filter, after.as_ref(), limit)?)
+        })
+        .await
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        let key = key.clone();
+        self.in_transaction(move |db| Ok(db.delete_connection(&key)?))
             .await
     }
 

@@ -143,18 +143,34 @@ async fn fetch_page(
     url: &str,
     headers: &[String],
 ) -> Result<Value, String> {
-    let mut req = client.get(url);
+    send_json(client, reqwest::Method::GET, url, headers, "runway usage").await
+}
+
+/// The JSON answer of `method url` with `headers` (`Name: value`), read up to
+/// [`MAX_ANSWER_BYTES`]; an error answer as its status and its `error`, escaped. `command`
+/// names the CLI in messages.
+pub(crate) async fn send_json(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[String],
+    command: &str,
+) -> Result<Value, String> {
+    let mut req = client.request(method.clone(), url);
     for h in headers {
         let (name, value) = h
             .split_once(':')
             .ok_or_else(|| format!("--header {h:?} is not `Name: value`"))?;
         req = req.header(name.trim(), value.trim());
     }
-    let mut resp = req.send().await.map_err(|e| format!("GET {url}: {e}"))?;
+    let mut resp = req
+        .send()
+        .await
+        .map_err(|e| format!("{method} {url}: {e}"))?;
     let status = resp.status();
     let too_large = || {
         format!(
-            "GET {url}: the answer is larger than {} MiB, the most runway usage reads",
+            "{method} {url}: the answer is larger than {} MiB, the most {command} reads",
             MAX_ANSWER_BYTES / (1024 * 1024)
         )
     };
@@ -165,14 +181,18 @@ async fn fetch_page(
         return Err(too_large());
     }
     let mut bytes = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("{method} {url}: {e}"))?
+    {
         if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
             return Err(too_large());
         }
         bytes.extend_from_slice(&chunk);
     }
     let body: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("GET {url}: HTTP {status}, not JSON: {e}"))?;
+        .map_err(|e| format!("{method} {url}: HTTP {status}, not JSON: {e}"))?;
     if !status.is_success() {
         let why = terminal_text(body["error"].as_str().unwrap_or("no error message"));
         return Err(match status.as_u16() {
@@ -192,7 +212,7 @@ fn unsafe_on_a_terminal(c: char) -> bool {
 }
 
 /// `s` with every character [`unsafe_on_a_terminal`] written as `\u{…}`.
-fn terminal_text(s: &str) -> String {
+pub(crate) fn terminal_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if unsafe_on_a_terminal(c) {
@@ -208,7 +228,7 @@ fn terminal_text(s: &str) -> String {
 /// (DEL, C1, formatting characters; it escapes C0 itself) written as a JSON `\u` escape (four hex digits):
 /// the same JSON, safe to print. Such characters only occur inside strings; the line feeds
 /// between values are kept.
-fn json_for_terminal(json: &str) -> String {
+pub(crate) fn json_for_terminal(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         if c != '\n' && unsafe_on_a_terminal(c) {

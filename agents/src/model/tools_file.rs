@@ -311,6 +311,10 @@ fn parse_provider(
             ));
         }
     };
+    let revocation_url = match &p.revocation_url {
+        None => None,
+        Some(u) => Some(url(u, "revocation_url")?),
+    };
     Ok(Provider {
         key: key.to_owned(),
         name,
@@ -318,6 +322,7 @@ fn parse_provider(
         client_id,
         client_secret,
         scopes: p.scopes,
+        revocation_url,
     })
 }
 
@@ -470,6 +475,8 @@ struct RawProvider {
     authorize_url: Option<Spanned<String>>,
     #[serde(default)]
     token_url: Option<Spanned<String>>,
+    #[serde(default)]
+    revocation_url: Option<Spanned<String>>,
     client_id: Spanned<String>,
     #[serde(default)]
     client_secret: Option<Spanned<String>>,
@@ -708,6 +715,42 @@ auth = "acme"
         let neither = by_issuer.replace("issuer = \"https://acme.example\"\n", "");
         let e = parse_tools(&neither, "t.toml", &settings).unwrap_err();
         assert!(e.reason.contains("needs issuer"), "{e}");
+    }
+
+    #[test]
+    fn a_revocation_url_is_optional_and_checked_like_the_others() {
+        let file = parse_tools(PROVIDERS, "t.toml", &settings).unwrap();
+        assert_eq!(file.providers.get("acme").unwrap().revocation_url, None);
+        let with = |u: &str| {
+            PROVIDERS.replace(
+                "client_id = \"runway\"",
+                &format!("revocation_url = \"{u}\"\nclient_id = \"runway\""),
+            )
+        };
+        let file = parse_tools(
+            &with("https://acme.example/oauth/revoke"),
+            "t.toml",
+            &settings,
+        )
+        .unwrap();
+        assert_eq!(
+            file.providers.get("acme").unwrap().revocation_url,
+            Some("https://acme.example/oauth/revoke".parse().unwrap())
+        );
+        let local = parse_tools(&with("http://127.0.0.1:9/revoke"), "t.toml", &settings).unwrap();
+        assert!(
+            local
+                .providers
+                .get("acme")
+                .unwrap()
+                .revocation_url
+                .is_some()
+        );
+        let e = parse_tools(&with("http://acme.example/revoke"), "t.toml", &settings).unwrap_err();
+        assert_eq!((e.line, e.column), (6, 18), "{e}");
+        assert!(e.reason.contains("revocation_url must be https"), "{e}");
+        let e = parse_tools(&with("https://u:p@acme.example/r"), "t.toml", &settings).unwrap_err();
+        assert!(e.reason.contains("credentials"), "{e}");
     }
 
     #[test]

@@ -10,10 +10,16 @@
 //! (workspace, user, provider). Both routes are reachable without Console's header set: the
 //! states are what authorize them. Everything here is sans-I/O over the store's primitives
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
+//!
+//! Operators list and revoke connections through [`accounts`] (`GET`/`DELETE
+//! {base}/connections`, behind the header set): revoking hands the token back to the
+//! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
 
+pub mod accounts;
 pub mod discovery;
 pub(crate) mod pkce;
 pub mod provider;
+pub mod revoke;
 pub(crate) mod token;
 pub mod vault;
 
@@ -223,6 +229,24 @@ impl Connections {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The provider `key`, whichever worker declares it (one definition per key: see
+    /// [`Connections::new`]).
+    pub(crate) fn any_provider(&self, key: &str) -> Option<&Provider> {
+        self.providers
+            .get(key)
+            .or_else(|| self.per_worker.values().find_map(|own| own.get(key)))
+    }
+
+    /// The vault key.
+    pub(crate) fn vault(&self) -> &VaultKey {
+        &self.vault
+    }
+
+    /// The HTTP client providers are reached through.
+    pub(crate) fn http(&self) -> &Arc<dyn HttpClient> {
+        &self.http
+    }
+
     /// The provider `key` as worker `worker` knows it: its own, else every worker's.
     fn provider(&self, worker: &str, key: &str) -> Option<&Provider> {
         self.per_worker
@@ -398,7 +422,8 @@ impl Connections {
         )
         .await
         {
-            Ok(new) => {
+            Ok(mut new) => {
+                new.connected_at_ms = tokens.connected_at_ms;
                 store.put_connection(key, &self.seal(rt, key, &new)).await?;
                 Ok(Some(new))
             }
@@ -535,7 +560,8 @@ impl Connections {
         )
         .await
         {
-            Ok(tokens) => {
+            Ok(mut tokens) => {
+                tokens.connected_at_ms = Some(rt.now_ms());
                 let sealed = self.seal(rt, &state.key, &tokens);
                 store.put_connection(&state.key, &sealed).await?;
                 tracing::info!(provider = %p.key, worker = %state.worker, "account connected");

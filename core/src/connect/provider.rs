@@ -18,6 +18,10 @@ pub struct Provider {
     pub client_secret: Option<String>,
     /// The scopes asked for.
     pub scopes: Vec<String>,
+    /// Its token revocation endpoint (RFC 7009, `revocation_url`): where `runway connections
+    /// --revoke` revokes a connection's tokens before deleting them from the vault (https, or
+    /// http on a loopback address). None: the tokens are only deleted.
+    pub revocation_url: Option<url::Url>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -28,6 +32,7 @@ impl std::fmt::Debug for Provider {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| ".."))
             .field("scopes", &self.scopes)
+            .field("revocation_url", &self.revocation_url)
             .finish_non_exhaustive()
     }
 }

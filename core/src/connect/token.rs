@@ -89,13 +89,14 @@ pub(crate) async fn refresh(
     Ok(tokens)
 }
 
-async fn request(
-    client: &Arc<dyn HttpClient>,
+/// A form POST to one of `provider`'s endpoints (token, revocation), as runway's client there:
+/// HTTP Basic with the secret (`client_secret_basic`), else `client_id` in the form. `Err`:
+/// the credentials cannot be a header value.
+pub(crate) fn client_request(
     provider: &Provider,
-    token_url: &url::Url,
+    url: &url::Url,
     form: &[(&str, &str)],
-    now_ms: u64,
-) -> Result<Tokens, TokenError> {
+) -> Result<HttpRequest, ()> {
     let mut pairs = form.to_vec();
     let mut headers = http::HeaderMap::new();
     headers.insert(
@@ -112,8 +113,8 @@ async fn request(
             let enc =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let basic = STANDARD.encode(format!("{}:{}", enc(&provider.client_id), enc(secret)));
-            let mut value = http::HeaderValue::try_from(format!("Basic {basic}"))
-                .map_err(|_| TokenError::Unreachable("client credentials".into()))?;
+            let mut value =
+                http::HeaderValue::try_from(format!("Basic {basic}")).map_err(|_| ())?;
             value.set_sensitive(true);
             headers.insert(http::header::AUTHORIZATION, value);
         }
@@ -122,12 +123,23 @@ async fn request(
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish();
-    let request = HttpRequest {
+    Ok(HttpRequest {
         method: http::Method::POST,
-        url: token_url.clone(),
+        url: url.clone(),
         headers,
         body: body.into(),
-    };
+    })
+}
+
+async fn request(
+    client: &Arc<dyn HttpClient>,
+    provider: &Provider,
+    token_url: &url::Url,
+    form: &[(&str, &str)],
+    now_ms: u64,
+) -> Result<Tokens, TokenError> {
+    let request = client_request(provider, token_url, form)
+        .map_err(|()| TokenError::Unreachable("client credentials".into()))?;
     let response = client
         .send(request)
         .await
@@ -158,5 +170,6 @@ async fn request(
             .expires_in
             .map(|s| now_ms.saturating_add(s.saturating_mul(1000))),
         scope: t.scope,
+        connected_at_ms: None,
     })
 }

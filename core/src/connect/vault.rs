@@ -106,6 +106,10 @@ pub struct Tokens {
     /// The scopes granted, as the provider said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// When the user connected (ms since the epoch): set by the callback, kept across
+    /// refreshes; none in entries sealed before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected_at_ms: Option<u64>,
 }
 
 impl Tokens {
@@ -117,6 +121,7 @@ impl Tokens {
             refresh_token: None,
             expires_at_ms: Some(0),
             scope: None,
+            connected_at_ms: None,
         }
     }
 }
@@ -127,6 +132,7 @@ impl std::fmt::Debug for Tokens {
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| ".."))
             .field("expires_at_ms", &self.expires_at_ms)
             .field("scope", &self.scope)
+            .field("connected_at_ms", &self.connected_at_ms)
             .finish_non_exhaustive()
     }
 }
@@ -153,6 +159,7 @@ mod tests {
             refresh_token: Some("rt-secret".into()),
             expires_at_ms: Some(5),
             scope: None,
+            connected_at_ms: Some(1),
         }
     }
 

@@ -14,6 +14,7 @@ mod agui_route;
 pub(crate) mod auth;
 pub(crate) mod config;
 mod connect_route;
+mod connections_route;
 mod console_route;
 pub(crate) mod hosted_files;
 mod lowkey_route;
@@ -276,7 +277,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             None => {
                 return Reply::Full(json_error(
                     404,
-                    "no such endpoint: use POST /runs, POST /agui, POST /lowkey/turn, GET /health or GET /usage",
+                    "no such endpoint: use POST /runs, POST /agui, POST /lowkey/turn, GET /health, GET /usage or GET /connections",
                 ));
             }
         };
@@ -294,6 +295,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::LowkeyTurn => self.lowkey_route(&req),
             Route::Agui { agent_id } => self.agui_route(&req, agent_id),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
+            Route::Connections => Reply::Full(self.connections_route(&req).await),
             Route::File { .. } | Route::Connect { .. } | Route::Callback => {
                 unreachable!("answered above")
             }

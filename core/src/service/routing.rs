@@ -1,7 +1,8 @@
 //! Which endpoint a request path names, under the configured base path.
 //!
 //! Paths are matched exactly below `config.base_path` (`RUNWAY_BASE_PATH`): `{base}/runs`,
-//! `{base}/health`, `{base}/lowkey/turn`, `{base}/agui[/{agentId}]` and
+//! `{base}/health`, `{base}/lowkey/turn`, `{base}/agui[/{agentId}]`, `{base}/usage`,
+//! `{base}/connections`, `{base}/connect/{id}`, `{base}/callback` and
 //! `{base}/files/{token}/{name}`. Nothing is matched
 //! by substring or suffix, so a base path may itself contain `files` or `runs`, and
 //! `/x/runs` is not `/runs`.
@@ -19,6 +20,9 @@ pub(crate) enum Route<'a> {
     LowkeyTurn,
     /// `GET {base}/usage`.
     Usage,
+    /// `GET` and `DELETE {base}/connections`: the vault's connected accounts, and their
+    /// revocation.
+    Connections,
     /// `POST {base}/agui` (the deployment's one agent) or `POST {base}/agui/{agentId}` (a
     /// worker of a workers file): an AG-UI 1.0 run.
     Agui {
@@ -51,6 +55,7 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/runs" => return Some(Route::Runs),
         "/health" => return Some(Route::Health),
         "/usage" => return Some(Route::Usage),
+        "/connections" => return Some(Route::Connections),
         "/callback" => return Some(Route::Callback),
         "/agui" => return Some(Route::Agui { agent_id: None }),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
@@ -80,6 +85,8 @@ mod tests {
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
         assert_eq!(route("/callback", ""), Some(Route::Callback));
+        assert_eq!(route("/connections", ""), Some(Route::Connections));
+        assert_eq!(route("/connections/x", ""), None);
         assert_eq!(route("/agui", ""), Some(Route::Agui { agent_id: None }));
         assert_eq!(
             route("/agui/w-1", ""),

@@ -6,6 +6,10 @@
 //! state is claimed atomically (read and deleted in one step): of any number of concurrent
 //! claims of one state, at most one gets it, on every backend (a transaction on SQLite and in
 //! the Durable Object, one lock in memory), checked by the store conformance suite.
+//!
+//! Operators list entries by workspace and user, page by page in key order, and delete them
+//! one by one ([`crate::connect::accounts`], `runway connections`): still sealed here, opened
+//! only by the service layer, which gives out metadata and never a token.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +18,7 @@ use crate::store::sql_store::SqlStore;
 
 /// Whose connection: one user's, in one workspace, to one provider. One user's connection is
 /// never another user's, nor the same user's in another workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionKey {
     /// The workspace (its storage form).
@@ -35,6 +39,44 @@ impl ConnectionKey {
             out.extend_from_slice(part.as_bytes());
         }
         out
+    }
+}
+
+/// Which vault entries a listing names: one workspace's, one user's, or both (`None`: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionFilter {
+    /// Only this workspace's entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// Only this user's entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+impl ConnectionFilter {
+    /// Whether `key` is one of the entries the filter names.
+    pub fn matches(&self, key: &ConnectionKey) -> bool {
+        self.workspace.as_ref().is_none_or(|w| *w == key.workspace)
+            && self.user.as_ref().is_none_or(|u| *u == key.user)
+    }
+}
+
+/// A vault entry as a listing gives it: whose, and still sealed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredConnection {
+    /// Whose connection.
+    pub key: ConnectionKey,
+    /// The sealed entry ([`crate::connect::vault`]).
+    pub sealed: String,
+}
+
+impl std::fmt::Debug for StoredConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredConnection")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }
 
@@ -165,6 +207,83 @@ impl<S: Sql> SqlStore<S> {
             None => Ok(None),
             Some(v) => Ok(Some(v.text()?)),
         }
+    }
+}
+
+impl<S: Sql> SqlStore<S> {
+    /// [`crate::adapter::TurnStore::list_connections`]: in key order (workspace, user,
+    /// provider), after `after`.
+    ///
+    /// # Errors
+    /// SQLite failed or a row is corrupt.
+    pub fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, DbError> {
+        let mut conditions = Vec::new();
+        let mut params: Vec<SqlValue> = Vec::new();
+        if let Some(w) = &filter.workspace {
+            conditions.push("workspace = ?");
+            params.push(w.as_str().into());
+        }
+        if let Some(u) = &filter.user {
+            conditions.push("user_id = ?");
+            params.push(u.as_str().into());
+        }
+        if let Some(a) = after {
+            conditions.push("(workspace, user_id, provider) > (?, ?, ?)");
+            params.extend([
+                a.workspace.as_str().into(),
+                a.user.as_str().into(),
+                a.provider.as_str().into(),
+            ]);
+        }
+        let mut query =
+            "SELECT workspace, user_id, provider, sealed FROM turn_connections".to_owned();
+        if !conditions.is_empty() {
+            query.push_str(" WHERE ");
+            query.push_str(&conditions.join(" AND "));
+        }
+        query.push_str(" ORDER BY workspace, user_id, provider LIMIT ?");
+        params.push(SqlValue::from(limit as u64));
+        let rows = self.sql().exec(&query, &params)?;
+        rows.into_iter()
+            .map(|row| {
+                let mut row = row.into_iter();
+                let mut next = || {
+                    row.next()
+                        .ok_or_else(|| DbError::Corrupt("turn_connections row".into()))?
+                        .text()
+                };
+                Ok(StoredConnection {
+                    key: ConnectionKey {
+                        workspace: next()?,
+                        user: next()?,
+                        provider: next()?,
+                    },
+                    sealed: next()?,
+                })
+            })
+            .collect()
+    }
+
+    /// [`crate::adapter::TurnStore::delete_connection`]: whether there was an entry.
+    ///
+    /// # Errors
+    /// SQLite failed.
+    pub fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, DbError> {
+        let rows = self.sql().exec(
+            "DELETE FROM turn_connections
+             WHERE workspace = ? AND user_id = ? AND provider = ? RETURNING 1",
+            &[
+                key.workspace.as_str().into(),
+                key.user.as_str().into(),
+                key.provider.as_str().into(),
+            ],
+        )?;
+        Ok(!rows.is_empty())
     }
 }
 

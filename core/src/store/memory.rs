@@ -14,8 +14,8 @@ use crate::store::turn_state::{
     decide_owner, holds_claim, thread_after,
 };
 use crate::store::{
-    CommitOutcome, ConnectState, ConnectionKey, HostedFile, TurnClaim, TurnCommit, TurnStart,
-    TurnStore,
+    CommitOutcome, ConnectState, ConnectionFilter, ConnectionKey, HostedFile, StoredConnection,
+    TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use crate::wire::recording::Recording;
 
@@ -228,6 +228,31 @@ impl TurnStore for MemoryStore {
 
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         Ok(self.lock().connections.get(key).cloned())
+    }
+
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        let t = self.lock();
+        let mut found: Vec<StoredConnection> = t
+            .connections
+            .iter()
+            .filter(|(k, _)| filter.matches(k) && after.is_none_or(|a| *k > a))
+            .map(|(k, sealed)| StoredConnection {
+                key: k.clone(),
+                sealed: sealed.clone(),
+            })
+            .collect();
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        Ok(self.lock().connections.remove(key).is_some())
     }
 
     async fn claim_action(&self, claim: &ActionClaim) -> Result<bool, StoreError> {

@@ -35,7 +35,9 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 pub use crate::store::action_claims::ActionClaim;
-pub use crate::store::connections::{ConnectStage, ConnectState, ConnectionKey};
+pub use crate::store::connections::{
+    ConnectStage, ConnectState, ConnectionFilter, ConnectionKey, StoredConnection,
+};
 
 use crate::agent::context::{ContextPolicy, ThreadContext};
 use crate::error::StoreError;
@@ -259,6 +261,40 @@ pub trait TurnStore: MaybeSend + MaybeSync + 'static {
         &self,
         key: &ConnectionKey,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + MaybeSend {
+        let _ = key;
+        std::future::ready(Err(no_vault()))
+    }
+
+    /// Up to `limit` vault entries `filter` names, sealed as stored, in an order of the
+    /// store's own that does not change between calls, starting after the entry `after` (the
+    /// last entry of the previous page; it need not exist any more). Fewer than `limit` only
+    /// when no more follow. What `runway connections` lists, page by page.
+    ///
+    /// A store that cannot list every workspace's entries at once (see
+    /// [`TurnStore::lists_every_workspace`]) refuses a filter without a workspace.
+    fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<StoredConnection>, StoreError>> + MaybeSend {
+        let _ = (filter, after, limit);
+        std::future::ready(Err(no_vault()))
+    }
+
+    /// Whether [`TurnStore::list_connections`] serves a filter without a workspace (every
+    /// workspace's entries at once). A store keeping each workspace's entries apart, with no
+    /// index of the workspaces, lists one workspace at a time.
+    fn lists_every_workspace(&self) -> bool {
+        true
+    }
+
+    /// Deletes the vault entry of `key`; whether there was one. Deleting an absent entry
+    /// changes nothing.
+    fn delete_connection(
+        &self,
+        key: &ConnectionKey,
+    ) -> impl Future<Output = Result<bool, StoreError>> + MaybeSend {
         let _ = key;
         std::future::ready(Err(no_vault()))
     }

@@ -9,8 +9,8 @@ use crate::error::StoreError;
 use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::store::memory::MemoryStore;
 use crate::store::{
-    ActionClaim, CommitOutcome, ConnectState, ConnectionKey, HostedFile, TurnClaim, TurnCommit,
-    TurnStart, TurnStore,
+    ActionClaim, CommitOutcome, ConnectState, ConnectionFilter, ConnectionKey, HostedFile,
+    StoredConnection, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use crate::testing::clock::VirtualRuntime;
 
@@ -35,8 +35,9 @@ pub enum StoreCall {
     Tallies,
     /// `claim_action`: claim an approved action before it runs.
     ClaimAction,
-    /// `put_connect_state`, `claim_connect_state`, `put_connection`, `get_connection`: the
-    /// vault and the states of connections being made.
+    /// `put_connect_state`, `claim_connect_state`, `put_connection`, `get_connection`,
+    /// `list_connections`, `delete_connection`: the vault and the states of connections
+    /// being made.
     Vault,
 }
 
@@ -260,5 +261,20 @@ impl TurnStore for TestStore {
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         self.enter(StoreCall::Vault).await?;
         self.inner.get_connection(key).await
+    }
+
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.list_connections(filter, after, limit).await
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        self.enter(StoreCall::Vault).await?;
+        self.inner.delete_connection(key).await
     }
 }

@@ -107,6 +107,20 @@ impl<A: Agent> TestRunway<A> {
         self
     }
 
+    /// Serves connected accounts for `providers`, as [`Runway::with_providers`] (sealing
+    /// with the config's `vault_key`, reaching providers through the client given to
+    /// [`TestRunway::with_http_client`], so call that first).
+    ///
+    /// # Errors
+    /// As [`Runway::with_providers`].
+    pub fn with_providers(
+        mut self,
+        providers: crate::connect::provider::Providers,
+    ) -> Result<Self, crate::connect::ConnectionsError> {
+        self.runway = self.runway.with_providers(providers)?;
+        Ok(self)
+    }
+
     /// Sends `turn` and reads its stream to the end, moving the virtual clock whenever the
     /// turn only waits.
     pub async fn send(&self, turn: TestTurn) -> Frames {

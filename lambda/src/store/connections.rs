@@ -11,11 +11,16 @@
 //!   `[user, provider]` (unambiguous whatever the names hold; one workspace's entries are one
 //!   partition, listable by a `Query`), the sealed entry's bytes in the binary `sealed`
 //!   attribute. Entries do not expire: the tokens inside carry their own expiry.
+//! - Listing one workspace's entries is a `Query` of its partition (a user's: with
+//!   `begins_with(sk, ["user",)`); listing every workspace's is a `Scan` of the table filtered
+//!   on the `connection#` partitions (an operator's rare command: it reads the whole table,
+//!   page after page). Either goes on after the last entry listed (`ExclusiveStartKey`).
+//!   Deleting is one `DeleteItem`.
 
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use runway_core::adapter::StoreError;
-use runway_core::store::{ConnectState, ConnectionKey};
+use runway_core::store::{ConnectState, ConnectionFilter, ConnectionKey, StoredConnection};
 
 use super::DynamoStore;
 use super::item::{Item, b, expiry, get_s, n, s};
@@ -29,6 +34,44 @@ fn connection_keys(key: &ConnectionKey) -> (String, String) {
     let sk =
         serde_json::to_string(&[&key.user, &key.provider]).expect("two strings serialize as JSON");
     (format!("connection#{}", key.workspace), sk)
+}
+
+/// The prefix of the sort keys of `user`'s entries: `["user",`.
+fn user_prefix(user: &str) -> String {
+    let mut p = serde_json::to_string(&[user]).expect("a string serializes as JSON");
+    p.pop();
+    p.push(',');
+    p
+}
+
+/// The item's key as `ExclusiveStartKey`.
+fn start_key(key: &ConnectionKey) -> Item {
+    let (pk, sk) = connection_keys(key);
+    Item::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+/// A vault entry item as listed.
+fn stored_connection(item: &Item) -> Result<StoredConnection, StoreError> {
+    let workspace = get_s(item, "pk")
+        .and_then(|pk| pk.strip_prefix("connection#"))
+        .ok_or_else(|| corrupt("connection"))?;
+    let (user, provider): (String, String) = get_s(item, "sk")
+        .and_then(|sk| serde_json::from_str(sk).ok())
+        .ok_or_else(|| corrupt("connection"))?;
+    let sealed = match item.get("sealed") {
+        Some(AttributeValue::B(bytes)) => {
+            String::from_utf8(bytes.clone().into_inner()).map_err(|_| corrupt("connection"))?
+        }
+        _ => return Err(corrupt("connection")),
+    };
+    Ok(StoredConnection {
+        key: ConnectionKey {
+            workspace: workspace.to_owned(),
+            user,
+            provider,
+        },
+        sealed,
+    })
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -129,5 +172,84 @@ impl DynamoStore {
                 .map_err(|_| corrupt("connection")),
             _ => Err(corrupt("connection")),
         }
+    }
+
+    pub(super) async fn list_connection_items(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        let mut found: Vec<StoredConnection> = Vec::new();
+        let mut start = after.map(start_key);
+        let page = i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000);
+        while found.len() < limit {
+            let (items, next) = match &filter.workspace {
+                Some(w) => {
+                    let mut q = self
+                        .client
+                        .query()
+                        .table_name(&self.table)
+                        .consistent_read(true)
+                        .limit(page)
+                        .expression_attribute_values(":pk", s(format!("connection#{w}")))
+                        .set_exclusive_start_key(start.take());
+                    q = match &filter.user {
+                        Some(u) => q
+                            .key_condition_expression("pk = :pk AND begins_with(sk, :u)")
+                            .expression_attribute_values(":u", s(user_prefix(u))),
+                        None => q.key_condition_expression("pk = :pk"),
+                    };
+                    let out = q.send().await.map_err(|e| sdk_error("Query", e))?;
+                    (out.items, out.last_evaluated_key)
+                }
+                None => {
+                    let mut q = self
+                        .client
+                        .scan()
+                        .table_name(&self.table)
+                        .consistent_read(true)
+                        .expression_attribute_values(":c", s("connection#"))
+                        .set_exclusive_start_key(start.take());
+                    q = match &filter.user {
+                        Some(u) => q
+                            .filter_expression("begins_with(pk, :c) AND begins_with(sk, :u)")
+                            .expression_attribute_values(":u", s(user_prefix(u))),
+                        None => q.filter_expression("begins_with(pk, :c)"),
+                    };
+                    let out = q.send().await.map_err(|e| sdk_error("Scan", e))?;
+                    (out.items, out.last_evaluated_key)
+                }
+            };
+            for item in items.unwrap_or_default() {
+                found.push(stored_connection(&item)?);
+            }
+            match next {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        // A page read past `limit` ends the listing at the last entry given: the next call
+        // goes on after it.
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    pub(super) async fn delete_connection_item(
+        &self,
+        key: &ConnectionKey,
+    ) -> Result<bool, StoreError> {
+        let (pk, sk) = connection_keys(key);
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| sdk_error("DeleteItem", e))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 }

@@ -18,7 +18,7 @@
 //! | file part | `file#{token}` | `part#{tag}#{i}` | `data` |
 //! | action claim | `action#{sha-256 of thread key and action}` | `action` | `claimant` the holder (see [`TurnStore::claim_action`]) |
 //! | connect state | `connect#{state id}` | `state` | the state as JSON in `data` (see `connections.rs`) |
-//! | vault entry | `connection#{workspace}` | `["user","provider"]` (JSON) | the sealed entry's bytes in `sealed`; no expiry |
+//! | vault entry | `connection#{workspace}` | `["user","provider"]` (JSON) | the sealed entry's bytes in `sealed`; no expiry (listed by a `Query` of the workspace, or a `Scan` for every workspace) |
 //! | tally row (limits, usage) | `tally#{part}` | `{item}` | a number per `Tally::FIELDS` entry (see `tallies.rs`) |
 //!
 //! Recordings and contexts are deflate-compressed JSON/SSE text; an item holds at most
@@ -96,7 +96,7 @@ use runway_core::adapter::{
     ActionClaim, CommitOutcome, HostedFile, StoreError, TurnClaim, TurnCommit, TurnStart, TurnStore,
 };
 use runway_core::store::tally::{Tally, TallyKey, TurnTake};
-use runway_core::store::{ConnectState, ConnectionKey};
+use runway_core::store::{ConnectState, ConnectionFilter, ConnectionKey, StoredConnection};
 
 pub use files::MAX_FILE_BYTES;
 use item::{Item, s};
@@ -193,6 +193,19 @@ impl TurnStore for DynamoStore {
 
     async fn get_connection(&self, key: &ConnectionKey) -> Result<Option<String>, StoreError> {
         self.get_connection_item(key).await
+    }
+
+    async fn list_connections(
+        &self,
+        filter: &ConnectionFilter,
+        after: Option<&ConnectionKey>,
+        limit: usize,
+    ) -> Result<Vec<StoredConnection>, StoreError> {
+        self.list_connection_items(filter, after, limit).await
+    }
+
+    async fn delete_connection(&self, key: &ConnectionKey) -> Result<bool, StoreError> {
+        self.delete_connection_item(key).await
     }
 
     async fn put_file(&self, file: &HostedFile) -> Result<(), StoreError> {
