@@ -42,8 +42,8 @@ impl ResumeLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Message, Role};
     use crate::protocol::Interrupt;
+    use crate::protocol::{Message, Role};
 
     fn asked_by(run: &str) -> ThreadContext {
         let mut answer = Message::new(Role::Assistant, "Approve?");
