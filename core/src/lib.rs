@@ -53,7 +53,7 @@ pub use agent::{
     ToolCall, Turn,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
-pub use meter::{Limits, ModelTokens, Price, TurnUsage};
+pub use meter::{ModelTokens, Price, TurnUsage, UsageLimits};
 pub use platform::maybe_send::{MaybeSend, MaybeSync};
 pub use protocol::Interrupt;
 pub use service::workers::Workers;

@@ -384,7 +384,7 @@ mod tests {
     use super::*;
     use crate::error::StoreError;
     use crate::meter::budget::{Left, LimitKind};
-    use crate::meter::limits::{Limits, Price};
+    use crate::meter::limits::{Price, UsageLimits};
     use crate::platform::maybe_send::BoxFuture;
     use crate::store::TurnStore;
     use crate::store::memory::MemoryStore;
@@ -493,9 +493,9 @@ mod tests {
         let mut policy = Policy::serve_any();
         policy.worker_limits.insert(
             "a".into(),
-            Limits {
+            UsageLimits {
                 tokens_per_day: Some(100),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         );
         let policy = Arc::new(policy);
@@ -505,7 +505,7 @@ mod tests {
                 let u = TurnUsage::default();
                 u.start(now, Arc::clone(&policy), format!("turn-{i}"));
                 u.set_ledger(ledger.clone());
-                block_on(crate::meter::admission::admit(
+                block_on(crate::meter::admission::check_turn_limits(
                     &ledger.0,
                     &policy,
                     &u,

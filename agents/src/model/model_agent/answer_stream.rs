@@ -258,7 +258,7 @@ impl<R: Runtime> ModelAgent<R> {
         // still made a call (its tokens estimated).
         let reported = meter.has_report();
         let tokens = meter.finish();
-        if reported && log.admit() {
+        if reported && log.take_line() {
             tracing::info!(
                 prompt_tokens = tokens.input,
                 completion_tokens = tokens.output,

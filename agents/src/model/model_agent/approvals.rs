@@ -69,7 +69,7 @@ impl<R: Runtime> ModelAgent<R> {
                         .map(|e| e.map(|args| Verdict::Run(Some(args))))
                         .collect(),
                     Err(reason) => {
-                        if log.admit() {
+                        if log.take_line() {
                             tracing::info!(run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                                 reason = %reason, "an edit was refused: asking again");
                         }
@@ -114,7 +114,7 @@ impl<R: Runtime> ModelAgent<R> {
                 Ok(false) => Verdict::Decline(ALREADY_DECIDED.into()),
                 Err(e) => {
                     // Not claimed, so not settled: it is asked about again.
-                    if log.admit() {
+                    if log.take_line() {
                         tracing::warn!(run_id = %LogId(&turn.run_id), thread_id = %LogId(&turn.thread_id),
                             error = %e, "a decision could not be recorded: asking again");
                     }

@@ -99,7 +99,7 @@ impl<R: Runtime> ModelAgent<R> {
                             format!("model call failed after {attempt} attempts: {detail}"),
                         ));
                     }
-                    if log.admit() {
+                    if log.take_line() {
                         tracing::warn!(
                             attempt,
                             wait_ms = wait.as_millis() as u64,

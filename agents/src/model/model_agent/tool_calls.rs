@@ -152,7 +152,7 @@ fn connection_refusal(turn: &Turn, e: &ConnectionError, log: &LogBudget) -> Stri
              the tool was not called."
         ),
         e => {
-            if log.admit() {
+            if log.take_line() {
                 tracing::warn!(run_id = %LogId(&turn.run_id), error = %e, "a connected account could not be used");
             }
             format!(
