@@ -17,7 +17,7 @@
 use futures::future::join_all;
 
 use crate::error::{StoreError, TurnErrorCode};
-pub(crate) use crate::meter::budget::meter_part;
+use crate::keys::meter_part;
 use crate::meter::budget::{Budget, assess};
 use crate::meter::limits::{Policy, Scope};
 use crate::meter::tally::{TallyKey, TallyStore, TurnTake};

@@ -4,6 +4,7 @@
 //! other's calls as soon as they end.
 
 use crate::error::TurnErrorCode;
+use crate::keys::meter_part;
 use crate::meter::limits::Scope;
 use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::window::{Windows, wait_phrase};
@@ -11,11 +12,6 @@ use crate::protocol::Ending;
 
 /// How long a day's budget counters are kept after the day (or month) ends.
 const BUDGET_KEPT_MS: u64 = 86_400_000;
-
-/// The part holding `scope`'s counters.
-pub(crate) fn meter_part(scope: &str) -> String {
-    format!("meter/{scope}")
-}
 
 /// A token or spend limit, as the user is told about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::lowkey::storage_id;
+use crate::keys::{pair_scope, worker_scope, workspace_scope};
 
 /// Limits on a scope: a workspace (a customer), a worker (a Digital Worker), or one worker in
 /// one workspace. Unset means unlimited.
@@ -163,7 +163,6 @@ impl Policy {
     /// The limits that apply to a turn of `agent_id` in `workspace_id`, scope by scope
     /// (only scopes with a limit set).
     pub(crate) fn scopes(&self, agent_id: &str, workspace_id: &str) -> Vec<Scope> {
-        let (w, s) = (storage_id(agent_id), storage_id(workspace_id));
         let workspace = self
             .workspace_limits
             .get(workspace_id)
@@ -176,9 +175,9 @@ impl Policy {
                     .get(&(ANY_WORKSPACE.to_owned(), agent_id.to_owned()))
             });
         [
-            (format!("workspace/{s}"), workspace),
-            (format!("worker/{w}"), self.worker_limits.get(agent_id)),
-            (format!("workspace/{s}/worker/{w}"), pair),
+            (workspace_scope(workspace_id), workspace),
+            (worker_scope(agent_id), self.worker_limits.get(agent_id)),
+            (pair_scope(workspace_id, agent_id), pair),
         ]
         .into_iter()
         .filter_map(|(key, limits)| {

@@ -25,7 +25,8 @@ pub mod turn_usage;
 pub mod usage_report;
 pub mod window;
 
+pub use crate::keys::{usage_item, usage_part};
 pub use limits::{ANY_WORKSPACE, InvalidAmount, Policy, Price, UsageLimits};
 pub use report::{LogLine, TurnMetrics, TurnReport};
 pub use turn_usage::{ModelTokens, TurnUsage};
-pub use usage_report::{UsageReport, UsageRow, usage_item, usage_part};
+pub use usage_report::{UsageReport, UsageRow};

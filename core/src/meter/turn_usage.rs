@@ -7,7 +7,8 @@ use futures::future::join_all;
 
 use crate::error::AgentError;
 use crate::error::TurnErrorCode;
-use crate::meter::budget::{Budget, Reached, assess, budget_writes, meter_part, spend_of};
+use crate::keys::meter_part;
+use crate::meter::budget::{Budget, Reached, assess, budget_writes, spend_of};
 use crate::meter::ledger::BudgetLedger;
 use crate::meter::limits::{Policy, Scope};
 use crate::meter::tally::{Tally, TallyKey};
