@@ -14,6 +14,7 @@
 //! | a turn's workspace | `{storage_id(workspaceId)}` | [`workspace_key`] |
 //! | limit scopes | `workspace/{s}`, `worker/{w}`, `workspace/{s}/worker/{w}` (`s`, `w`: storage ids) | [`workspace_scope`], [`worker_scope`], [`pair_scope`] |
 //! | a scope's counters (part) | `meter/{scope}` | [`meter_part`] |
+//! | a counter of a window (item) | `m/{minutes since the epoch}`, `d/{YYYY-MM-DD}`, `mo/{YYYY-MM}` (UTC) | [`minute_item`], [`day_item`], [`month_item`] |
 //! | a day's usage rows (part) | `usage/{YYYY-MM-DD}` | [`usage_part`] |
 //! | one usage row (item) | `{storage_id(workspace)}/{storage_id(worker)}` | [`usage_item`] |
 //!
@@ -22,6 +23,7 @@
 //! one protocol can name another's thread.
 
 use sha2::{Digest, Sha256};
+use time::Date;
 
 /// Longest id used verbatim in a storage key; longer ids are hashed (see [`storage_id`]).
 const MAX_VERBATIM_ID: usize = 128;
@@ -104,6 +106,21 @@ pub(crate) fn pair_scope(workspace_id: &str, agent_id: &str) -> String {
 /// The part holding `scope`'s counters.
 pub(crate) fn meter_part(scope: &str) -> String {
     format!("meter/{scope}")
+}
+
+/// The item of the turns-per-minute counter of `minute` (minutes since the epoch).
+pub(crate) fn minute_item(minute: u64) -> String {
+    format!("m/{minute}")
+}
+
+/// The item of the day's counter of `day` (UTC): `d/2026-12-01`.
+pub(crate) fn day_item(day: Date) -> String {
+    format!("d/{day}")
+}
+
+/// The item of the month's counter of the month `day` falls in (UTC): `mo/2026-12`.
+pub(crate) fn month_item(day: Date) -> String {
+    format!("mo/{:04}-{:02}", day.year(), u8::from(day.month()))
 }
 
 /// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
@@ -193,6 +210,10 @@ mod tests {
             format!("workspace/{HASHED_A_SLASH_B}/worker/918")
         );
         assert_eq!(meter_part("worker/918"), "meter/worker/918");
+        let day = Date::from_calendar_date(2026, time::Month::March, 7).expect("a date");
+        assert_eq!(minute_item(29_452_800), "m/29452800");
+        assert_eq!(day_item(day), "d/2026-03-07");
+        assert_eq!(month_item(day), "mo/2026-03");
         assert_eq!(usage_part("2026-12-01"), "usage/2026-12-01");
         assert_eq!(usage_item("ws1", "918"), "ws1/918");
         assert_eq!(usage_item("a/b", "918"), format!("{HASHED_A_SLASH_B}/918"));
