@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use runway_core::adapter::Runtime;
-use runway_core::{Limits, Price, SharedAgent, Workers};
+use runway_core::{Price, SharedAgent, UsageLimits, Workers};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -128,9 +128,9 @@ struct RawLimits {
     spend_per_month: Option<Usd>,
 }
 
-impl From<RawLimits> for Limits {
+impl From<RawLimits> for UsageLimits {
     fn from(r: RawLimits) -> Self {
-        Limits {
+        UsageLimits {
             turns_per_minute: r.turns_per_minute,
             tokens_per_day: r.tokens_per_day,
             spend_per_day: r.spend_per_day.map(|u| u.0),
@@ -323,13 +323,13 @@ pub fn load_workers<R: Runtime + Clone>(
         let limits = raw
             .defaults
             .limits
-            .map(Limits::from)
+            .map(UsageLimits::from)
             .unwrap_or_default()
             .overridden_by(
                 &spanned
                     .get_ref()
                     .limits
-                    .map(Limits::from)
+                    .map(UsageLimits::from)
                     .unwrap_or_default(),
             );
         if !limits.is_empty() {

@@ -8,7 +8,7 @@ use clap::Parser;
 use url::Url;
 
 use crate::checklist::{CheckConfig, DEFAULT_CONTEXT_FIRST, DEFAULT_CONTEXT_SECOND, run_checklist};
-use crate::deadlines::{Deadlines, Limits, parse_duration};
+use crate::deadlines::{Deadlines, StreamLimits, parse_duration};
 use crate::transport::{HeaderSet, Settings};
 
 /// Check an External Agent against Console's contract: both endpoints,
@@ -124,7 +124,7 @@ impl CheckArgs {
                 first_flush: self.first_flush_within,
                 after_final: self.after_final,
             },
-            limits: Limits {
+            limits: StreamLimits {
                 max_frame_bytes: self.max_frame_bytes,
                 max_stream_bytes: self.max_stream_bytes,
                 max_frames: self.max_frames,
@@ -201,7 +201,7 @@ mod tests {
         let a = parse(&["http://127.0.0.1:8080"]);
         let c = a.to_config().unwrap();
         assert_eq!(c.settings.deadlines, Deadlines::default());
-        assert_eq!(c.settings.limits, Limits::default());
+        assert_eq!(c.settings.limits, StreamLimits::default());
         assert!(!c.settings.egress_strict);
         assert!(c.headers.is_empty());
         assert_eq!(c.context_prompts.0, DEFAULT_CONTEXT_FIRST);

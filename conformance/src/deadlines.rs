@@ -60,7 +60,7 @@ impl Default for Deadlines {
 
 /// Size limits on one stream. Exceeding any is `LIMIT_EXCEEDED`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Limits {
+pub struct StreamLimits {
     /// One frame: the longest line (data or comment) Console buffers, in
     /// bytes, line terminator excluded (default 256 KiB).
     pub max_frame_bytes: usize,
@@ -70,9 +70,9 @@ pub struct Limits {
     pub max_frames: usize,
 }
 
-impl Default for Limits {
+impl Default for StreamLimits {
     fn default() -> Self {
-        Limits {
+        StreamLimits {
             max_frame_bytes: 256 * 1024,
             max_stream_bytes: 8 * 1024 * 1024,
             max_frames: 20_000,
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(d.idle, Duration::from_secs(30));
         assert_eq!(d.turn, Duration::from_secs(300));
         assert_eq!(d.heartbeat, Duration::from_secs(15));
-        let l = Limits::default();
+        let l = StreamLimits::default();
         assert_eq!(l.max_frame_bytes, 262_144);
         assert_eq!(l.max_stream_bytes, 8_388_608);
         assert_eq!(l.max_frames, 20_000);

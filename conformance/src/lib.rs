@@ -140,7 +140,7 @@ pub mod turn;
 
 pub use checklist::{CheckConfig, run_checklist};
 pub use cli::{CheckArgs, cli_main, cli_main_with_output};
-pub use deadlines::{Deadlines, Limits};
+pub use deadlines::{Deadlines, StreamLimits};
 pub use findings::{Code, Finding, Severity};
 pub use frame_rules::{FrameRules, RunIds};
 pub use health::{HealthVerdict, fold_health, probe_health};

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::deadlines::{Deadlines, Limits};
+use crate::deadlines::{Deadlines, StreamLimits};
 use crate::findings::{Code, Finding};
 use crate::frame_rules::{FrameRules, RunIds, StreamEnd};
 use crate::outcome::{ReadMode, TurnOutcome};
@@ -103,7 +103,7 @@ pub struct TurnVerdict {
 pub fn judge_recorded_turn(
     turn: &RecordedTurn,
     deadlines: &Deadlines,
-    limits: Limits,
+    limits: StreamLimits,
 ) -> TurnVerdict {
     let mut rules = FrameRules::new(RunIds {
         run_id: turn.run_id.clone(),
@@ -144,7 +144,7 @@ fn fail(verdict: &mut TurnVerdict, code: Code, message: String) -> (StreamEnd, u
 fn judge_exchange(
     turn: &RecordedTurn,
     d: &Deadlines,
-    limits: Limits,
+    limits: StreamLimits,
     rules: &mut FrameRules,
     verdict: &mut TurnVerdict,
 ) -> (StreamEnd, usize) {
@@ -331,7 +331,7 @@ mod tests {
                     10,
                 ),
                 &Deadlines::default(),
-                Limits::default(),
+                StreamLimits::default(),
             );
             assert_eq!(v.outcome, TurnOutcome::Finished, "cut at {cut}");
             assert!(v.findings.is_empty(), "{:?}", v.findings);
@@ -348,7 +348,7 @@ mod tests {
         let v = judge_recorded_turn(
             &turn(&[(6, body)], RecordedEnd::Closed, 8),
             &Deadlines::default(),
-            Limits::default(),
+            StreamLimits::default(),
         );
         assert_eq!(codes(&v), ["RUN_STARTED_SENT", "NO_FINAL_FRAME"]);
         assert_eq!(v.outcome, TurnOutcome::ClosedWithoutFinal);
@@ -359,7 +359,7 @@ mod tests {
         let d = Deadlines::default();
         // The first frame 10 s after the headers: Console gave up at 10 s.
         let late = turn(&[(10_006, GOOD)], RecordedEnd::Closed, 10_010);
-        let v = judge_recorded_turn(&late, &d, Limits::default());
+        let v = judge_recorded_turn(&late, &d, StreamLimits::default());
         assert_eq!(codes(&v), ["TTFB_TIMEOUT"]);
         assert_eq!(v.frames, 0);
         // 20 s of silence mid-stream: tolerated, but a heartbeat gap.
@@ -367,7 +367,7 @@ mod tests {
         let v = judge_recorded_turn(
             &turn(&[(6, a), (20_006, b)], RecordedEnd::Closed, 20_007),
             &d,
-            Limits::default(),
+            StreamLimits::default(),
         );
         assert_eq!(codes(&v), ["HEARTBEAT_GAP"]);
         assert_eq!(v.longest_silence_ms, 20_000);
@@ -375,7 +375,7 @@ mod tests {
         let v = judge_recorded_turn(
             &turn(&[(6, a)], RecordedEnd::Closed, 31_007),
             &d,
-            Limits::default(),
+            StreamLimits::default(),
         );
         assert_eq!(codes(&v), ["IDLE_TIMEOUT"]);
     }
@@ -384,21 +384,21 @@ mod tests {
     fn head_and_transport_failures() {
         let mut t = turn(&[], RecordedEnd::Closed, 8);
         t.status = Some(401);
-        let v = judge_recorded_turn(&t, &Deadlines::default(), Limits::default());
+        let v = judge_recorded_turn(&t, &Deadlines::default(), StreamLimits::default());
         assert_eq!(codes(&v), ["UPSTREAM_REJECTED"]);
         t.status = None;
         t.headers_ms = None;
         t.error = Some("connection refused".into());
-        let v = judge_recorded_turn(&t, &Deadlines::default(), Limits::default());
+        let v = judge_recorded_turn(&t, &Deadlines::default(), StreamLimits::default());
         assert_eq!(codes(&v), ["UPSTREAM_UNAVAILABLE"]);
         assert!(v.findings[0].message.contains("connection refused"));
         let mut t = turn(&[(6, &GOOD[..50])], RecordedEnd::Broken, 9);
         t.cache_control = None;
-        let v = judge_recorded_turn(&t, &Deadlines::default(), Limits::default());
+        let v = judge_recorded_turn(&t, &Deadlines::default(), StreamLimits::default());
         assert_eq!(codes(&v), ["MISSING_STREAM_HEADERS", "STREAM_TRUNCATED"]);
         // Stopped by the user: no end-of-stream finding.
         let t = turn(&[(6, &GOOD[..50])], RecordedEnd::Stopped, 9);
-        let v = judge_recorded_turn(&t, &Deadlines::default(), Limits::default());
+        let v = judge_recorded_turn(&t, &Deadlines::default(), StreamLimits::default());
         assert!(v.findings.is_empty(), "{:?}", v.findings);
         assert_eq!(v.outcome, TurnOutcome::StoppedByClient);
     }

@@ -4,7 +4,7 @@
 //! time (deadlines, arrival times): [`crate::turn`] reads a live response,
 //! [`crate::recorded_turn`] replays chunks a browser recorded.
 
-use crate::deadlines::{Deadlines, Limits};
+use crate::deadlines::{Deadlines, StreamLimits};
 use crate::findings::{Code, Finding};
 use crate::frame_rules::{Disposition, FinalFrame, FrameRules, StreamEnd};
 use crate::outcome::{ReadMode, TurnOutcome};
@@ -32,7 +32,7 @@ pub struct ChunkReport {
 pub struct StreamJudge<'a> {
     rules: &'a mut FrameRules,
     reader: SseReader,
-    limits: Limits,
+    limits: StreamLimits,
     mode: ReadMode,
     bytes: usize,
     frames: usize,
@@ -44,7 +44,7 @@ pub struct StreamJudge<'a> {
 
 impl<'a> StreamJudge<'a> {
     /// A judge feeding `rules`, under `limits`, reading as `mode` asks.
-    pub fn new(rules: &'a mut FrameRules, limits: Limits, mode: ReadMode) -> Self {
+    pub fn new(rules: &'a mut FrameRules, limits: StreamLimits, mode: ReadMode) -> Self {
         StreamJudge {
             rules,
             reader: SseReader::new(limits.max_frame_bytes),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
-use crate::deadlines::{Deadlines, Limits};
+use crate::deadlines::{Deadlines, StreamLimits};
 use crate::egress::{EgressRefusal, FilteringResolver, check_base_url};
 use crate::findings::Code;
 
@@ -191,7 +191,7 @@ pub struct Settings {
     /// The deadlines.
     pub deadlines: Deadlines,
     /// The size limits.
-    pub limits: Limits,
+    pub limits: StreamLimits,
     /// Apply Console's `base_url` egress rules (https only, no credentials,
     /// no internal address). Off by default so local agents can be checked.
     pub egress_strict: bool,
@@ -232,7 +232,7 @@ impl Transport {
     }
 
     /// The size limits this transport was built with.
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> StreamLimits {
         self.settings.limits
     }
 

@@ -249,7 +249,7 @@ async fn read_stream(
     mode: ReadMode,
     start: Instant,
     response_at: Instant,
-    limits: crate::deadlines::Limits,
+    limits: crate::deadlines::StreamLimits,
 ) -> StreamEnd {
     let d = *run.transport.deadlines();
     let to_t = tokio::time::Instant::from_std;

@@ -7,7 +7,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use runway_core::adapter::{Config, Ending, FrameWriter};
-use runway_core::protocol::Limits;
+use runway_core::protocol::StreamLimits;
 use runway_core::testing::{TestRunway, TestTurn, VirtualRuntime, receive};
 use runway_core::{Agent, AgentResult, Outcome, Output, Turn};
 
@@ -28,7 +28,7 @@ impl Agent for EchoAgent {
 
 /// Writes one turn: `deltas` text deltas, then the final frame; returns the SSE bytes.
 fn write_turn(deltas: &[&str]) -> usize {
-    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", Limits::default());
+    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", StreamLimits::default());
     w.start();
     let mut n = 0;
     for d in deltas {

@@ -37,6 +37,7 @@ mod agent;
 pub mod connect;
 mod error;
 pub mod http_client;
+mod keys;
 pub mod meter;
 mod platform;
 pub mod protocol;
@@ -53,16 +54,17 @@ pub use agent::{
     ToolCall, Turn,
 };
 pub use http_client::{Http, HttpError, HttpResponse};
-pub use meter::{Limits, ModelTokens, Price, TurnUsage};
+pub use meter::{ModelTokens, Price, TurnUsage, UsageLimits};
 pub use platform::maybe_send::{MaybeSend, MaybeSync};
 pub use protocol::Interrupt;
 pub use service::workers::Workers;
 
 /// Adapter plumbing: what runs an [`Agent`] on a platform. An agent's author does not need it.
 pub mod adapter {
-    pub use crate::agent::context::{ContextPolicy, thread_key};
+    pub use crate::agent::context::ContextPolicy;
     pub use crate::agent::pending::{TOTAL_PENDING_BYTES, total_pending_bytes};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
+    pub use crate::keys::thread_key;
     pub use crate::platform::maybe_send::BoxFuture;
     pub use crate::platform::runtime::Runtime;
     #[cfg(feature = "tokio")]

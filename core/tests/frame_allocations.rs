@@ -4,7 +4,7 @@
 //! allocator is per process.
 
 use runway_core::adapter::{Ending, FrameWriter};
-use runway_core::protocol::Limits;
+use runway_core::protocol::StreamLimits;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -24,7 +24,7 @@ fn frames_cost_no_allocation_beyond_the_output_buffer() {
 
     // Drained once at the end: only the buffers' geometric growth allocates (output,
     // recording, the kept answer): a few dozen blocks for thousands of frames.
-    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", Limits::default());
+    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", StreamLimits::default());
     w.start();
     let n = allocations(|| {
         for i in 0..FRAMES {
@@ -48,7 +48,7 @@ fn frames_cost_no_allocation_beyond_the_output_buffer() {
 
     // Drained after every delta, as the engine does: one new output buffer per drain, and
     // nothing else per frame.
-    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", Limits::default());
+    let mut w = FrameWriter::new("01K5BH5PSX926W6RZ6YR1P8WWV", StreamLimits::default());
     w.start();
     let mut bytes = 0;
     let n = allocations(|| {

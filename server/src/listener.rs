@@ -113,7 +113,7 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(conn) = registry.admit() else {
+        let Some(conn) = registry.register() else {
             // Every connection has a request in flight: refuse this one.
             drop(tcp);
             continue;
@@ -285,7 +285,7 @@ impl Registry {
 
     /// Registers a new connection, closing the oldest idle one if at the bound; `None` when
     /// at the bound with every connection busy.
-    fn admit(self: &Arc<Self>) -> Option<Arc<ConnectionTicket>> {
+    fn register(self: &Arc<Self>) -> Option<Arc<ConnectionTicket>> {
         let mut state = self.lock();
         if state.live.len() >= self.max && !Self::evict_oldest_idle(&mut state) {
             tracing::warn!(

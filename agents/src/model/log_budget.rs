@@ -28,7 +28,7 @@ impl LogBudget {
 
     /// True if one more line may be logged. The call that spends the last line logs that
     /// the turn's further lines are dropped.
-    pub(crate) fn admit(&self) -> bool {
+    pub(crate) fn take_line(&self) -> bool {
         let before = self
             .left
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
@@ -51,7 +51,7 @@ mod tests {
     #[test]
     fn a_budget_admits_its_lines_less_the_one_saying_it_ran_out() {
         let b = LogBudget::with(3);
-        let admitted = (0..100).filter(|_| b.admit()).count();
+        let admitted = (0..100).filter(|_| b.take_line()).count();
         assert_eq!(admitted, 2);
     }
 }

@@ -250,7 +250,7 @@ pub(crate) async fn run_tool(
     let response = match send_tool_request(http, request, limits.timeout).await {
         Ok(r) => r,
         Err(reason) => {
-            if log.admit() {
+            if log.take_line() {
                 tracing::warn!(tool = %tool.name, error = %reason, "tool call failed");
             }
             return Ok(format!("Error: {reason}."));
@@ -258,20 +258,20 @@ pub(crate) async fn run_tool(
     };
     let status = response.status().as_u16();
     if bearer.is_some() && status == 401 {
-        if log.admit() {
+        if log.take_line() {
             tracing::info!(tool = %tool.name, status, "the tool's API refused the user's token");
         }
         return Err(TokenRefused);
     }
     Ok(match read_result(response, limits.max_result_bytes).await {
         Ok(text) => {
-            if log.admit() {
+            if log.take_line() {
                 tracing::info!(tool = %tool.name, status, bytes = text.len(), "tool called");
             }
             text
         }
         Err(reason) => {
-            if log.admit() {
+            if log.take_line() {
                 tracing::warn!(tool = %tool.name, error = %reason, "tool response broke off");
             }
             format!("Error: {reason}.")

@@ -20,7 +20,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use axum::routing::{get, post};
-use runway_conformance::{Deadlines, Limits, Settings};
+use runway_conformance::{Deadlines, Settings, StreamLimits};
 use serde_json::{Value, json};
 
 /// One step of a scripted stream.
@@ -385,7 +385,7 @@ pub fn fast_settings() -> Settings {
             first_flush: Duration::from_millis(300),
             after_final: Duration::from_millis(150),
         },
-        limits: Limits::default(),
+        limits: StreamLimits::default(),
         egress_strict: false,
     }
 }

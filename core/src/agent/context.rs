@@ -1,6 +1,6 @@
 //! A conversation's own memory, kept by the agent because Console keeps none for it.
 //!
-//! Stored per thread key (see [`thread_key`]) with a TTL. `T` and `T:<branch>` are different
+//! Stored per thread key (see [`crate::keys::thread_key`]) with a TTL. `T` and `T:<branch>` are different
 //! threads, so a fork never sees the other branch. The transcript is bounded by
 //! [`ContextPolicy`]: the oldest messages are dropped first, so an item never outgrows a
 //! DynamoDB item (400 KB) or a Durable Object value.
@@ -88,12 +88,6 @@ impl Default for ContextPolicy {
     }
 }
 
-/// The store key of a conversation: the Digital Worker and the thread, so one `base_url`
-/// serving several Digital Workers never mixes their threads. Ids cannot contain `/`.
-pub fn thread_key(agent_id: &str, thread_id: &str) -> String {
-    format!("{agent_id}/{thread_id}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,11 +117,5 @@ mod tests {
             ..ContextPolicy::default()
         });
         assert_eq!(c.messages.len(), 2);
-    }
-
-    #[test]
-    fn branch_is_a_different_key() {
-        assert_ne!(thread_key("a", "918"), thread_key("a", "918:1"));
-        assert_ne!(thread_key("a", "918"), thread_key("b", "918"));
     }
 }

@@ -17,7 +17,7 @@
 use futures::future::join_all;
 
 use crate::error::{StoreError, TurnErrorCode};
-pub(crate) use crate::meter::budget::meter_part;
+use crate::keys::meter_part;
 use crate::meter::budget::{Budget, assess};
 use crate::meter::limits::{Policy, Scope};
 use crate::meter::tally::{TallyKey, TallyStore, TurnTake};
@@ -31,7 +31,7 @@ const MINUTE_KEPT_MS: u64 = 120_000;
 /// Checks and counts a turn of `agent_id` in `workspace_id` starting at `now_ms`, its counts
 /// written as `write_id`. `Ok`: it may run (its budget is set on `usage`); `Err`: the ending
 /// that refuses it.
-pub(crate) async fn admit<S: TallyStore>(
+pub(crate) async fn check_turn_limits<S: TallyStore>(
     store: &S,
     policy: &Policy,
     usage: &TurnUsage,

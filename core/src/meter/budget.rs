@@ -4,6 +4,7 @@
 //! other's calls as soon as they end.
 
 use crate::error::TurnErrorCode;
+use crate::keys::meter_part;
 use crate::meter::limits::Scope;
 use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::window::{Windows, wait_phrase};
@@ -12,19 +13,14 @@ use crate::protocol::Ending;
 /// How long a day's budget counters are kept after the day (or month) ends.
 const BUDGET_KEPT_MS: u64 = 86_400_000;
 
-/// The part holding `scope`'s counters.
-pub(crate) fn meter_part(scope: &str) -> String {
-    format!("meter/{scope}")
-}
-
 /// A token or spend limit, as the user is told about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LimitKind {
-    /// [`crate::meter::Limits::tokens_per_day`].
+    /// [`crate::meter::UsageLimits::tokens_per_day`].
     TokensPerDay,
-    /// [`crate::meter::Limits::spend_per_day`].
+    /// [`crate::meter::UsageLimits::spend_per_day`].
     SpendPerDay,
-    /// [`crate::meter::Limits::spend_per_month`].
+    /// [`crate::meter::UsageLimits::spend_per_month`].
     SpendPerMonth,
 }
 
@@ -219,7 +215,7 @@ pub(crate) fn budget_writes(
 }
 
 /// US dollars to millionths (a negative or absurd limit counts as zero: such a limit is
-/// refused at start-up, see [`crate::meter::Limits::check`]).
+/// refused at start-up, see [`crate::meter::UsageLimits::check`]).
 pub(crate) fn usd_to_micro(usd: f64) -> u64 {
     if usd.is_finite() && usd > 0.0 {
         (usd * 1_000_000.0).round() as u64
@@ -231,7 +227,7 @@ pub(crate) fn usd_to_micro(usd: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meter::Limits;
+    use crate::meter::UsageLimits;
 
     #[test]
     fn the_reached_limit_is_named_with_its_own_reset() {
@@ -240,10 +236,10 @@ mod tests {
         let windows = Windows::at(now);
         let scopes = [Scope {
             key: "worker/a".into(),
-            limits: Limits {
+            limits: UsageLimits {
                 tokens_per_day: Some(100),
                 spend_per_month: Some(40.0),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         }];
         let day = Tally {

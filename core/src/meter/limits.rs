@@ -1,14 +1,14 @@
-//! What a deployment allows and what models cost: [`Limits`], [`Price`], and the [`Policy`]
+//! What a deployment allows and what models cost: [`UsageLimits`], [`Price`], and the [`Policy`]
 //! that says which limits apply to a turn.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::lowkey::storage_id;
+use crate::keys::{pair_scope, worker_scope, workspace_scope};
 
 /// Limits on a scope: a workspace (a customer), a worker (a Digital Worker), or one worker in
 /// one workspace. Unset means unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Limits {
+pub struct UsageLimits {
     /// Turns started per minute (a fixed window: the UTC minute). Beyond it a turn is refused
     /// with `RATE_LIMITED`.
     pub turns_per_minute: Option<u64>,
@@ -21,7 +21,7 @@ pub struct Limits {
     pub spend_per_month: Option<f64>,
 }
 
-impl Limits {
+impl UsageLimits {
     /// True if no limit is set.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
@@ -44,7 +44,7 @@ impl Limits {
     }
 
     /// `self` with every limit `other` sets taken from `other`.
-    pub fn overridden_by(self, other: &Limits) -> Self {
+    pub fn overridden_by(self, other: &UsageLimits) -> Self {
         Self {
             turns_per_minute: other.turns_per_minute.or(self.turns_per_minute),
             tokens_per_day: other.tokens_per_day.or(self.tokens_per_day),
@@ -110,7 +110,7 @@ pub(crate) struct Scope {
     /// form).
     pub key: String,
     /// What the scope allows.
-    pub limits: Limits,
+    pub limits: UsageLimits,
 }
 
 /// Which Digital Workers a deployment serves, their names, the limits of workers and
@@ -121,9 +121,9 @@ pub struct Policy {
     pub(crate) served: BTreeSet<String>,
     pub(crate) serves_any: bool,
     pub(crate) names: BTreeMap<String, String>,
-    pub(crate) worker_limits: BTreeMap<String, Limits>,
-    pub(crate) workspace_limits: BTreeMap<String, Limits>,
-    pub(crate) pair_limits: BTreeMap<(String, String), Limits>,
+    pub(crate) worker_limits: BTreeMap<String, UsageLimits>,
+    pub(crate) workspace_limits: BTreeMap<String, UsageLimits>,
+    pub(crate) pair_limits: BTreeMap<(String, String), UsageLimits>,
     pub(crate) prices: BTreeMap<String, Price>,
 }
 
@@ -163,7 +163,6 @@ impl Policy {
     /// The limits that apply to a turn of `agent_id` in `workspace_id`, scope by scope
     /// (only scopes with a limit set).
     pub(crate) fn scopes(&self, agent_id: &str, workspace_id: &str) -> Vec<Scope> {
-        let (w, s) = (storage_id(agent_id), storage_id(workspace_id));
         let workspace = self
             .workspace_limits
             .get(workspace_id)
@@ -176,9 +175,9 @@ impl Policy {
                     .get(&(ANY_WORKSPACE.to_owned(), agent_id.to_owned()))
             });
         [
-            (format!("workspace/{s}"), workspace),
-            (format!("worker/{w}"), self.worker_limits.get(agent_id)),
-            (format!("workspace/{s}/worker/{w}"), pair),
+            (workspace_scope(workspace_id), workspace),
+            (worker_scope(agent_id), self.worker_limits.get(agent_id)),
+            (pair_scope(workspace_id, agent_id), pair),
         ]
         .into_iter()
         .filter_map(|(key, limits)| {
@@ -205,9 +204,9 @@ mod tests {
     #[test]
     fn spend_limits_and_prices_are_amounts_of_dollars() {
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.5] {
-            let l = Limits {
+            let l = UsageLimits {
                 spend_per_month: Some(bad),
-                ..Limits::default()
+                ..UsageLimits::default()
             };
             let e = l.check().expect_err("not an amount");
             assert_eq!(e.field, "spend_per_month");
@@ -220,10 +219,10 @@ mod tests {
                 "output_per_million"
             );
         }
-        let fine = Limits {
+        let fine = UsageLimits {
             spend_per_day: Some(0.0),
             spend_per_month: Some(40.0),
-            ..Limits::default()
+            ..UsageLimits::default()
         };
         assert_eq!(fine.check(), Ok(()));
     }
@@ -231,23 +230,23 @@ mod tests {
     #[test]
     fn scopes_take_the_workspace_entry_or_the_default() {
         let mut p = Policy::serve_any();
-        let ten = Limits {
+        let ten = UsageLimits {
             turns_per_minute: Some(10),
-            ..Limits::default()
+            ..UsageLimits::default()
         };
         p.workspace_limits.insert("w1".into(), ten);
         p.workspace_limits.insert(
             ANY_WORKSPACE.into(),
-            Limits {
+            UsageLimits {
                 turns_per_minute: Some(2),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         );
         p.worker_limits.insert(
             "a".into(),
-            Limits {
+            UsageLimits {
                 tokens_per_day: Some(5),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         );
         let s = p.scopes("a", "w1");

@@ -1,6 +1,6 @@
 //! Running a pilot: limits, usage and cost.
 //!
-//! - [`limits`]: [`Limits`] of workspaces and workers, model [`Price`]s, and the [`Policy`]
+//! - [`limits`]: [`UsageLimits`] of workspaces and workers, model [`Price`]s, and the [`Policy`]
 //!   saying which apply to a turn.
 //! - [`window`]: the UTC minute, day and month they are counted in.
 //! - `admission`: before the agent runs, the turn is checked and counted (`RATE_LIMITED`,
@@ -25,7 +25,8 @@ pub mod turn_usage;
 pub mod usage_report;
 pub mod window;
 
-pub use limits::{ANY_WORKSPACE, InvalidAmount, Limits, Policy, Price};
+pub use crate::keys::{usage_item, usage_part};
+pub use limits::{ANY_WORKSPACE, InvalidAmount, Policy, Price, UsageLimits};
 pub use report::{LogLine, TurnMetrics, TurnReport};
 pub use turn_usage::{ModelTokens, TurnUsage};
-pub use usage_report::{UsageReport, UsageRow, usage_item, usage_part};
+pub use usage_report::{UsageReport, UsageRow};

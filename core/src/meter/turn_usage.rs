@@ -7,7 +7,8 @@ use futures::future::join_all;
 
 use crate::error::AgentError;
 use crate::error::TurnErrorCode;
-use crate::meter::budget::{Budget, Reached, assess, budget_writes, meter_part, spend_of};
+use crate::keys::meter_part;
+use crate::meter::budget::{Budget, Reached, assess, budget_writes, spend_of};
 use crate::meter::ledger::BudgetLedger;
 use crate::meter::limits::{Policy, Scope};
 use crate::meter::tally::{Tally, TallyKey};
@@ -384,7 +385,7 @@ mod tests {
     use super::*;
     use crate::error::StoreError;
     use crate::meter::budget::{Left, LimitKind};
-    use crate::meter::limits::{Limits, Price};
+    use crate::meter::limits::{Price, UsageLimits};
     use crate::platform::maybe_send::BoxFuture;
     use crate::store::TurnStore;
     use crate::store::memory::MemoryStore;
@@ -493,9 +494,9 @@ mod tests {
         let mut policy = Policy::serve_any();
         policy.worker_limits.insert(
             "a".into(),
-            Limits {
+            UsageLimits {
                 tokens_per_day: Some(100),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         );
         let policy = Arc::new(policy);
@@ -505,7 +506,7 @@ mod tests {
                 let u = TurnUsage::default();
                 u.start(now, Arc::clone(&policy), format!("turn-{i}"));
                 u.set_ledger(ledger.clone());
-                block_on(crate::meter::admission::admit(
+                block_on(crate::meter::admission::check_turn_limits(
                     &ledger.0,
                     &policy,
                     &u,

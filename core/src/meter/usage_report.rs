@@ -6,21 +6,10 @@ use serde::Serialize;
 use time::Date;
 
 use crate::error::StoreError;
+use crate::keys::usage_part;
 use crate::meter::limits::Policy;
 use crate::meter::tally::{Tally, TallyStore};
 use crate::meter::window::{day_of, parse_day};
-use crate::protocol::lowkey::storage_id;
-
-/// The part holding the usage rows of the day `day` (`YYYY-MM-DD`).
-pub fn usage_part(day: &str) -> String {
-    format!("usage/{day}")
-}
-
-/// The usage row's item: `{workspace}/{worker}` (ids in their storage form, which never
-/// contains `/`).
-pub fn usage_item(workspace: &str, worker: &str) -> String {
-    format!("{}/{}", storage_id(workspace), storage_id(worker))
-}
 
 /// Most days one request reads (one store read per day).
 pub const MAX_USAGE_DAYS: i64 = 31;

@@ -4,6 +4,8 @@
 
 use time::{Date, Month, OffsetDateTime};
 
+use crate::keys::{day_item, minute_item, month_item};
+
 const MINUTE_MS: u64 = 60_000;
 const DAY_MS: u64 = 86_400_000;
 
@@ -47,21 +49,17 @@ impl Windows {
 
     /// The minute's item name: `m/{minute}`.
     pub fn minute_item(&self) -> String {
-        format!("m/{}", self.minute)
+        minute_item(self.minute)
     }
 
     /// The day's item name: `d/2026-12-01`.
     pub fn day_item(&self) -> String {
-        format!("d/{}", self.day)
+        day_item(self.day)
     }
 
     /// The month's item name: `mo/2026-12`.
     pub fn month_item(&self) -> String {
-        format!(
-            "mo/{:04}-{:02}",
-            self.day.year(),
-            u8::from(self.day.month())
-        )
+        month_item(self.day)
     }
 }
 

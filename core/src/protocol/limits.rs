@@ -2,7 +2,7 @@
 
 /// Limits the frame writer keeps every stream under. Defaults are the contract's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct StreamLimits {
     /// Largest single SSE event, `data: ` prefix and blank line included (256 KiB).
     pub max_frame_bytes: usize,
     /// Largest whole stream, comments included (8 MiB).
@@ -11,7 +11,7 @@ pub struct Limits {
     pub max_frames: usize,
 }
 
-impl Default for Limits {
+impl Default for StreamLimits {
     fn default() -> Self {
         Self {
             max_frame_bytes: 256 * 1024,

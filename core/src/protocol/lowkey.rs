@@ -13,14 +13,14 @@ use super::json_kind::json_kind;
 use crate::error::BadRequest;
 use crate::protocol::{Message, Role};
 
+/// Lowkey's ids inside storage keys (built, with every other key, in the core's `keys.rs`).
+pub use crate::keys::storage_id;
+
 /// The external turn protocol version this crate speaks on `POST /lowkey/turn`.
 pub const LOWKEY_PROTOCOL_VERSION: u64 = 1;
 
 /// The route's path suffix, matched on the end of the request path like `/runs`.
 pub const LOWKEY_TURN_PATH: &str = "/lowkey/turn";
-
-/// Longest id used verbatim in a storage key; longer ids are hashed (see [`storage_id`]).
-const MAX_VERBATIM_ID: usize = 128;
 
 /// One turn, as Lowkey sends it (`ExternalAgentTurnRequest`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -250,23 +250,6 @@ impl ExternalAgentTurnRequest {
                 },
             })
             .collect()
-    }
-}
-
-/// The form of a Lowkey id used inside storage keys: the id itself when it is short and made
-/// of `A-Z a-z 0-9 . _ : - @ + =`, otherwise `~` and the SHA-256 of the id in hex. Ids are
-/// never refused for their alphabet or length (the protocol does not restrict them), and two
-/// different ids never share a key (a verbatim id never starts with `~`).
-pub fn storage_id(id: &str) -> String {
-    let verbatim = !id.is_empty()
-        && id.len() <= MAX_VERBATIM_ID
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".:_-@+=".contains(&b));
-    if verbatim {
-        id.to_owned()
-    } else {
-        format!("~{}", hex_digest(id.as_bytes()))
     }
 }
 

@@ -20,7 +20,7 @@ pub use attachment::{Attachment, SecretUrl};
 pub use ending::Ending;
 pub use health::{HealthBody, HealthStatus};
 pub use interrupt::{ChoiceOption, Interrupt, InterruptError, ReviewItem};
-pub use limits::Limits;
+pub use limits::StreamLimits;
 pub use log_id::{LogId, MAX_LOGGED_ID_BYTES};
 pub use message::{Message, Role};
 pub use resume::{Decision, EditedAction, Resume};

@@ -19,9 +19,9 @@ use bytes::Bytes;
 use crate::agent::context::ThreadContext;
 use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
+use crate::keys::{agui_run_key, agui_thread_key, workspace_key};
 use crate::platform::runtime::Runtime;
 use crate::protocol::agui::{InputMessage, RunAgentInput};
-use crate::protocol::lowkey::storage_id;
 use crate::protocol::{LogId, Resume};
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
@@ -128,11 +128,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Some(r) => format!("[{}] {input_text}", r.decision.as_str()),
             None => input_text.clone(),
         };
-        let agent_key = storage_id(&agent_id);
-        // Namespaced apart from Console's (`agent/thread`, one `/`) and Lowkey's keys: an
-        // AG-UI thread is never a Console thread of the same id.
-        let thread_key = format!("agui/{agent_key}/{}", storage_id(&input.thread_id));
-        let run_key = format!("agui/{agent_key}/{}", storage_id(&input.run_id));
+        // Namespaced apart from Console's and Lowkey's keys (see `keys.rs`): an AG-UI thread
+        // is never a Console thread of the same id.
+        let thread_key = agui_thread_key(&agent_id, &input.thread_id);
+        let run_key = agui_run_key(&agent_id, &input.run_id);
         let writer = FrameWriter::agui(
             input.run_id.clone(),
             input.thread_id.clone(),
@@ -143,7 +142,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             run_key,
             thread_key,
             fingerprint: input.fingerprint,
-            workspace: storage_id(&input.workspace_id),
+            workspace: workspace_key(&input.workspace_id),
             seed,
             user_message,
             resume_link: Some(resume_link),

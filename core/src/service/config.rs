@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::agent::context::ContextPolicy;
 use crate::error::BadRequest;
-use crate::protocol::Limits;
+use crate::protocol::StreamLimits;
 use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
 use crate::service::auth::AuthHeaders;
 use crate::turn::config::TurnConfig;
@@ -57,7 +57,7 @@ pub struct Config {
     /// Largest file an agent may host (default 5 MiB).
     pub max_file_bytes: usize,
     /// Console's limits.
-    pub limits: Limits,
+    pub limits: StreamLimits,
     /// How much of a thread is kept.
     pub context_policy: ContextPolicy,
     /// Public base URL (for hosted-file links), `RUNWAY_PUBLIC_URL`. When unset, links use
@@ -98,7 +98,7 @@ impl Default for Config {
             recording_ttl: Duration::from_secs(24 * 3600),
             file_ttl: Duration::from_secs(7 * 24 * 3600),
             max_file_bytes: 5 * 1024 * 1024,
-            limits: Limits::default(),
+            limits: StreamLimits::default(),
             context_policy: ContextPolicy::default(),
             public_url: None,
             base_path: String::new(),

@@ -3,11 +3,11 @@
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::agent::context::{ThreadContext, thread_key};
+use crate::agent::context::ThreadContext;
 use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
+use crate::keys::{console_run_key, thread_key, workspace_key};
 use crate::platform::runtime::Runtime;
-use crate::protocol::lowkey::storage_id;
 use crate::protocol::{LogId, RunRequest};
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
@@ -68,10 +68,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             user_message.push_str(&format!("\n[attached: {}]", a.name));
         }
         let plan = TurnPlan {
-            run_key: format!("console/{}", run.run_id),
+            run_key: console_run_key(&run.run_id),
             thread_key: thread_key(&run.agent_id, &run.thread_id),
             fingerprint,
-            workspace: storage_id(&run.workspace_id),
+            workspace: workspace_key(&run.workspace_id),
             seed: run.history.clone(),
             user_message,
             resume_link: None,

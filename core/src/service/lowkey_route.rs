@@ -2,9 +2,10 @@
 
 use bytes::Bytes;
 
-use crate::agent::context::{ThreadContext, thread_key};
+use crate::agent::context::ThreadContext;
 use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
+use crate::keys::{lowkey_run_key, lowkey_thread_key, workspace_key};
 use crate::platform::runtime::Runtime;
 use crate::service::config::MAX_BODY_BYTES;
 use crate::service::{Reply, Runway, json_error};
@@ -12,7 +13,7 @@ use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
 
 use crate::protocol::LogId;
-use crate::protocol::lowkey::{ExternalAgentTurnRequest, storage_id};
+use crate::protocol::lowkey::ExternalAgentTurnRequest;
 use crate::wire::lowkey::NdjsonWriter;
 
 impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
@@ -46,14 +47,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
         let fingerprint = req.fingerprint();
         let seed = req.seed_messages();
-        let session_key = storage_id(&req.session_handle.id);
-        let run_key = format!("lowkey/{session_key}/{}", storage_id(&req.turn.turn_id));
-        // Namespaced so no Console input can name a Lowkey session: a Console key is
-        // `agent/thread` (one `/`; ids cannot contain it), a Lowkey key has two.
-        let thread_key = format!(
-            "lowkey/{}",
-            thread_key(&storage_id(&req.session_handle.agent_id), &session_key)
-        );
+        let run_key = lowkey_run_key(&req.session_handle.id, &req.turn.turn_id);
+        // Namespaced so no Console input can name a Lowkey session (see `keys.rs`).
+        let thread_key = lowkey_thread_key(&req.session_handle.agent_id, &req.session_handle.id);
         // Ids are any string here: escaped and bounded (`LogId`) so none can forge a line.
         // At the error level, like Console's `turn` span: enabled at every `RUNWAY_LOG` level.
         let span = tracing::error_span!(
@@ -74,7 +70,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             fingerprint,
             // A Lowkey session belongs to the plugin that started it: the plugin is the
             // workspace its limits and usage are counted under.
-            workspace: storage_id(&req.plugin_id),
+            workspace: workspace_key(&req.plugin_id),
             seed,
             user_message: req.turn.message.clone(),
             resume_link: None,

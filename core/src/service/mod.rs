@@ -216,12 +216,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         ) {
             return Ok(());
         }
-        self.admit(parts.uri.path(), route.as_ref(), &parts.headers)
+        self.check_access(parts.uri.path(), route.as_ref(), &parts.headers)
     }
 
     /// The access decision for a request to `route` (`None`: no such endpoint, which needs
     /// the header set like any other), with its logging; `Err` is the answer.
-    fn admit(
+    fn check_access(
         &self,
         path: &str,
         route: Option<&Route<'_>>,
@@ -235,13 +235,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Admission::Admitted => Ok(()),
             Admission::Unauthorized => {
                 // Anyone can send these: one line per interval, with how many were not logged.
-                if let Some(unlogged) = self.refusals.admit(now) {
+                if let Some(unlogged) = self.refusals.count_refusal(now) {
                     tracing::warn!(path = %path, unlogged, "request refused: missing or wrong auth headers");
                 }
                 Err(Box::new(json_error(401, "unauthorized")))
             }
             Admission::Unconfigured(message) => {
-                if let Some(unlogged) = self.unconfigured_refusals.admit(now) {
+                if let Some(unlogged) = self.unconfigured_refusals.count_refusal(now) {
                     tracing::error!(code = "AUTH_NOT_CONFIGURED", path = %path, unlogged, "request refused: {message}");
                 }
                 Err(Box::new(json_error(500, &message)))
@@ -281,7 +281,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 ));
             }
         };
-        if let Err(refused) = self.admit(&path, Some(&route), req.headers()) {
+        if let Err(refused) = self.check_access(&path, Some(&route), req.headers()) {
             return Reply::Full(*refused);
         }
         match route {

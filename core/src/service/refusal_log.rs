@@ -20,7 +20,7 @@ pub(crate) struct RefusalLog {
 impl RefusalLog {
     /// Counts one refusal at `now_ms`. `Some(n)` if it should be logged, `n` being how many
     /// were not logged before it.
-    pub(crate) fn admit(&self, now_ms: u64) -> Option<u64> {
+    pub(crate) fn count_refusal(&self, now_ms: u64) -> Option<u64> {
         let last = self.last_logged.load(Ordering::Relaxed);
         let due = last == 0 || now_ms + 1 >= last + INTERVAL_MS;
         if due
@@ -43,12 +43,14 @@ mod tests {
     #[test]
     fn one_line_per_interval_with_the_unlogged_count() {
         let log = RefusalLog::default();
-        assert_eq!(log.admit(0), Some(0));
-        let logged = (1..1000).filter(|t| log.admit(*t).is_some()).count();
+        assert_eq!(log.count_refusal(0), Some(0));
+        let logged = (1..1000)
+            .filter(|t| log.count_refusal(*t).is_some())
+            .count();
         assert_eq!(logged, 0);
-        assert_eq!(log.admit(INTERVAL_MS - 1), None);
-        assert_eq!(log.admit(INTERVAL_MS), Some(1000));
-        assert_eq!(log.admit(INTERVAL_MS + 1), None);
-        assert_eq!(log.admit(3 * INTERVAL_MS), Some(1));
+        assert_eq!(log.count_refusal(INTERVAL_MS - 1), None);
+        assert_eq!(log.count_refusal(INTERVAL_MS), Some(1000));
+        assert_eq!(log.count_refusal(INTERVAL_MS + 1), None);
+        assert_eq!(log.count_refusal(3 * INTERVAL_MS), Some(1));
     }
 }

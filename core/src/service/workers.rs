@@ -10,7 +10,7 @@ use crate::agent::turn::Turn;
 use crate::agent::{Agent, DynAgent, SharedAgent};
 use crate::connect::provider::Providers;
 use crate::error::AgentError;
-use crate::meter::limits::{ANY_WORKSPACE, Limits, Policy, Price};
+use crate::meter::limits::{ANY_WORKSPACE, Policy, Price, UsageLimits};
 
 /// One Digital Worker: its agent, and variants of it for some workspaces.
 #[derive(Clone)]
@@ -31,7 +31,7 @@ struct Entry {
 /// # Example
 ///
 /// ```
-/// use runway_core::{Agent, AgentResult, Limits, Outcome, Output, Turn, Workers};
+/// use runway_core::{Agent, AgentResult, UsageLimits, Outcome, Output, Turn, Workers};
 ///
 /// struct Desk;
 /// impl Agent for Desk {
@@ -52,8 +52,8 @@ struct Entry {
 ///     .add("918273688800000200", Desk)
 ///     .add("918273688800000300", Hr)
 ///     .name("918273688800000300", "HR helper")
-///     .worker_limits("918273688800000300", Limits { turns_per_minute: Some(30), ..Limits::default() })
-///     .workspace_limits("918273600000000001", Limits { spend_per_day: Some(2.0), ..Limits::default() });
+///     .worker_limits("918273688800000300", UsageLimits { turns_per_minute: Some(30), ..UsageLimits::default() })
+///     .workspace_limits("918273600000000001", UsageLimits { spend_per_day: Some(2.0), ..UsageLimits::default() });
 /// assert!(workers.policy().serves("918273688800000200"));
 /// assert!(!workers.policy().serves("918273688800000999"));
 /// ```
@@ -155,9 +155,9 @@ impl Workers {
     /// The limits of worker `agent_id`, all workspaces together.
     ///
     /// # Panics
-    /// A spend limit that is `nan`, infinite or negative ([`Limits::check`]): it would refuse
+    /// A spend limit that is `nan`, infinite or negative ([`UsageLimits::check`]): it would refuse
     /// every turn, so the deployment refuses to start.
-    pub fn worker_limits(mut self, agent_id: impl Into<String>, limits: Limits) -> Self {
+    pub fn worker_limits(mut self, agent_id: impl Into<String>, limits: UsageLimits) -> Self {
         self.policy
             .worker_limits
             .insert(agent_id.into(), checked(limits));
@@ -169,7 +169,11 @@ impl Workers {
     ///
     /// # Panics
     /// As [`Workers::worker_limits`].
-    pub fn workspace_limits(mut self, workspace_id: impl Into<String>, limits: Limits) -> Self {
+    pub fn workspace_limits(
+        mut self,
+        workspace_id: impl Into<String>,
+        limits: UsageLimits,
+    ) -> Self {
         self.policy
             .workspace_limits
             .insert(workspace_id.into(), checked(limits));
@@ -184,7 +188,7 @@ impl Workers {
         mut self,
         workspace_id: impl Into<String>,
         agent_id: impl Into<String>,
-        limits: Limits,
+        limits: UsageLimits,
     ) -> Self {
         self.policy
             .pair_limits
@@ -269,7 +273,7 @@ impl Agent for Workers {
 
 /// `limits`, if they are valid: a deployment with a spend limit that would refuse every turn
 /// does not start.
-fn checked(limits: Limits) -> Limits {
+fn checked(limits: UsageLimits) -> UsageLimits {
     if let Err(e) = limits.check() {
         panic!("a spend limit is refused: {e}");
     }
@@ -285,9 +289,9 @@ mod tests {
     fn a_nan_spend_limit_in_code_refuses_to_start() {
         let _ = Workers::new().workspace_limits(
             "918273600000000001",
-            Limits {
+            UsageLimits {
                 spend_per_day: Some(f64::NAN),
-                ..Limits::default()
+                ..UsageLimits::default()
             },
         );
     }

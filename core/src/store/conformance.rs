@@ -11,10 +11,10 @@ use serde_json::json;
 
 use crate::agent::context::{ContextPolicy, ThreadContext};
 use crate::error::TurnErrorCode;
-use crate::meter::admission::admit;
+use crate::meter::admission::check_turn_limits;
 use crate::meter::tally::{Tally, TallyKey, TurnTake};
 use crate::meter::turn_usage::TurnUsage;
-use crate::meter::{Limits, Policy};
+use crate::meter::{Policy, UsageLimits};
 use crate::protocol::{Ending, Message, Role};
 use crate::store::{
     ActionClaim, CommitOutcome, ConnectStage, ConnectState, ConnectionFilter, ConnectionKey,
@@ -849,7 +849,7 @@ pub async fn a_repeated_tally_write_counts_once<S: TurnStore>(s: &S, p: &str) {
     );
 }
 
-fn policy_with(workspace: &str, worker: &str, ws: Limits, wk: Limits) -> Policy {
+fn policy_with(workspace: &str, worker: &str, ws: UsageLimits, wk: UsageLimits) -> Policy {
     let mut p = Policy::serve_any();
     p.workspace_limits.insert(workspace.to_owned(), ws);
     p.worker_limits.insert(worker.to_owned(), wk);
@@ -860,12 +860,12 @@ fn policy_with(workspace: &str, worker: &str, ws: Limits, wk: Limits) -> Policy 
 /// the others are refused with `RATE_LIMITED`; a turn a second limit (the worker's, 4 per
 /// minute) refuses is not counted by its workspace.
 pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) {
-    let ten = Limits {
+    let ten = UsageLimits {
         turns_per_minute: Some(10),
-        ..Limits::default()
+        ..UsageLimits::default()
     };
     let (ws, worker) = (format!("{p}-ws"), format!("{p}-worker"));
-    let policy = policy_with(&ws, &worker, ten, Limits::default());
+    let policy = policy_with(&ws, &worker, ten, UsageLimits::default());
     // 30 s into a minute, so every call falls in the same window.
     let now = 1_800_000_030_000;
     let usages: Vec<TurnUsage> = (0..100).map(|_| TurnUsage::default()).collect();
@@ -874,7 +874,7 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
         usages
             .iter()
             .zip(&ids)
-            .map(|(u, id)| admit(s, &policy, u, id, &worker, &ws, now)),
+            .map(|(u, id)| check_turn_limits(s, &policy, u, id, &worker, &ws, now)),
     )
     .await;
     let admitted = results.iter().filter(|r| r.is_ok()).count();
@@ -891,7 +891,7 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     // The next minute is a new window.
     let u = TurnUsage::default();
     assert!(
-        admit(s, &policy, &u, "w-next", &worker, &ws, now + 60_000)
+        check_turn_limits(s, &policy, &u, "w-next", &worker, &ws, now + 60_000)
             .await
             .is_ok()
     );
@@ -899,9 +899,9 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
     // Workspace 10 per minute, worker 4: of 20 concurrent turns 4 run, and the workspace
     // counted only those 4 (the 16 refused by the worker took nothing).
     let (ws, worker) = (format!("{p}-ws2"), format!("{p}-worker2"));
-    let four = Limits {
+    let four = UsageLimits {
         turns_per_minute: Some(4),
-        ..Limits::default()
+        ..UsageLimits::default()
     };
     let policy = policy_with(&ws, &worker, ten, four);
     let usages: Vec<TurnUsage> = (0..20).map(|_| TurnUsage::default()).collect();
@@ -909,7 +909,7 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
         usages
             .iter()
             .zip(&ids)
-            .map(|(u, id)| admit(s, &policy, u, id, &worker, &ws, now)),
+            .map(|(u, id)| check_turn_limits(s, &policy, u, id, &worker, &ws, now)),
     )
     .await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 4);
@@ -928,9 +928,9 @@ pub async fn a_turn_limit_holds_under_concurrency<S: TurnStore>(s: &S, p: &str) 
 pub async fn a_refused_turn_holds_no_slot_of_another_scope<S: TurnStore>(s: &S, p: &str) {
     let (ws, a, b) = (format!("{p}-ws"), format!("{p}-a"), format!("{p}-b"));
     let mut policy = Policy::serve_any();
-    let per_minute = |n| Limits {
+    let per_minute = |n| UsageLimits {
         turns_per_minute: Some(n),
-        ..Limits::default()
+        ..UsageLimits::default()
     };
     policy.workspace_limits.insert(ws.clone(), per_minute(10));
     policy
@@ -943,7 +943,7 @@ pub async fn a_refused_turn_holds_no_slot_of_another_scope<S: TurnStore>(s: &S, 
     let ids: Vec<String> = (0..88).map(|i| format!("w{i}")).collect();
     let results = join_all(usages.iter().zip(&ids).enumerate().map(|(i, (u, id))| {
         let worker = if is_b(i) { &b } else { &a };
-        admit(s, &policy, u, id, worker, &ws, now)
+        check_turn_limits(s, &policy, u, id, worker, &ws, now)
     }))
     .await;
     let admitted = |want_b: bool| {
@@ -1010,19 +1010,19 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
     let policy = policy_with(
         &ws,
         &worker,
-        Limits {
+        UsageLimits {
             spend_per_day: Some(0.01),
-            ..Limits::default()
+            ..UsageLimits::default()
         },
-        Limits {
+        UsageLimits {
             tokens_per_day: Some(100),
-            ..Limits::default()
+            ..UsageLimits::default()
         },
     );
     let now = 1_800_000_030_000;
     let windows = crate::meter::window::Windows::at(now);
     let u = TurnUsage::default();
-    admit(s, &policy, &u, "w1", &worker, &ws, now)
+    check_turn_limits(s, &policy, &u, "w1", &worker, &ws, now)
         .await
         .expect("admitted under its limits");
     assert!(!u.budget_spent().await);
@@ -1036,7 +1036,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
         .await
         .expect("add_tally");
     let u = TurnUsage::default();
-    admit(s, &policy, &u, "w2", &worker, &ws, now)
+    check_turn_limits(s, &policy, &u, "w2", &worker, &ws, now)
         .await
         .expect("still under");
     // 10 tokens left: a model call of 12 spends the turn's budget.
@@ -1052,7 +1052,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
     s.add_tally(&day, &used, now + 86_400_000, "w2")
         .await
         .expect("add_tally");
-    let refused = admit(s, &policy, &TurnUsage::default(), "w3", &worker, &ws, now)
+    let refused = check_turn_limits(s, &policy, &TurnUsage::default(), "w3", &worker, &ws, now)
         .await
         .expect_err("over the token limit");
     assert!(
@@ -1073,7 +1073,7 @@ pub async fn limits_refuse_with_their_codes<S: TurnStore>(s: &S, p: &str) {
     )
     .await
     .expect("add_tally");
-    let refused = admit(
+    let refused = check_turn_limits(
         s,
         &policy,
         &TurnUsage::default(),

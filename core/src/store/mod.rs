@@ -52,7 +52,7 @@ use crate::wire::recording::Recording;
 pub struct TurnClaim {
     /// The idempotency key: the protocol's run id, namespaced per protocol.
     pub run_key: String,
-    /// The conversation key (see [`crate::agent::context::thread_key`]).
+    /// The conversation key (see [`crate::keys::thread_key`]).
     pub thread_key: String,
     /// Digest of the request body: a run key reused with another body is a conflict.
     pub fingerprint: String,
@@ -66,7 +66,7 @@ pub struct TurnClaim {
     /// taken over can never overwrite what the delivery that took over recorded.
     pub token: String,
     /// The workspace the turn comes from (its storage form, see
-    /// [`crate::protocol::lowkey::storage_id`]): a new thread is owned by it, and a thread
+    /// [`crate::keys::storage_id`]): a new thread is owned by it, and a thread
     /// owned by another workspace refuses the claim ([`TurnStart::OtherWorkspace`], decided by
     /// [`crate::store::turn_state::decide_owner`]).
     #[serde(default)]

@@ -248,7 +248,7 @@ impl TestTurn {
 
     /// The store key of the turn's thread ([`crate::adapter::thread_key`]).
     pub fn thread_key(&self) -> String {
-        crate::agent::context::thread_key(&self.agent_id, &self.thread_id)
+        crate::keys::thread_key(&self.agent_id, &self.thread_id)
     }
 
     /// The `POST /runs` request this turn is, with its `runId` or `run-1`: for a test that

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::agent::context::ContextPolicy;
-use crate::protocol::Limits;
+use crate::protocol::StreamLimits;
 
 /// The settings every turn of a process runs with.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub(crate) struct TurnConfig {
     /// How soon a duplicate delivery first checks whether the original finished.
     pub(crate) duplicate_poll: Duration,
     /// The protocols' frame and stream limits.
-    pub(crate) limits: Limits,
+    pub(crate) limits: StreamLimits,
     /// Largest file an agent may host.
     pub(crate) max_file_bytes: usize,
     /// How long a hosted-file link works.

@@ -37,7 +37,7 @@ use crate::agent::{Agent, AgentResult, Outcome, Turn};
 use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
 use crate::meter::TurnUsage;
-use crate::meter::admission::admit;
+use crate::meter::admission::check_turn_limits;
 use crate::meter::turn_usage::TurnOutcome;
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
@@ -296,7 +296,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
             None => Ok(()),
         };
         let admitted = match linked {
-            Ok(()) => self.admit(&turn).await,
+            Ok(()) => self.check_limits(&turn).await,
             Err(code) => {
                 tracing::warn!(code = %code, "run refused: it does not answer the thread's open question as AG-UI requires");
                 Err(Stop::Refused(Ending::failed(code)))
@@ -323,10 +323,10 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// Checks and counts the turn against its workspace's and worker's limits (turns per
     /// minute, token and spend budgets), with heartbeats, bounded like any store call; `Err`
     /// is why the agent does not run.
-    async fn admit(&mut self, turn: &Turn) -> Result<(), Stop> {
+    async fn check_limits(&mut self, turn: &Turn) -> Result<(), Stop> {
         let engine = self.engine;
         let write_id = turn.usage.write_id();
-        let checked = admit(
+        let checked = check_turn_limits(
             &engine.store,
             &engine.policy,
             &turn.usage,

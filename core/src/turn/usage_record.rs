@@ -8,11 +8,11 @@ use futures::future::join_all;
 use futures::{FutureExt, pin_mut, select_biased};
 
 use crate::agent::{Protocol, Turn};
+use crate::keys::{usage_item, usage_part};
 use crate::meter::limits::Policy;
 use crate::meter::report::TurnReport;
 use crate::meter::tally::{Tally, TallyKey};
 use crate::meter::turn_usage::TurnOutcome;
-use crate::meter::usage_report::{usage_item, usage_part};
 use crate::meter::window::Windows;
 use crate::platform::runtime::Runtime;
 use crate::store::TurnStore;

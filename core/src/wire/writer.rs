@@ -28,7 +28,7 @@ use std::fmt;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::platform::maybe_send::MaybeSend;
-use crate::protocol::{Ending, Limits};
+use crate::protocol::{Ending, StreamLimits};
 use crate::wire::ledger::Ledger;
 use crate::wire::recorder::RecordPool;
 
@@ -88,7 +88,7 @@ pub(crate) trait Encoding: Sized + fmt::Debug + MaybeSend + 'static {
 /// [`Writer::finish`] and take the held-back final frame with [`Writer::take_final`].
 #[derive(Debug)]
 pub struct Writer<E> {
-    pub(in crate::wire) limits: Limits,
+    pub(in crate::wire) limits: StreamLimits,
     /// Output, recording, bytes and frames.
     pub(in crate::wire) ledger: Ledger,
     /// The text the user saw (its first [`ANSWER_KEPT_BYTES`]).
@@ -106,7 +106,7 @@ pub struct Writer<E> {
 #[allow(private_bounds)]
 impl<E: Encoding> Writer<E> {
     /// A writer keeping the stream within `limits`, in the protocol's initial state `enc`.
-    pub(in crate::wire) fn with_encoding(limits: Limits, enc: E) -> Self {
+    pub(in crate::wire) fn with_encoding(limits: StreamLimits, enc: E) -> Self {
         Self {
             limits,
             ledger: Ledger::new(RecordPool::process()),
@@ -287,7 +287,7 @@ impl<E: Encoding> Writer<E> {
 
     /// Keeps the frame the encoding wrote into the output since `mark` if it fits in the
     /// limits; otherwise takes it back, ends the turn with `LIMIT_EXCEEDED` and returns false.
-    pub(in crate::wire) fn admit(&mut self, mark: usize) -> bool {
+    pub(in crate::wire) fn keep_frame(&mut self, mark: usize) -> bool {
         let len = self.ledger.len_since(mark);
         if len <= self.limits.max_frame_bytes && self.fits(len, 1) {
             self.ledger.keep_since(mark);
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn the_kept_answer_stops_at_the_bound_on_a_character_boundary() {
-        let mut w = FrameWriter::new("r", Limits::default());
+        let mut w = FrameWriter::new("r", StreamLimits::default());
         w.answer = "a".repeat(ANSWER_KEPT_BYTES - 1);
         w.keep_answer("é and more");
         assert_eq!(

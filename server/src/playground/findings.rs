@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use runway_conformance::{Deadlines, Limits, RecordedTurn, judge_recorded_turn};
+use runway_conformance::{Deadlines, RecordedTurn, StreamLimits, judge_recorded_turn};
 
 use super::{PageSettings, json_status};
 
@@ -40,7 +40,7 @@ pub async fn judge(State(settings): State<Arc<PageSettings>>, req: Request<Body>
     };
     // Judging a large recording takes a while: off the runtime threads that stream turns.
     let judged = tokio::task::spawn_blocking(move || {
-        judge_recorded_turn(&turn, &Deadlines::default(), Limits::default())
+        judge_recorded_turn(&turn, &Deadlines::default(), StreamLimits::default())
     })
     .await;
     match judged {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::FrameWriter;
 use crate::error::TurnErrorCode;
-use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits};
+use crate::protocol::{ChoiceOption, Ending, Interrupt, StreamLimits};
 
 fn frames(s: &str) -> Vec<Value> {
     s.split("\n\n")
@@ -22,7 +22,7 @@ fn types(s: &str) -> Vec<String> {
 }
 
 fn run(f: impl FnOnce(&mut FrameWriter)) -> String {
-    let mut w = FrameWriter::agui("r1", "t1", Some("r0".into()), Limits::default());
+    let mut w = FrameWriter::agui("r1", "t1", Some("r0".into()), StreamLimits::default());
     w.start();
     f(&mut w);
     let mut all = w.take_output();
@@ -94,7 +94,7 @@ fn reasoning_is_a_span_with_the_reasoning_role() {
 
 #[test]
 fn an_open_reasoning_span_is_closed_by_an_abort_tail() {
-    let mut w = FrameWriter::agui("r1", "t1", None, Limits::default());
+    let mut w = FrameWriter::agui("r1", "t1", None, StreamLimits::default());
     w.start();
     w.reasoning("think");
     let sent = frames(&w.take_output());
@@ -187,7 +187,7 @@ fn the_rest_of_a_question_is_in_its_metadata() {
 
 #[test]
 fn console_frames_are_unchanged() {
-    let mut w = FrameWriter::new("r1", Limits::default());
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
     w.start();
     w.reasoning("think");
     w.finish(Ending::Success);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::writer::MessageId;
 use super::{FrameWriter, TURN_STEP};
 use crate::error::TurnErrorCode;
-use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits, ReviewItem};
+use crate::protocol::{ChoiceOption, Ending, Interrupt, ReviewItem, StreamLimits};
 
 fn frames(s: &str) -> Vec<Value> {
     s.split("\n\n")
@@ -24,7 +24,7 @@ fn types(s: &str) -> Vec<String> {
 }
 
 fn run(f: impl FnOnce(&mut FrameWriter)) -> (String, FrameWriter) {
-    let mut w = FrameWriter::new("r1", Limits::default());
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
     w.start();
     f(&mut w);
     let mut all = w.take_output();
@@ -79,7 +79,7 @@ fn the_recording_is_moved_out_whole_and_replays_byte_identically() {
 #[test]
 fn a_recording_beyond_the_pool_is_dropped_and_replays_as_replay_unavailable() {
     let pool = Box::leak(Box::new(crate::wire::recorder::RecordPool::new(0)));
-    let mut w = FrameWriter::new("r1", Limits::default()).with_record_pool(pool);
+    let mut w = FrameWriter::new("r1", StreamLimits::default()).with_record_pool(pool);
     w.start();
     let answer = "x".repeat(3 * crate::wire::recorder::RECORDED_FLOOR_BYTES);
     w.text(&answer);
@@ -236,9 +236,9 @@ fn large_text_is_split_under_the_frame_limit() {
 
 #[test]
 fn stream_limit_ends_with_run_error_before_crossing() {
-    let limits = Limits {
+    let limits = StreamLimits {
         max_stream_bytes: 64 * 1024,
-        ..Limits::default()
+        ..StreamLimits::default()
     };
     let mut w = FrameWriter::new("r1", limits);
     w.start();
@@ -264,9 +264,9 @@ fn stream_limit_ends_with_run_error_before_crossing() {
 
 #[test]
 fn frame_count_limit_ends_with_run_error_before_crossing() {
-    let limits = Limits {
+    let limits = StreamLimits {
         max_frames: 50,
-        ..Limits::default()
+        ..StreamLimits::default()
     };
     let mut w = FrameWriter::new("r1", limits);
     w.start();
@@ -399,7 +399,7 @@ fn agent_cannot_close_runways_step_early() {
 
 #[test]
 fn whitespace_alone_opens_no_message() {
-    let mut w = FrameWriter::new("r1", Limits::default());
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
     w.start();
     w.text("  \n");
     w.end_text();
@@ -410,7 +410,7 @@ fn whitespace_alone_opens_no_message() {
     assert!(!all.contains("TEXT_MESSAGE"), "{all}");
     assert!(all.contains("EMPTY_ANSWER"), "{all}");
 
-    let mut w = FrameWriter::new("r2", Limits::default());
+    let mut w = FrameWriter::new("r2", StreamLimits::default());
     w.start();
     w.text("Hello");
     w.text(" ");
@@ -421,7 +421,7 @@ fn whitespace_alone_opens_no_message() {
 
 #[test]
 fn abort_tail_closes_what_is_open_and_leaves_the_writer_unchanged() {
-    let mut w = FrameWriter::new("r1", Limits::default()).with_event_id_prefix("r1.ab");
+    let mut w = FrameWriter::new("r1", StreamLimits::default()).with_event_id_prefix("r1.ab");
     w.start();
     w.tool_call_start("c1", "search");
     w.reasoning("hmm");
@@ -502,7 +502,7 @@ fn replacement_error_is_a_run_error() {
 
 #[test]
 fn padding_is_one_comment_of_the_size_asked_counted_and_never_recorded() {
-    let mut w = FrameWriter::new("r1", Limits::default());
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
     w.start();
     let first = w.take_output();
     w.pad(100 * 1024);
@@ -522,7 +522,7 @@ fn padding_is_one_comment_of_the_size_asked_counted_and_never_recorded() {
     assert!(!w.recording().contains("padding"));
     // Tiny sizes still make a comment: `:` and the blank line.
     for bytes in [1, 3, 10] {
-        let mut w = FrameWriter::new("r1", Limits::default());
+        let mut w = FrameWriter::new("r1", StreamLimits::default());
         w.start();
         let _ = w.take_output();
         w.pad(bytes);
@@ -534,9 +534,9 @@ fn padding_is_one_comment_of_the_size_asked_counted_and_never_recorded() {
 
 #[test]
 fn padding_counts_against_the_stream_limit() {
-    let limits = Limits {
+    let limits = StreamLimits {
         max_stream_bytes: 8 * 1024,
-        ..Limits::default()
+        ..StreamLimits::default()
     };
     // Padding that would leave no room to close the turn is not written.
     let mut w = FrameWriter::new("r1", limits);

@@ -13,7 +13,7 @@ use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::protocol::agui::interrupt_id;
-use crate::protocol::{Ending, Limits, LogId};
+use crate::protocol::{Ending, LogId, StreamLimits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
 
@@ -253,7 +253,7 @@ impl Encoding for Console {
         }
     }
 
-    /// Closes everything open (without limit checks: the reserve kept by [`Writer::admit`]
+    /// Closes everything open (without limit checks: the reserve kept by [`Writer::keep_frame`]
     /// guarantees the room), then `RUN_FINISHED` or `RUN_ERROR`.
     fn end(w: &mut FrameWriter, ending: Ending) -> (String, usize, Ending) {
         w.close_all();
@@ -344,7 +344,7 @@ impl Encoding for Console {
 
 impl Writer<Console> {
     /// A writer for the turn `run_id`.
-    pub fn new(run_id: impl Into<String>, limits: Limits) -> Self {
+    pub fn new(run_id: impl Into<String>, limits: StreamLimits) -> Self {
         let run_id = run_id.into();
         Self::with_encoding(
             limits,
@@ -377,7 +377,7 @@ impl Writer<Console> {
         run_id: impl Into<String>,
         thread_id: impl Into<String>,
         parent_run_id: Option<String>,
-        limits: Limits,
+        limits: StreamLimits,
     ) -> Self {
         let mut w = Self::new(run_id, limits);
         w.enc.dialect = Dialect::Agui {
@@ -726,7 +726,7 @@ impl Writer<Console> {
         );
     }
 
-    /// Closes everything open without limit checks: the reserve kept by [`Writer::admit`]
+    /// Closes everything open without limit checks: the reserve kept by [`Writer::keep_frame`]
     /// guarantees the room.
     fn close_all(&mut self) {
         if let Some(id) = self.enc.text.take() {
@@ -819,7 +819,7 @@ impl Writer<Console> {
             return false;
         }
         let mark = self.encode_frame(ty, fields);
-        self.admit(mark)
+        self.keep_frame(mark)
     }
 
     /// Writes a frame without limit checks (the first frame, closing frames).

@@ -11,7 +11,7 @@ use crate::error::TurnErrorCode;
 use crate::protocol::lowkey::{
     ExternalAgentTurnRequest, TranscriptMessage, TranscriptRole, storage_id,
 };
-use crate::protocol::{ChoiceOption, Ending, Interrupt, Limits, ReviewItem, Role};
+use crate::protocol::{ChoiceOption, Ending, Interrupt, ReviewItem, Role, StreamLimits};
 use crate::wire::writer::Encoding;
 
 #[path = "../../../tests/support/lowkey_schema.rs"]
@@ -137,7 +137,7 @@ fn invalid_json_is_refused() {
 // The writer
 
 fn write(f: impl FnOnce(&mut NdjsonWriter)) -> (String, NdjsonWriter) {
-    let mut w = NdjsonWriter::new(Limits::default());
+    let mut w = NdjsonWriter::new(StreamLimits::default());
     w.start();
     f(&mut w);
     let mut all = w.take_output();
@@ -173,7 +173,7 @@ fn minimal_answer() {
 #[test]
 fn a_recording_beyond_the_pool_is_dropped_and_replays_as_an_error_event() {
     let pool = Box::leak(Box::new(crate::wire::recorder::RecordPool::new(0)));
-    let mut w = NdjsonWriter::new(Limits::default()).with_record_pool(pool);
+    let mut w = NdjsonWriter::new(StreamLimits::default()).with_record_pool(pool);
     w.start();
     let answer = "x".repeat(3 * crate::wire::recorder::RECORDED_FLOOR_BYTES);
     w.text(&answer);
@@ -416,7 +416,7 @@ fn no_text_is_an_error_not_an_empty_answer() {
 
 #[test]
 fn heartbeat_is_a_bare_working_line_and_not_recorded() {
-    let mut w = NdjsonWriter::new(Limits::default());
+    let mut w = NdjsonWriter::new(StreamLimits::default());
     w.start();
     w.heartbeat();
     let out = w.take_output();
@@ -442,9 +442,9 @@ fn long_text_is_split_within_the_line_limit_and_the_stream_stops_before_its_limi
     assert_eq!(text_of(&ev), big);
     assert_eq!(w.answer(), big);
 
-    let limits = Limits {
+    let limits = StreamLimits {
         max_stream_bytes: 64 * 1024,
-        ..Limits::default()
+        ..StreamLimits::default()
     };
     let mut w = NdjsonWriter::new(limits);
     w.start();
@@ -464,7 +464,7 @@ fn long_text_is_split_within_the_line_limit_and_the_stream_stops_before_its_limi
 
 #[test]
 fn lowkey_gets_no_padding_every_line_is_an_event() {
-    let mut w = NdjsonWriter::new(Limits::default());
+    let mut w = NdjsonWriter::new(StreamLimits::default());
     w.start();
     let first = w.take_output();
     w.pad(100 * 1024);
@@ -489,7 +489,7 @@ fn replacement_error_is_an_error_event() {
 
 #[test]
 fn terminal_events_are_spotted_and_never_inside_text() {
-    let mut w = NdjsonWriter::new(Limits::default());
+    let mut w = NdjsonWriter::new(StreamLimits::default());
     w.start();
     w.text("{\"protocolVersion\":1,\"type\":\"error\" is only text here");
     let body = w.take_output();

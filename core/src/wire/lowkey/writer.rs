@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::protocol::lowkey::LOWKEY_PROTOCOL_VERSION;
-use crate::protocol::{Ending, Limits};
+use crate::protocol::{Ending, StreamLimits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
 
@@ -153,7 +153,7 @@ impl Encoding for Lowkey {
 
 impl Writer<Lowkey> {
     /// A writer keeping every line and the whole stream within `limits`.
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(limits: StreamLimits) -> Self {
         Self::with_encoding(
             limits,
             Lowkey {
@@ -269,7 +269,7 @@ impl Writer<Lowkey> {
         }
         let mark = self.ledger.mark();
         self.ledger.out().push_str(line);
-        self.admit(mark)
+        self.keep_frame(mark)
     }
 
     /// Writes a line without limit checks (the first line).
