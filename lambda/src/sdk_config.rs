@@ -2,8 +2,8 @@
 //! rather than by `aws_config::defaults(…).load()`. The default loader also reads the shared
 //! config and credentials files (`~/.aws`) and links every credential source the SDK knows
 //! (profiles, web identity and AssumeRole through an STS client, the EC2 instance metadata
-//! service), most of a megabyte of the package (BENCHMARKS.md, "AWS Lambda") for sources a
-//! function never has.
+//! service): 0.51 MB of the arm64 package, 0.24 MB gzip (BENCHMARKS.md, "AWS Lambda"), for
+//! sources a function never has.
 //!
 //! What a function gets, and so what this reads:
 //! - credentials: the execution role's, which Lambda puts in `AWS_ACCESS_KEY_ID`,
