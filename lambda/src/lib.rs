@@ -33,9 +33,12 @@
 
 mod body;
 pub mod emf;
+mod init;
+mod init_error;
 mod logging;
 mod model_agents;
 mod run;
+mod sdk_config;
 mod sdk_http;
 mod settings;
 mod ssm;
@@ -51,11 +54,12 @@ use runway_core::adapter::{
 };
 
 pub use body::LambdaBody;
+pub use init::{init_agent, init_agent_with_providers};
+pub use init_error::InitError;
 pub use lambda_http::Error;
 pub use run::{run, run_builtin, run_with_providers};
-pub use settings::{
-    InitError, Settings, core_config, emf_line, init_agent, init_agent_with_providers, sdk_config,
-};
+pub use sdk_config::sdk_config;
+pub use settings::{Settings, core_config, emf_line};
 pub use store::DynamoStore;
 
 /// The served application: an agent (a built-in one unless said), the DynamoDB store, tokio.

@@ -9,7 +9,9 @@ use runway_agents::{BuiltinAgent, ModelAgent};
 use runway_core::adapter::TokioRuntime;
 use runway_core::{Agent, Workers};
 
-use crate::settings::{InitError, Settings, dynamo_store, sdk_config};
+use crate::init_error::InitError;
+use crate::sdk_config::sdk_config;
+use crate::settings::{Settings, dynamo_store};
 use crate::ssm::ParameterSettings;
 use crate::store::DynamoStore;
 

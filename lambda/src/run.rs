@@ -9,8 +9,9 @@ use runway_core::Agent;
 use runway_core::adapter::OsSettings;
 use runway_core::connect::provider::Providers;
 
+use crate::init::{builtin_agent, init_agent_with_providers};
+use crate::init_error::InitError;
 use crate::model_agents::LambdaModels;
-use crate::settings::{InitError, builtin_agent, init_agent_with_providers};
 
 /// Serves `agent` on Lambda until the runtime stops the process: logs as Lambda expects
 /// (`RUST_LOG`/`AWS_LAMBDA_LOG_LEVEL`), reads the settings from the environment

@@ -1,52 +1,14 @@
-//! Start-up: settings from the environment, the SDK clients, the auth header set.
+//! The function's own settings ([`Settings`], the core's as Lambda reads them), and what they
+//! name: the DynamoDB store and the EMF line.
 
-use std::ffi::OsString;
-use std::time::Duration;
+use aws_config::SdkConfig;
+use runway_agents::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+use runway_core::adapter::{Config, FIRST_FLUSH_BYTES};
 
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use runway_agents::{BuiltinAgent, WORKERS_FILE_SETTING, WORKERS_SETTING};
-use runway_core::Agent;
-use runway_core::adapter::{Config, FIRST_FLUSH_BYTES, Runway, TokioRuntime};
-use runway_core::connect::provider::Providers;
-use runway_core::http_client::ReqwestClient;
-
-use crate::App;
 use crate::emf::{DEFAULT_NAMESPACE, EmfLine, METRICS_DETAIL_SETTING, MetricsDetail};
-use crate::model_agents::LambdaModels;
-use crate::ssm::{PARAMETER_SUFFIX, read_parameter};
+use crate::init_error::InitError;
+use crate::ssm::{AUTH_PARAMETER, PARAMETER_SUFFIX, VAULT_KEY_PARAMETER};
 use crate::store::DynamoStore;
-
-/// Why the function could not start. Lambda reports it as an init error and retries init on
-/// the next invocation; nothing is ever served without the configured auth header set.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// A `RUNWAY_*` setting is invalid.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// The SSM parameter holding the auth header set could not be read.
-    #[error("cannot read the auth header set from SSM parameter {name}: {reason}")]
-    AuthParameter {
-        /// The parameter's name.
-        name: String,
-        /// What went wrong (never the value).
-        reason: String,
-    },
-    /// The SSM parameter holding a setting (`NAME_SSM_PARAMETER`: a model agent's key, a
-    /// workers file's `${NAME}`) could not be read, or is empty.
-    #[error(
-        "cannot read {setting} from SSM parameter {parameter} (named by {setting}_SSM_PARAMETER): {reason}"
-    )]
-    SettingParameter {
-        /// The setting (`NAME`).
-        setting: String,
-        /// The parameter's name.
-        parameter: String,
-        /// What went wrong (never the value).
-        reason: String,
-    },
-}
 
 /// Lambda-specific settings (the rest is [`runway_core::adapter::Config`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,54 +82,6 @@ impl Settings {
     }
 }
 
-/// The shared SDK configuration: region from `AWS_REGION` (Lambda sets it) or
-/// `AWS_DEFAULT_REGION`, else `us-east-1` (never the instance metadata service),
-/// standard retries (exponential backoff with full jitter, throttling and transient errors
-/// retried, 4 attempts) and timeouts that fit inside the engine's 8-second bound on a store
-/// call, and the HTTPS client of [`crate::sdk_http`]. Loading it makes no network request;
-/// credentials resolve on first use.
-pub async fn sdk_config(get: impl Fn(&str) -> Option<String>) -> SdkConfig {
-    let region = get("AWS_REGION")
-        .or_else(|| get("AWS_DEFAULT_REGION"))
-        .filter(|r| !r.trim().is_empty())
-        .unwrap_or_else(|| "us-east-1".into());
-    aws_config::defaults(BehaviorVersion::latest())
-        .http_client(crate::sdk_http::https_client())
-        .region(Region::new(region))
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(4)
-                .with_initial_backoff(Duration::from_millis(50))
-                .with_max_backoff(Duration::from_secs(1)),
-        )
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(2))
-                .operation_attempt_timeout(Duration::from_secs(4))
-                .operation_timeout(Duration::from_millis(7500))
-                .build(),
-        )
-        .load()
-        .await
-}
-
-/// The built-in agent named by `RUNWAY_AGENT` in `get` (default `demo`); the model agent as
-/// [`LambdaModels`] makes it, with the settings `environment` gives as SSM parameters.
-///
-/// # Errors
-/// An invalid setting, an unknown agent name (found before any network request), or (for
-/// `model`) an unreadable parameter.
-pub(crate) async fn builtin_agent(
-    get: impl Fn(&str) -> Option<String>,
-    environment: impl IntoIterator<Item = (OsString, OsString)>,
-) -> Result<BuiltinAgent<TokioRuntime>, InitError> {
-    let settings = Settings::from_lookup(&get)?;
-    if settings.agent == "model" {
-        return LambdaModels::start(&get, environment).await?.builtin(&get);
-    }
-    BuiltinAgent::from_settings(&settings.agent, &TokioRuntime, &get).map_err(InitError::Config)
-}
-
 /// The DynamoDB store on the table (and endpoint) of `settings`. Makes no request.
 pub(crate) fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore {
     let mut dynamo = aws_sdk_dynamodb::config::Builder::from(sdk);
@@ -178,94 +92,6 @@ pub(crate) fn dynamo_store(settings: &Settings, sdk: &SdkConfig) -> DynamoStore 
         aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
         settings.table.clone(),
     )
-}
-
-/// Builds the application serving `agent` from `get` (the environment): SDK config, the auth
-/// header set (from SSM when `RUNWAY_AUTH_HEADERS_SSM_PARAMETER` is set) and the DynamoDB
-/// store. The only network request is the SSM read, when configured.
-///
-/// # Errors
-/// Invalid settings or an unreadable auth parameter.
-pub async fn init_agent<A: Agent>(
-    agent: A,
-    get: impl Fn(&str) -> Option<String>,
-) -> Result<App<A>, InitError> {
-    init_agent_with_providers(agent, get, Providers::new()).await
-}
-
-/// [`init_agent`], serving connected accounts at `providers` too (see
-/// [`Runway::with_providers`]): the vault key is then required, from the SSM SecureString
-/// named by `RUNWAY_VAULT_KEY_SSM_PARAMETER` or from `RUNWAY_VAULT_KEY`, and
-/// `GET {base}/connect/{id}` and `GET {base}/callback` answer.
-///
-/// # Errors
-/// As [`init_agent`]; an unreadable vault key parameter; providers without a vault key.
-pub async fn init_agent_with_providers<A: Agent>(
-    agent: A,
-    get: impl Fn(&str) -> Option<String>,
-    providers: Providers,
-) -> Result<App<A>, InitError> {
-    let sdk = sdk_config(&get).await;
-    init_with_sdk(agent, get, providers, &sdk).await
-}
-
-/// [`init_agent_with_providers`] with the SDK configuration made already.
-async fn init_with_sdk<A: Agent>(
-    agent: A,
-    get: impl Fn(&str) -> Option<String>,
-    providers: Providers,
-    sdk: &SdkConfig,
-) -> Result<App<A>, InitError> {
-    let settings = Settings::from_lookup(&get)?;
-    let auth_from_ssm = match &settings.auth_parameter {
-        Some(name) => Some(read_secure_parameter(sdk, name).await?),
-        None => None,
-    };
-    let vault_key_from_ssm =
-        match &settings.vault_key_parameter {
-            Some(name) => Some(read_parameter(sdk, name).await.map_err(|reason| {
-                InitError::SettingParameter {
-                    setting: VAULT_KEY_SETTING.into(),
-                    parameter: name.clone(),
-                    reason,
-                }
-            })?),
-            None => None,
-        };
-    let mut config = core_config(|k| {
-        if k == "RUNWAY_AUTH_HEADERS"
-            && let Some(v) = &auth_from_ssm
-        {
-            return Some(v.clone());
-        }
-        if k == VAULT_KEY_SETTING
-            && let Some(v) = &vault_key_from_ssm
-        {
-            return Some(v.clone());
-        }
-        get(k)
-    })?;
-    // Without either setting the function starts but refuses every turn, naming what to set.
-    config.access = config.access.naming_missing(format!(
-        "{AUTH_PARAMETER} (the SSM SecureString holding the header set: the template's \
-         AuthHeadersParameterName) or RUNWAY_AUTH_HEADERS"
-    ));
-    config.access.log_at_start();
-    config.max_file_bytes = config.max_file_bytes.min(crate::store::MAX_FILE_BYTES);
-
-    let store = dynamo_store(&settings, sdk);
-    let rt = TokioRuntime;
-    tracing::info!(
-        table = %settings.table,
-        auth_headers = ?config.access.header_names(),
-        auth_source = if auth_from_ssm.is_some() { "ssm" } else { "env" },
-        "runway-lambda ready"
-    );
-    Ok(Runway::new(agent, store, rt, config)
-        .with_http_client(ReqwestClient::new())
-        .with_providers(providers)
-        .map_err(|e| InitError::Config(e.to_string()))?
-        .with_metrics(emf_line(&settings)))
 }
 
 /// The core's settings as Lambda reads them from `get`: [`Config::from_lookup`], but with
@@ -286,28 +112,6 @@ pub fn core_config(get: impl Fn(&str) -> Option<String>) -> Result<Config, InitE
 /// The EMF line each turn writes, as `settings` say.
 pub fn emf_line(settings: &Settings) -> EmfLine {
     EmfLine::new(&settings.metrics_namespace).with_detail(settings.metrics_detail)
-}
-
-/// The setting naming the SSM SecureString that holds the auth header set.
-pub(crate) const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
-
-/// The vault key's setting (see [`runway_core::connect::vault`]).
-pub(crate) const VAULT_KEY_SETTING: &str = "RUNWAY_VAULT_KEY";
-
-/// The setting naming the SSM SecureString that holds the vault key.
-pub(crate) const VAULT_KEY_PARAMETER: &str = "RUNWAY_VAULT_KEY_SSM_PARAMETER";
-
-/// The auth header set from the SSM SecureString `name`.
-pub(crate) async fn read_secure_parameter(
-    sdk: &SdkConfig,
-    name: &str,
-) -> Result<String, InitError> {
-    read_parameter(sdk, name)
-        .await
-        .map_err(|reason| InitError::AuthParameter {
-            name: name.to_owned(),
-            reason,
-        })
 }
 
 #[cfg(test)]
@@ -389,64 +193,5 @@ mod tests {
             Settings::from_lookup(lookup(&[("RUNWAY_DYNAMODB_ENDPOINT", "localhost:8000")]))
                 .is_err()
         );
-    }
-
-    fn acme() -> Providers {
-        let mut providers = Providers::new();
-        providers.add(runway_core::connect::provider::Provider {
-            key: "acme".into(),
-            name: "Acme CRM".into(),
-            endpoints: runway_core::connect::provider::Endpoints::Given(
-                runway_core::connect::provider::ProviderEndpoints {
-                    authorize_url: "https://acme.example/auth".parse().unwrap(),
-                    token_url: "https://acme.example/token".parse().unwrap(),
-                },
-            ),
-            client_id: "runway".into(),
-            client_secret: None,
-            revocation_url: None,
-            scopes: Vec::new(),
-        });
-        providers
-    }
-
-    #[tokio::test]
-    async fn providers_take_the_vault_key_from_its_ssm_parameter_or_refuse_to_start() {
-        use crate::ssm::tests::{fake_ssm, sdk_for};
-        const KEY: &str = "q7Zk0m5l2YpQ3rJ8wX1vN6bT4cH9dF0aS2eG7uK5iLo=";
-        let (url, requested) = fake_ssm(0, &[("/runway/vault", KEY)]).await;
-        let sdk = sdk_for(&url);
-        let init = async |pairs: &[(&str, &str)]| {
-            init_with_sdk(runway_core::Workers::new(), lookup(pairs), acme(), &sdk)
-                .await
-                .map(|_| ())
-        };
-        init(&[(VAULT_KEY_PARAMETER, "/runway/vault")])
-            .await
-            .expect("the key from SSM");
-        assert_eq!(*requested.lock().unwrap(), ["/runway/vault"]);
-        init(&[(VAULT_KEY_SETTING, KEY)])
-            .await
-            .expect("the key from the environment");
-        let e = init(&[]).await.unwrap_err().to_string();
-        assert!(e.contains("RUNWAY_VAULT_KEY") && e.contains("acme"), "{e}");
-        let e = init(&[(VAULT_KEY_PARAMETER, "/runway/gone")])
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("RUNWAY_VAULT_KEY") && e.contains("/runway/gone"),
-            "{e}"
-        );
-        assert!(!e.contains(KEY), "{e}");
-    }
-
-    #[tokio::test]
-    async fn unknown_agent_fails_init_without_network() {
-        let get = lookup(&[("RUNWAY_AGENT", "nope"), ("AWS_ACCESS_KEY_ID", "x")]);
-        assert!(matches!(
-            builtin_agent(get, []).await,
-            Err(InitError::Config(_))
-        ));
     }
 }

@@ -9,7 +9,13 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use crate::settings::{AUTH_PARAMETER, InitError, VAULT_KEY_PARAMETER};
+use crate::init_error::InitError;
+
+/// The setting naming the SSM SecureString that holds the auth header set.
+pub(crate) const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
+
+/// The setting naming the SSM SecureString that holds the vault key.
+pub(crate) const VAULT_KEY_PARAMETER: &str = "RUNWAY_VAULT_KEY_SSM_PARAMETER";
 
 /// The suffix of a setting naming the SSM parameter that holds another setting:
 /// `OPENAI_KEY_SSM_PARAMETER` names the parameter holding `OPENAI_KEY`.
@@ -93,6 +99,19 @@ impl ParameterSettings {
     }
 }
 
+/// The auth header set from the SSM SecureString `name`.
+pub(crate) async fn read_secure_parameter(
+    sdk: &SdkConfig,
+    name: &str,
+) -> Result<String, InitError> {
+    read_parameter(sdk, name)
+        .await
+        .map_err(|reason| InitError::AuthParameter {
+            name: name.to_owned(),
+            reason,
+        })
+}
+
 /// An SSM SecureString's value, retried on transient errors; the error never contains the
 /// value.
 pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
@@ -147,7 +166,6 @@ pub(crate) mod tests {
     use aws_config::{BehaviorVersion, Region};
 
     use super::*;
-    use crate::settings::read_secure_parameter;
 
     /// An environment of `pairs`.
     pub(crate) fn environment(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
