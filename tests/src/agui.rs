@@ -320,7 +320,8 @@ pub fn check_reports(reports: &[Value]) -> Vec<String> {
         Box::new(|r| {
             let asked = &r["interrupts"][0];
             (r["outcome"] == "interrupt"
-                && asked["reason"] == "approval"
+                && asked["reason"] == "confirmation"
+                && asked["metadata"]["kind"] == "approval"
                 && asked["message"] == "Approve the demo action?"
                 && asked["id"]
                     .as_str()

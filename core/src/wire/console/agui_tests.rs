@@ -154,10 +154,12 @@ fn an_interrupt_has_an_id_a_reason_and_a_message() {
     let i = &last["outcome"]["interrupts"][0];
     assert_eq!(last["outcome"]["type"], "interrupt");
     assert_eq!(i["id"], "r1.interrupt");
-    assert_eq!(i["reason"], "approval");
+    // AG-UI's core reasons where one fits, runway's namespaced ones otherwise; Console's kind
+    // in the metadata.
+    assert_eq!(i["reason"], "confirmation");
     assert_eq!(i["message"], "Go?");
     assert!(i.get("kind").is_none() && i.get("prompt").is_none(), "{i}");
-    assert!(i.get("metadata").is_none(), "nothing else to carry: {i}");
+    assert_eq!(i["metadata"], json!({"kind": "approval"}), "{i}");
     assert_eq!(
         i["responseSchema"]["properties"]["decision"]["enum"],
         json!(["approve", "reject"])
@@ -177,11 +179,35 @@ fn the_rest_of_a_question_is_in_its_metadata() {
     });
     let last = frames(&out).pop().unwrap();
     let i = &last["outcome"]["interrupts"][0];
-    assert_eq!(i["reason"], "choice");
+    assert_eq!(i["reason"], "input_required");
+    assert_eq!(i["metadata"]["kind"], "choice");
     assert_eq!(i["metadata"]["options"][0]["id"], "red");
     assert_eq!(
         i["responseSchema"]["properties"]["decision"]["enum"],
         json!(["respond", "reject"])
+    );
+}
+
+#[test]
+fn every_kind_has_an_ag_ui_reason() {
+    let reason = |i: Interrupt| {
+        let out = run(|w| w.finish(Ending::Interrupt(i)));
+        let last = frames(&out).pop().unwrap();
+        let i = &last["outcome"]["interrupts"][0];
+        (i["reason"].clone(), i["metadata"]["kind"].clone())
+    };
+    assert_eq!(
+        reason(Interrupt::Input {
+            prompt: "Name?".into()
+        }),
+        (json!("input_required"), json!("input"))
+    );
+    assert_eq!(
+        reason(Interrupt::Authorization {
+            provider: "Acme".into(),
+            authorize_url: "https://agent.example.com/connect/x".into(),
+        }),
+        (json!("runway:authorization"), json!("authorization"))
     );
 }
 

@@ -856,9 +856,18 @@ fn agui_interrupt(console: Value, run_id: &str) -> Value {
         "authorization" => &["authorized", "reject"],
         _ => &["respond", "reject"],
     };
+    // AG-UI's core reasons where one fits (a yes/no, structured input); runway's own,
+    // namespaced as AG-UI asks, otherwise. A client that does not know a reason renders
+    // `message`, `responseSchema` and `metadata`, where Console's `kind` stays.
+    let reason = match kind.as_str() {
+        "approval" => "confirmation".to_owned(),
+        "input" | "choice" => "input_required".to_owned(),
+        other => format!("runway:{other}"),
+    };
+    rest.insert("kind".into(), Value::String(kind));
     let mut interrupt = Map::new();
     interrupt.insert("id".into(), Value::String(interrupt_id(run_id)));
-    interrupt.insert("reason".into(), Value::String(kind));
+    interrupt.insert("reason".into(), Value::String(reason));
     if let Some(Value::String(prompt)) = rest.remove("prompt") {
         interrupt.insert("message".into(), Value::String(prompt));
     }
@@ -875,9 +884,7 @@ fn agui_interrupt(console: Value, run_id: &str) -> Value {
             }
         }),
     );
-    if !rest.is_empty() {
-        interrupt.insert("metadata".into(), Value::Object(rest));
-    }
+    interrupt.insert("metadata".into(), Value::Object(rest));
     Value::Object(interrupt)
 }
 
