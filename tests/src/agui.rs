@@ -456,7 +456,9 @@ pub async fn usage_turns(client: &Client, workspace: &str, want: u64) -> Result<
 pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
     let workspace = format!("agui-{}", fresh_id());
     let cases = cases(Some(&workspace));
-    let url = format!("{}/agui", target.base_url());
+    // The worker named in the path, as a deployment serving several Digital Workers needs
+    // (one agent serving every id answers it too).
+    let url = format!("{}/agui/{}", target.base_url(), crate::client::AGENT_ID);
     let reports = match official_client(&url, &target.auth_headers(), &cases).await {
         Ok(r) => r,
         Err(e) => return vec![format!("agui: {e}")],
