@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 use crate::Target;
-use crate::client::{Client, fresh_id};
+use crate::client::{Client, fresh_id, run_body};
 
 /// Runs `cases` through tests/agui/run.mjs against `url` with `headers`; one report per case.
 pub async fn official_client(
@@ -450,9 +450,104 @@ pub async fn usage_turns(client: &Client, workspace: &str, want: u64) -> Result<
     }
 }
 
+/// Checks `frames` (each with a label saying where it came from) against `@ag-ui/core`'s
+/// EventSchema one by one: `Err` lists the invalid ones.
+pub async fn schema_check(frames: &[(String, Value)]) -> Result<usize, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui");
+    if !dir.join("node_modules/@ag-ui/core").exists() {
+        return Err("the AG-UI client is not installed: run scripts/setup-agui.sh first".into());
+    }
+    let mut child = Command::new("node")
+        .arg("validate.mjs")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run node: {e}"))?;
+    let input = serde_json::to_vec(frames).expect("frames as JSON");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, &input)
+        .await
+        .map_err(|e| format!("validate.mjs: {e}"))?;
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .map_err(|_| "validate.mjs did not finish within 60 s".to_owned())?
+        .map_err(|e| format!("validate.mjs: {e}"))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "validate.mjs printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    match report["invalid"].as_array() {
+        Some(invalid) if invalid.is_empty() => Ok(report["checked"].as_u64().unwrap_or(0) as usize),
+        Some(invalid) => Err(format!(
+            "{} of {} frames are not valid AG-UI 1.0: {}",
+            invalid.len(),
+            report["checked"],
+            Value::Array(invalid.iter().take(8).cloned().collect())
+        )),
+        None => Err(format!("validate.mjs: unexpected report {report}")),
+    }
+}
+
+/// The demo agent's turns that between them send every kind of frame it makes and every
+/// interrupt kind.
+const CONSOLE_INPUTS: [&str; 11] = [
+    "hello there",
+    "/tool",
+    "/reason",
+    "/file",
+    "/approve",
+    "/choice",
+    "/input",
+    "/review",
+    "/authorize",
+    "/fail",
+    "/slow 1",
+];
+
+/// Console's own stream is AG-UI 1.0 frame by frame (issue 28): every frame of Console turns
+/// covering each frame and interrupt kind passes `@ag-ui/core`'s EventSchema, and
+/// `RUN_FINISHED` names the request's `threadId` and `runId` (Console allows `threadId` when
+/// it is the request's; `runId` is a field Console does not read).
+pub async fn console_frames_are_agui(client: &Client) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut frames = Vec::new();
+    for input in CONSOLE_INPUTS {
+        let (run, thread) = (fresh_id(), fresh_id());
+        let turn = client.turn(&run_body(&run, &thread, input)).await;
+        if turn.status != 200 || turn.frames.is_empty() {
+            failures.push(format!(
+                "console {input:?}: HTTP {} {}",
+                turn.status, turn.body
+            ));
+            continue;
+        }
+        for f in &turn.frames {
+            if f["type"] == "RUN_FINISHED"
+                && (f["threadId"] != thread.as_str() || f["runId"] != run.as_str())
+            {
+                failures.push(format!(
+                    "console {input:?}: RUN_FINISHED without the run's ids: {f}"
+                ));
+            }
+            frames.push((format!("console {input:?}"), f.clone()));
+        }
+    }
+    if let Err(e) = schema_check(&frames).await {
+        failures.push(format!("console: {e}"));
+    }
+    failures
+}
+
 /// The AG-UI checks of the shared suite: [`cases`] in a workspace of their own, through the
-/// official client, [`check_reports`], and usage counted in that workspace as for Console
-/// turns. Returns the failures.
+/// official client, [`check_reports`], usage counted in that workspace as for Console turns,
+/// and Console's own stream valid AG-UI frame by frame ([`console_frames_are_agui`]). Returns
+/// the failures.
 pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
     let workspace = format!("agui-{}", fresh_id());
     let cases = cases(Some(&workspace));
@@ -468,6 +563,7 @@ pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
     let runs = reports.iter().map(runs_of).sum::<usize>() as u64;
     let want = runs.saturating_sub(2);
     let client = Client::new(&target.base_url(), target.auth_headers());
+    failures.extend(console_frames_are_agui(&client).await);
     match usage_turns(&client, &workspace, want).await {
         Ok(turns) => ensure!(
             failures,

@@ -56,6 +56,15 @@ async fn the_official_client_accepts_every_run_and_every_frame_is_schema_valid()
     assert_eq!(agui::usage_turns(&client, "ws-agui", 1).await.unwrap(), 1);
 }
 
+/// Console's own stream (`POST /runs`) is AG-UI 1.0 frame by frame, while `runway check
+/// --strict` (the Console suites) still passes it.
+#[tokio::test]
+async fn consoles_stream_is_agui_frame_by_frame() {
+    let (_process, client) = serve().await;
+    let failures = agui::console_frames_are_agui(&client).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[tokio::test]
 async fn invalid_input_is_a_4xx_json_error_and_auth_is_the_same_as_runs() {
     let (_process, client) = serve().await;

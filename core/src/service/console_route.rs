@@ -97,7 +97,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // the original run, and a replay (same body) repeats them exactly.
         let event_prefix = format!("{}.{}", plan.turn.run_id, &plan.fingerprint[..8]);
         let writer = FrameWriter::new(plan.turn.run_id.clone(), self.config().limits)
-            .with_event_id_prefix(event_prefix);
+            .with_event_id_prefix(event_prefix)
+            .with_thread_id(plan.turn.thread_id.clone());
         self.stream(writer, plan, span)
     }
 }

@@ -211,19 +211,49 @@ fn every_kind_has_an_ag_ui_reason() {
     );
 }
 
+/// Console's frames keep what Console's contract asks (no `RUN_STARTED`, no reasoning span,
+/// `event_id`s, Console's interrupt fields) and are AG-UI 1.0 events one by one: role
+/// `reasoning`, `threadId` and `runId` on `RUN_FINISHED`, an interrupt's `id` and `reason`.
 #[test]
-fn console_frames_are_unchanged() {
-    let mut w = FrameWriter::new("r1", StreamLimits::default());
+fn console_frames_are_agui_events_one_by_one() {
+    let mut w = FrameWriter::new("r1", StreamLimits::default()).with_thread_id("t1");
     w.start();
     w.reasoning("think");
-    w.finish(Ending::Success);
+    w.finish(Ending::Interrupt(Interrupt::Approval {
+        prompt: "Book it?".into(),
+    }));
     let mut out = w.take_output();
     out.push_str(&w.take_final().unwrap());
     let t = types(&out);
     assert_eq!(t[0], "STEP_STARTED");
     assert!(
         !t.iter()
-            .any(|t| t == "REASONING_START" || t == "RUN_STARTED")
+            .any(|t| t == "REASONING_START" || t == "REASONING_END" || t == "RUN_STARTED")
     );
-    assert_eq!(frames(&out)[1]["role"], "assistant");
+    let f = frames(&out);
+    assert_eq!(f[1]["role"], "reasoning");
+    assert!(f.iter().all(|f| f["event_id"].is_string()));
+    let last = f.last().unwrap();
+    assert_eq!(
+        (&last["threadId"], &last["runId"]),
+        (&json!("t1"), &json!("r1"))
+    );
+    assert_eq!(
+        last["outcome"]["interrupts"][0],
+        json!({"kind": "approval", "prompt": "Book it?", "id": "r1.interrupt", "reason": "confirmation"})
+    );
+}
+
+/// A writer told no thread names none: Console discards a final frame naming another thread.
+#[test]
+fn without_a_thread_run_finished_names_only_the_run() {
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
+    w.start();
+    w.text("hi");
+    w.finish(Ending::Success);
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    let last = frames(&out).pop().unwrap();
+    assert!(last.get("threadId").is_none(), "{out}");
+    assert_eq!(last["runId"], "r1", "{out}");
 }

@@ -64,12 +64,8 @@ enum Dialect {
     Console,
     /// Any AG-UI 1.0 client (`POST {base}/agui`).
     Agui {
-        /// The run's `threadId`, as the client sent it.
-        thread_id: String,
         /// The run's `parentRunId`, if the client sent one.
         parent_run_id: Option<String>,
-        /// Each activity message's type (`ACTIVITY_DELTA` must name it in AG-UI 1.0).
-        activity_types: HashMap<String, String>,
     },
 }
 
@@ -80,6 +76,12 @@ enum Dialect {
 pub struct Console {
     dialect: Dialect,
     run_id: String,
+    /// The run's `threadId`, named on `RUN_FINISHED` as AG-UI 1.0 requires (Console allows it
+    /// when it is the request's). `None` for a writer told no thread: then it is left out,
+    /// never guessed (Console discards a final frame naming another thread).
+    thread_id: Option<String>,
+    /// Each activity message's type: AG-UI 1.0 names it on every `ACTIVITY_DELTA`.
+    activity_types: HashMap<String, String>,
     /// Every `event_id` is `{prefix}.{n}`: the prefix, JSON-escaped once.
     event_prefix: EscapedPrefix,
     seq: u64,
@@ -119,42 +121,35 @@ impl Console {
         matches!(self.dialect, Dialect::Agui { .. })
     }
 
-    /// The role of a reasoning message: AG-UI 1.0's `reasoning`; Console's reader knows
-    /// only `assistant`.
-    fn reasoning_role(&self) -> &'static str {
-        if self.is_agui() {
-            "reasoning"
-        } else {
-            "assistant"
-        }
-    }
-
     /// Encodes the next frame (the next `event_id`) into `out`.
     fn encode_next(&mut self, out: &mut String, ty: &str, fields: &[(&str, Field<'_>)]) {
         encode(out, self.event_prefix(), self.seq, ty, fields);
         self.seq += 1;
     }
 
-    /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it.
+    /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it
+    /// (in both dialects: Console accepts its own `threadId` and does not read `runId`).
     fn run_finished(&mut self, out: &mut String, outcome: Field<'_>) {
-        match &self.dialect {
-            Dialect::Console => encode(
+        let prefix = self.event_prefix();
+        let run_id = Field::Str(&self.run_id);
+        match &self.thread_id {
+            Some(thread_id) => encode(
                 out,
-                self.event_prefix(),
-                self.seq,
-                "RUN_FINISHED",
-                &[("outcome", outcome)],
-            ),
-            Dialect::Agui { thread_id, .. } => encode(
-                out,
-                None,
+                prefix,
                 self.seq,
                 "RUN_FINISHED",
                 &[
                     ("threadId", Field::Str(thread_id)),
-                    ("runId", Field::Str(&self.run_id)),
+                    ("runId", run_id),
                     ("outcome", outcome),
                 ],
+            ),
+            None => encode(
+                out,
+                prefix,
+                self.seq,
+                "RUN_FINISHED",
+                &[("runId", run_id), ("outcome", outcome)],
             ),
         }
         self.seq += 1;
@@ -179,13 +174,9 @@ impl Encoding for Console {
 
     fn first_frame(w: &mut FrameWriter) {
         debug_assert_eq!(w.enc.seq, 0, "start() must come first");
-        if let Dialect::Agui {
-            thread_id,
-            parent_run_id,
-            ..
-        } = &w.enc.dialect
-        {
-            let (thread_id, parent_run_id) = (thread_id.clone(), parent_run_id.clone());
+        if let Dialect::Agui { parent_run_id } = &w.enc.dialect {
+            let thread_id = w.enc.thread_id.clone().unwrap_or_default();
+            let parent_run_id = parent_run_id.clone();
             let run_id = w.enc.run_id.clone();
             let mut fields = vec![
                 ("threadId", Field::Str(&thread_id)),
@@ -266,7 +257,7 @@ impl Encoding for Console {
                 let interrupt = if w.enc.is_agui() {
                     agui_interrupt(i.to_wire(), &w.enc.run_id)
                 } else {
-                    i.to_wire()
+                    console_interrupt(i.to_wire(), &w.enc.run_id)
                 };
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
                 w.enc.run_finished(&mut encoded, Field::Json(&outcome));
@@ -352,6 +343,8 @@ impl Writer<Console> {
                 dialect: Dialect::Console,
                 event_prefix: EscapedPrefix::new(&run_id),
                 run_id,
+                thread_id: None,
+                activity_types: HashMap::new(),
                 seq: 0,
                 text: None,
                 reasoning: None,
@@ -367,25 +360,30 @@ impl Writer<Console> {
     }
 
     /// A writer for the AG-UI 1.0 run `run_id` of thread `thread_id` (`POST {base}/agui`): the
-    /// same frames as Console's, with what AG-UI 1.0 requires and Console's contract forbids
-    /// or does not know: `RUN_STARTED` first (`threadId`, `runId`, `protocolVersion`,
-    /// `parentRunId`), no `event_id` (AG-UI has none), `threadId` and `runId` on `RUN_FINISHED`, reasoning in a
-    /// `REASONING_START`/`REASONING_END` span with role `reasoning`, the agent's state
-    /// unfiltered, `activityType` on `ACTIVITY_DELTA`, and interrupts in AG-UI's shape (`id`,
-    /// `reason`, `message`, `responseSchema`, Console's other fields in `metadata`).
+    /// same frames as Console's (which are AG-UI 1.0 events one by one already: `threadId` and
+    /// `runId` on `RUN_FINISHED`, role `reasoning`, `activityType` on `ACTIVITY_DELTA`, an
+    /// interrupt's `id` and `reason`), with what AG-UI 1.0 requires and Console's contract
+    /// forbids or does not read: `RUN_STARTED` first (`threadId`, `runId`, `protocolVersion`,
+    /// `parentRunId`), no `event_id` (AG-UI has none), reasoning in a
+    /// `REASONING_START`/`REASONING_END` span, the agent's state unfiltered, and interrupts in
+    /// AG-UI's shape (`message`, `responseSchema`, Console's other fields in `metadata`).
     pub fn agui(
         run_id: impl Into<String>,
         thread_id: impl Into<String>,
         parent_run_id: Option<String>,
         limits: StreamLimits,
     ) -> Self {
-        let mut w = Self::new(run_id, limits);
-        w.enc.dialect = Dialect::Agui {
-            thread_id: thread_id.into(),
-            parent_run_id,
-            activity_types: HashMap::new(),
-        };
+        let mut w = Self::new(run_id, limits).with_thread_id(thread_id);
+        w.enc.dialect = Dialect::Agui { parent_run_id };
         w
+    }
+
+    /// Names the turn's `threadId` on `RUN_FINISHED`, as AG-UI 1.0 requires: Console's turns
+    /// give the request's, which Console's envelope rule accepts.
+    #[must_use]
+    pub fn with_thread_id(mut self, thread_id: impl Into<String>) -> Self {
+        self.enc.thread_id = Some(thread_id.into());
+        self
     }
 
     /// Makes every `event_id` `{prefix}.{n}` instead of `{run_id}.{n}`. The service puts the
@@ -459,12 +457,12 @@ impl Writer<Console> {
                 {
                     return;
                 }
-                let role = self.enc.reasoning_role();
+                // AG-UI 1.0's role for reasoning; Console reads only `messageId`.
                 if !self.emit(
                     "REASONING_MESSAGE_START",
                     &[
                         ("messageId", Field::Str(id.as_str())),
-                        ("role", Field::Str(role)),
+                        ("role", Field::Str("reasoning")),
                     ],
                 ) {
                     return;
@@ -585,9 +583,9 @@ impl Writer<Console> {
         if self.is_finished() {
             return;
         }
-        if let Dialect::Agui { activity_types, .. } = &mut self.enc.dialect {
-            activity_types.insert(message_id.to_owned(), activity_type.to_owned());
-        }
+        self.enc
+            .activity_types
+            .insert(message_id.to_owned(), activity_type.to_owned());
         self.emit(
             "ACTIVITY_SNAPSHOT",
             &[
@@ -603,12 +601,9 @@ impl Writer<Console> {
         if self.is_finished() {
             return;
         }
-        if let Dialect::Agui { activity_types, .. } = &self.enc.dialect {
-            // AG-UI 1.0 names the activity's type on every delta.
-            let Some(activity_type) = activity_types.get(message_id).cloned() else {
-                tracing::warn!(run_id = %LogId(&self.enc.run_id), "ACTIVITY_DELTA before its ACTIVITY_SNAPSHOT dropped");
-                return;
-            };
+        // AG-UI 1.0 names the activity's type on every delta. A delta before its snapshot has
+        // none: AG-UI clients cannot apply it (dropped); Console reads only `messageId` (sent).
+        if let Some(activity_type) = self.enc.activity_types.get(message_id).cloned() {
             self.emit(
                 "ACTIVITY_DELTA",
                 &[
@@ -617,6 +612,10 @@ impl Writer<Console> {
                     ("patch", Field::Json(&patch)),
                 ],
             );
+            return;
+        }
+        if self.enc.is_agui() {
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), "ACTIVITY_DELTA before its ACTIVITY_SNAPSHOT dropped");
             return;
         }
         self.emit(
@@ -856,14 +855,9 @@ fn agui_interrupt(console: Value, run_id: &str) -> Value {
         "authorization" => &["authorized", "reject"],
         _ => &["respond", "reject"],
     };
-    // AG-UI's core reasons where one fits (a yes/no, structured input); runway's own,
-    // namespaced as AG-UI asks, otherwise. A client that does not know a reason renders
-    // `message`, `responseSchema` and `metadata`, where Console's `kind` stays.
-    let reason = match kind.as_str() {
-        "approval" => "confirmation".to_owned(),
-        "input" | "choice" => "input_required".to_owned(),
-        other => format!("runway:{other}"),
-    };
+    // A client that does not know the reason renders `message`, `responseSchema` and
+    // `metadata`, where Console's `kind` stays.
+    let reason = interrupt_reason(&kind);
     rest.insert("kind".into(), Value::String(kind));
     let mut interrupt = Map::new();
     interrupt.insert("id".into(), Value::String(interrupt_id(run_id)));
@@ -886,6 +880,29 @@ fn agui_interrupt(console: Value, run_id: &str) -> Value {
     );
     interrupt.insert("metadata".into(), Value::Object(rest));
     Value::Object(interrupt)
+}
+
+/// An interrupt's AG-UI `reason` for Console's `kind`: AG-UI's core reasons where one fits (a
+/// yes/no, structured input); runway's own, namespaced as AG-UI asks, otherwise.
+fn interrupt_reason(kind: &str) -> String {
+    match kind {
+        "approval" => "confirmation".to_owned(),
+        "input" | "choice" => "input_required".to_owned(),
+        other => format!("runway:{other}"),
+    }
+}
+
+/// Console's interrupt as Console reads it (`kind`, `prompt`, `options`, `items`, `provider`,
+/// `authorizeUrl`), plus the two fields AG-UI 1.0 requires of every interrupt: `id` (one
+/// question per run, so the run's id names it) and `reason`. Console reads neither.
+fn console_interrupt(console: Value, run_id: &str) -> Value {
+    let Value::Object(mut fields) = console else {
+        return console;
+    };
+    let reason = interrupt_reason(fields.get("kind").and_then(Value::as_str).unwrap_or(""));
+    fields.insert("id".into(), Value::String(interrupt_id(run_id)));
+    fields.insert("reason".into(), Value::String(reason));
+    Value::Object(fields)
 }
 
 /// An `event_id` prefix, JSON-escaped.
