@@ -4,9 +4,10 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use url::Url;
 
+use crate::agui::checklist::{AguiCheckConfig, run_agui_checklist};
 use crate::checklist::{CheckConfig, DEFAULT_CONTEXT_FIRST, DEFAULT_CONTEXT_SECOND, run_checklist};
 use crate::deadlines::{Deadlines, StreamLimits, parse_duration};
 use crate::transport::{HeaderSet, Settings};
@@ -26,6 +27,12 @@ pub struct CheckArgs {
     /// in turn, expecting 401.
     #[arg(long = "header", short = 'H', value_name = "'Name: value'")]
     pub headers: Vec<String>,
+
+    /// The contract checked: Console's External Agent contract (BASE_URL is the agent's
+    /// base_url), or AG-UI 1.0 (BASE_URL is the endpoint an AG-UI client POSTs its
+    /// RunAgentInput to, e.g. `{base_url}/agui/{agentId}` on runway).
+    #[arg(long, value_enum, default_value_t = Protocol::Console)]
+    pub protocol: Protocol,
 
     /// Print a machine-readable JSON report instead of the checklist.
     #[arg(long)]
@@ -99,6 +106,15 @@ pub struct CheckArgs {
     /// Most data frames per turn.
     #[arg(long, default_value_t = 20_000, value_name = "COUNT")]
     pub max_frames: usize,
+}
+
+/// The contract `runway check` holds an endpoint to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// Console's External Agent contract (`POST {base_url}/runs`, `GET {base_url}/health`).
+    Console,
+    /// AG-UI 1.0 (`POST` the endpoint with a `RunAgentInput`, events over SSE).
+    Agui,
 }
 
 impl CheckArgs {
@@ -175,8 +191,24 @@ pub async fn cli_main_with_output(args: Vec<OsString>, out: &mut (dyn Write + Se
             return 2;
         }
     };
-    tracing::info!(base_url = %config.base_url, "runway check starting");
-    let report = run_checklist(&config).await;
+    tracing::info!(base_url = %config.base_url, protocol = ?parsed.protocol, "runway check starting");
+    let report = match parsed.protocol {
+        Protocol::Console => run_checklist(&config).await,
+        Protocol::Agui => {
+            // AG-UI has no agentId: a deployment of several workers names one in the URL.
+            let agui = AguiCheckConfig {
+                url: config.base_url,
+                headers: config.headers,
+                settings: config.settings,
+                slow_prompt: config.slow_prompt,
+                forwarded_props: parsed
+                    .workspace_id
+                    .as_ref()
+                    .map(|w| serde_json::json!({ "workspaceId": w })),
+            };
+            run_agui_checklist(&agui).await
+        }
+    };
     let text = if parsed.json {
         report.to_json(parsed.strict)
     } else {
@@ -236,6 +268,15 @@ mod tests {
         assert_eq!(c.slow_prompt.as_deref(), Some("/slow 20"));
         assert_eq!(c.settings.deadlines.first_frame, Duration::from_millis(300));
         assert_eq!(c.settings.deadlines.idle, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_protocol_defaults_to_console() {
+        assert_eq!(parse(&["http://x"]).protocol, Protocol::Console);
+        assert_eq!(
+            parse(&["http://x/agui", "--protocol", "agui"]).protocol,
+            Protocol::Agui
+        );
     }
 
     #[test]

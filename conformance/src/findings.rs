@@ -120,11 +120,20 @@ pub enum Code {
     /// A runId reused with a different body was answered as a replay of the
     /// earlier turn.
     RunIdReuseReplayed,
+
+    // ---- AG-UI 1.0 endpoints (`runway check --protocol agui`) ----
+    /// An event does not pass AG-UI 1.0's event schema: an AG-UI client drops the run.
+    AguiInvalidEvent,
+    /// The run breaks AG-UI's lifecycle (`RUN_STARTED` first with the request's ids, everything
+    /// opened closed, exactly one final event): an AG-UI client drops the run.
+    AguiLifecycle,
+    /// A body that is not a `RunAgentInput` was not refused with a 4xx.
+    AguiInputAccepted,
 }
 
 impl Code {
     /// Every code, in the order of the documentation table.
-    pub const ALL: [Code; 34] = [
+    pub const ALL: [Code; 37] = [
         Code::EndpointUnavailable,
         Code::ProtocolMismatch,
         Code::EgressRefused,
@@ -159,6 +168,9 @@ impl Code {
         Code::NotIdempotent,
         Code::BranchLeak,
         Code::RunIdReuseReplayed,
+        Code::AguiInvalidEvent,
+        Code::AguiLifecycle,
+        Code::AguiInputAccepted,
     ];
 
     /// The code as printed and serialized (`SCREAMING_SNAKE_CASE`).
@@ -198,6 +210,9 @@ impl Code {
             Code::NotIdempotent => "NOT_IDEMPOTENT",
             Code::BranchLeak => "BRANCH_LEAK",
             Code::RunIdReuseReplayed => "RUN_ID_REUSE_REPLAYED",
+            Code::AguiInvalidEvent => "AGUI_INVALID_EVENT",
+            Code::AguiLifecycle => "AGUI_LIFECYCLE",
+            Code::AguiInputAccepted => "AGUI_INPUT_ACCEPTED",
         }
     }
 
@@ -223,9 +238,12 @@ impl Code {
     pub fn severity(self) -> Severity {
         match self {
             c if c.is_console_error() => Severity::Error,
-            Code::AuthNotEnforced | Code::ContextLost | Code::NotIdempotent | Code::BranchLeak => {
-                Severity::Error
-            }
+            Code::AuthNotEnforced
+            | Code::ContextLost
+            | Code::NotIdempotent
+            | Code::BranchLeak
+            | Code::AguiInvalidEvent
+            | Code::AguiLifecycle => Severity::Error,
             _ => Severity::Warning,
         }
     }

@@ -29,6 +29,7 @@
 //! | [`report`] | the checklist report (text and JSON) |
 //! | [`cli`] | `runway check`, entry point [`cli_main`] |
 //! | [`findings`] | the codes and findings |
+//! | [`agui`] | AG-UI 1.0 endpoints: the event schema and run lifecycle (sans I/O), and their checklist |
 //!
 //! ## Errors and warnings
 //!
@@ -118,6 +119,7 @@
 //! The `runway` binary calls [`cli_main`] with the arguments after `check`.
 #![warn(missing_docs)]
 
+pub mod agui;
 pub mod checklist;
 pub mod cli;
 pub mod deadlines;

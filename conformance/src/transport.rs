@@ -97,7 +97,7 @@ impl HeaderSet {
         HeaderSet(v)
     }
 
-    fn to_map(&self) -> HeaderMap {
+    pub(crate) fn to_map(&self) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (n, v) in &self.0 {
             map.append(n.clone(), v.clone());

@@ -450,9 +450,9 @@ pub async fn usage_turns(client: &Client, workspace: &str, want: u64) -> Result<
     }
 }
 
-/// Checks `frames` (each with a label saying where it came from) against `@ag-ui/core`'s
-/// EventSchema one by one: `Err` lists the invalid ones.
-pub async fn schema_check(frames: &[(String, Value)]) -> Result<usize, String> {
+/// Judges `frames` (each with a label saying where it came from) with `@ag-ui/core`'s
+/// EventSchema one by one (tests/agui/validate.mjs): the invalid ones, with their problems.
+pub async fn ag_ui_core_verdicts(frames: &[(String, Value)]) -> Result<Vec<Value>, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui");
     if !dir.join("node_modules/@ag-ui/core").exists() {
         return Err("the AG-UI client is not installed: run scripts/setup-agui.sh first".into());
@@ -482,16 +482,25 @@ pub async fn schema_check(frames: &[(String, Value)]) -> Result<usize, String> {
             String::from_utf8_lossy(&out.stderr)
         )
     })?;
-    match report["invalid"].as_array() {
-        Some(invalid) if invalid.is_empty() => Ok(report["checked"].as_u64().unwrap_or(0) as usize),
-        Some(invalid) => Err(format!(
-            "{} of {} frames are not valid AG-UI 1.0: {}",
-            invalid.len(),
-            report["checked"],
-            Value::Array(invalid.iter().take(8).cloned().collect())
-        )),
-        None => Err(format!("validate.mjs: unexpected report {report}")),
+    match (report["invalid"].as_array(), report["checked"].as_u64()) {
+        (Some(invalid), Some(checked)) if checked as usize == frames.len() => Ok(invalid.clone()),
+        _ => Err(format!("validate.mjs: unexpected report {report}")),
     }
+}
+
+/// Checks `frames` against `@ag-ui/core`'s EventSchema one by one: how many were checked, or
+/// the invalid ones.
+pub async fn schema_check(frames: &[(String, Value)]) -> Result<usize, String> {
+    let invalid = ag_ui_core_verdicts(frames).await?;
+    if invalid.is_empty() {
+        return Ok(frames.len());
+    }
+    Err(format!(
+        "{} of {} frames are not valid AG-UI 1.0: {}",
+        invalid.len(),
+        frames.len(),
+        Value::Array(invalid.into_iter().take(8).collect())
+    ))
 }
 
 /// The demo agent's turns that between them send every kind of frame it makes and every
