@@ -173,7 +173,7 @@ impl<'a> Toolbox<'a> {
     }
 
     /// The tool the model calls `name`, if this turn offers it (a call of any other is
-    /// refused).
+    /// refused), or the stand-in of a server with `auth` by that name.
     pub(crate) fn find(&self, name: &str) -> Option<Tool<'_>> {
         self.http_tools()
             .find(|t| t.name == name)
@@ -181,6 +181,15 @@ impl<'a> Toolbox<'a> {
             .or_else(|| {
                 self.mcp
                     .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(Tool::Mcp)
+            })
+            .or_else(|| {
+                // A stand-in not offered in this turn: its server's tools are, so the user
+                // connected since the model called it.
+                self.mcp
+                    .stand_ins
                     .iter()
                     .find(|t| t.name == name)
                     .map(Tool::Mcp)

@@ -62,6 +62,10 @@ pub(crate) struct McpCatalog {
     pub notes: Vec<String>,
     /// The servers with `auth` offered as their stand-in, since the user has no connection.
     pub to_connect: Vec<usize>,
+    /// The stand-in of every server with `auth`, offered or not: a call of it left pending
+    /// behind the card runs on the turn that answers it, when the server's own tools are
+    /// offered instead.
+    pub stand_ins: Vec<McpTool>,
 }
 
 /// What an agent instance keeps about one server between turns: one connection shared by
@@ -69,7 +73,7 @@ pub(crate) struct McpCatalog {
 #[derive(Debug)]
 enum Kept {
     Shared(Arc<McpConnection>),
-    PerPerson(PersonSessions),
+    PerPerson(Box<PersonSessions>),
 }
 
 impl Kept {
@@ -103,7 +107,7 @@ impl McpServers {
             .cloned()
             .map(|s| match s.auth {
                 None => Kept::Shared(Arc::new(McpConnection::new(s))),
-                Some(_) => Kept::PerPerson(PersonSessions::new(s)),
+                Some(_) => Kept::PerPerson(Box::new(PersonSessions::new(s))),
             })
             .collect();
         Self { kept }
@@ -131,6 +135,7 @@ impl McpServers {
     /// (a 401 renews it once, as a call's would); a user without a usable connection (or a
     /// turn without a user) is offered the server's stand-in tool `{server}_connect_account`
     /// instead: calling it ends the turn with the `authorization` card, the call pending.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn catalog(
         &self,
         turn: &Turn,
@@ -151,6 +156,11 @@ impl McpServers {
         let mut names: Vec<String> = taken.iter().map(|n| (*n).to_owned()).collect();
         for (index, (kept, listed)) in self.kept.iter().zip(listed).enumerate() {
             let server = kept.server();
+            if server.auth.is_some() {
+                catalog
+                    .stand_ins
+                    .push(connect_tool(server, index, providers));
+            }
             let listed = match listed {
                 Listing::Tools(l) => l,
                 Listing::Connect => {
