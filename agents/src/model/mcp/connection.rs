@@ -554,6 +554,8 @@ mod tests {
         /// `notifications/cancelled` is never answered.
         stall_cancels: std::sync::atomic::AtomicBool,
         seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
+        /// The `Authorization` header of every request, in order.
+        authorizations: std::sync::Mutex<Vec<String>>,
     }
 
     #[derive(Clone)]
@@ -590,6 +592,11 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push((session.clone(), message.clone()));
+            let authorization = r.headers.get_all("authorization").iter();
+            s.authorizations
+                .lock()
+                .unwrap()
+                .extend(authorization.map(|v| v.to_str().unwrap().to_owned()));
             let current = format!("s{}", s.session.load(Ordering::SeqCst));
             let method = message["method"].as_str().unwrap_or_default();
             let id = message["id"].clone();
@@ -864,6 +871,46 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+        });
+    }
+
+    /// Issue 27: with the user's token, every request of the exchange (the session's set-up,
+    /// each page, the call) carries it, in place of a configured `Authorization` header;
+    /// without one, the configured header goes as before.
+    #[test]
+    fn the_users_token_replaces_a_configured_authorization_header() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let (http, _guard) = turn(&rt, &server);
+            let mut config = connection().server().clone();
+            config.headers.push((
+                http::header::AUTHORIZATION,
+                Secret::new("Bearer configured"),
+            ));
+            config.auth = Some("acme".into());
+            let c = McpConnection::new(config.clone());
+            let token = AccessToken::new("user-token-1");
+            c.tools(&http, Some(&token), &Redactor::default(), 0, T)
+                .await
+                .unwrap();
+            c.call(&http, Some(&token), "a", JsonObject::new(), T)
+                .await
+                .unwrap();
+            let sent = std::mem::take(&mut *server.authorizations.lock().unwrap());
+            // initialize, initialized, two pages, the call, the answer to the server's ping.
+            assert_eq!(sent.len(), 6, "{sent:?}");
+            assert!(sent.iter().all(|a| a == "Bearer user-token-1"), "{sent:?}");
+
+            config.auth = None;
+            let shared = McpConnection::new(config);
+            shared
+                .tools(&http, None, &Redactor::default(), 0, T)
+                .await
+                .unwrap();
+            let sent = std::mem::take(&mut *server.authorizations.lock().unwrap());
+            assert!(!sent.is_empty());
+            assert!(sent.iter().all(|a| a == "Bearer configured"), "{sent:?}");
         });
     }
 
