@@ -225,12 +225,11 @@ impl McpServers {
             // Built for servers with `auth` only.
             Kept::PerPerson(p) => p.server().auth.as_deref().unwrap_or_default(),
         };
-        let (Some(person), Ok(connection)) = (person, turn.connection(key).await) else {
+        // A lookup without a card: a user who is not connected costs one vault read, and
+        // nothing is written until the model calls the stand-in.
+        let (Some(person), Ok(Some(mut token))) = (person, turn.token(key).await) else {
             // No user, or no connection: the stand-in; a lookup that failed otherwise is
             // looked up again (and reported) when the stand-in is called.
-            return Listing::Connect;
-        };
-        let Connection::Token(mut token) = connection else {
             return Listing::Connect;
         };
         let Some(c) = self.connection(index, Some(person)) else {
