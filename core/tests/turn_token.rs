@@ -89,7 +89,13 @@ async fn a_token_when_connected_and_no_card_written_when_not() {
             .unwrap();
 
         let frames = app.send(TestTurn::new("hi").user("alice")).await;
-        assert_eq!(frames.text(), "token at-alice", "{:?} {:?}", frames.status(), frames.all());
+        assert_eq!(
+            frames.text(),
+            "token at-alice",
+            "{:?} {:?}",
+            frames.status(),
+            frames.all()
+        );
 
         let before = app.store().calls(StoreCall::Vault);
         let frames = app.send(TestTurn::new("hi").user("bob")).await;

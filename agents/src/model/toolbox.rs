@@ -108,7 +108,7 @@ impl<'a> Toolbox<'a> {
                         &settings.providers,
                     )
                     .await;
-                mcp.tools.retain(|t| {
+                let allowed = |t: &McpTool| {
                     if t.connect_only {
                         // Offered where any of the server's tools may be.
                         settings.tools_allowed.as_ref().is_none_or(|allowed| {
@@ -120,7 +120,9 @@ impl<'a> Toolbox<'a> {
                     } else {
                         settings.allows_tool(&t.name)
                     }
-                });
+                };
+                mcp.tools.retain(allowed);
+                mcp.stand_ins.retain(allowed);
                 http
             }
             None => {

@@ -237,7 +237,12 @@ impl McpServers {
         };
         let mut retry = Rejected::Refresh;
         for _ in 0..MAX_SENDS_AS_USER {
-            match c.tools(http, Some(&token), redactor, now_ms, timeout).await {
+            // A server echoing the user's token in its list does not get it to the model.
+            let redactor = redactor.with(token.expose());
+            match c
+                .tools(http, Some(&token), &redactor, now_ms, timeout)
+                .await
+            {
                 Ok(l) => return Listing::Tools(l),
                 Err(e) if e.unauthorized() => {
                     match turn.connection_rejected(key, &token, retry).await {
