@@ -144,7 +144,7 @@ impl<'a> Toolbox<'a> {
             redactor,
             mcp,
             mcp_http,
-            person: person_of(turn),
+            person: servers.acts_as_users().then(|| person_of(turn)).flatten(),
         }
     }
 

@@ -117,6 +117,11 @@ impl McpServers {
         self.kept.is_empty()
     }
 
+    /// True if a server acts as the user (`auth`): only then is a turn's person looked at.
+    pub(crate) fn acts_as_users(&self) -> bool {
+        self.kept.iter().any(|k| matches!(k, Kept::PerPerson(_)))
+    }
+
     /// The connection a request to server `index` goes through: the shared one, or, for a
     /// server with `auth`, `person`'s (`None` without a person).
     fn connection(&self, index: usize, person: Option<&Person>) -> Option<Arc<McpConnection>> {
@@ -146,7 +151,7 @@ impl McpServers {
         redactor: &Redactor,
         providers: &Providers,
     ) -> McpCatalog {
-        let person = person_of(turn);
+        let person = self.acts_as_users().then(|| person_of(turn)).flatten();
         let listed = futures::future::join_all(self.kept.iter().enumerate().map(|(i, kept)| {
             let timeout = call_timeout(http, kept.server(), default_timeout);
             self.listing(i, turn, person.as_ref(), http, redactor, now_ms, timeout)
