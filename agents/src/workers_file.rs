@@ -843,6 +843,40 @@ tools = ["restart"]
         }
     }
 
+    /// Issue 27: a worker's inline tools may name a provider on an `[[mcp]]` entry; an unknown
+    /// one refuses start-up, naming the worker's tools, the line and the reason.
+    #[test]
+    fn a_workers_mcp_server_may_act_as_the_user() {
+        let tools = |auth: &str| {
+            format!(
+                r#"tools = '''
+[providers.acme]
+name = "Acme CRM"
+authorize_url = "https://acme.example/oauth/authorize"
+token_url = "https://acme.example/oauth/token"
+client_id = "runway"
+
+[[mcp]]
+name = "crm"
+url = "https://crm.example.com/mcp"
+auth = "{auth}"
+'''"#
+            )
+        };
+        let file = |auth: &str| MINIMAL.replace("tools_file = \"desk-tools.toml\"", &tools(auth));
+        let w = load(&file("acme")).unwrap();
+        assert!(
+            w.agent_for("918273688800000200", "918273600000000001")
+                .is_some()
+        );
+        let e = load(&file("globex")).unwrap_err();
+        assert!(
+            e.reason.contains("line 10, column 8")
+                && e.reason.contains("names no [providers.globex]"),
+            "{e}"
+        );
+    }
+
     /// Issue 25: `[workspaces."*"]`'s `system_prompt_addition` and `tools_allowed` were accepted
     /// and never applied. They apply in every workspace without a table of its own; a
     /// workspace's own table (here one with limits only) replaces them.

@@ -29,6 +29,16 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The mcp venv's Python (`scripts/setup-mcp.sh`).
+fn venv_python() -> PathBuf {
+    let cache = std::env::var_os("RUNWAY_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/runway")
+        });
+    cache.join("mcp-venv/bin/python")
+}
+
 fn installed(path: &Path) -> &Path {
     assert!(
         path.exists(),
@@ -52,15 +62,31 @@ impl McpServerProcess {
         Self::start(command, vec![("PORT".into(), port.to_string())], port).await
     }
 
+    /// `tests/mcp/protected_server.py`: every request needs a bearer token the OAuth server at
+    /// `oauth` honours (checked at its userinfo endpoint); each token checked is written to
+    /// `log` as its subject (or `refused`); subjects listed in `deny` are refused.
+    pub async fn protected(oauth: &str, log: &Path, deny: &Path) -> Self {
+        let port = free_port();
+        let command = vec![
+            installed(&venv_python()).display().to_string(),
+            repo()
+                .join("tests/mcp/protected_server.py")
+                .display()
+                .to_string(),
+            port.to_string(),
+            oauth.to_owned(),
+            "--log".to_owned(),
+            log.display().to_string(),
+            "--deny".to_owned(),
+            deny.display().to_string(),
+        ];
+        Self::start(command, Vec::new(), port).await
+    }
+
     /// `tests/mcp/orders_server.py`, answering with JSON bodies if `json`, writing the calls
     /// it saw cancelled to `cancel_log`.
     pub async fn orders(json: bool, cancel_log: &Path) -> Self {
-        let cache = std::env::var_os("RUNWAY_CACHE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/runway")
-            });
-        let python = cache.join("mcp-venv/bin/python");
+        let python = venv_python();
         let port = free_port();
         let mut command = vec![
             installed(&python).display().to_string(),

@@ -2,8 +2,9 @@
 //! `auth = "acme"` (from the tools file, and from a workers file's worker), a real OAuth server
 //! from npm ([`runway_e2e::oauth_flow`]) whose login and consent pages are driven with plain
 //! HTTP, a protected API on loopback, and the scripted OpenAI-compatible model; and the
-//! operators' `runway connections` (list, revoke) against it. One OAuth server for the file:
-//! one test runs the scenarios in turn.
+//! operators' `runway connections` (list, revoke) against it; and an `[[mcp]]` server with
+//! `auth = "acme"` (the Python MCP SDK's bearer-token middleware, checking each token at the
+//! OAuth server). One OAuth server for the file: one test runs the scenarios in turn.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,12 +12,13 @@ use std::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
+use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
     Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY,
     a_user_connects_and_the_call_runs_as_them, bearer_tokens, card, checked_orders_api, free_port,
     grants, oauth_server, orders_api, orders_model, revoke, subject, tools,
 };
-use runway_e2e::scripted_server::{Reply, ScriptedServer};
+use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -81,12 +83,193 @@ async fn connected_accounts_on_serve() {
     let port = free_port();
     let oauth = format!("http://127.0.0.1:{port}");
     let _oauth_server = oauth_server(port, &format!("{PUBLIC}/callback")).await;
+    an_mcp_server_acts_as_the_user_in_a_session_of_their_own(&oauth).await;
     a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(&oauth).await;
     a_workers_file_worker_acts_as_the_user(&oauth).await;
     a_refused_token_is_refreshed_once_then_the_card(&oauth).await;
     concurrent_turns_of_one_user_refresh_once(&oauth).await;
     a_provider_declared_by_its_issuer(&oauth).await;
     operators_list_and_revoke_connections(&oauth).await;
+}
+
+/// The model for the MCP server `acme` with `auth = "acme"`: for a new request, a call of
+/// its tool `acme_my_orders` if offered, else of its stand-in `acme_connect_account`; after the
+/// stand-in's result, the tool if it is offered now; after any other result, a sentence
+/// quoting it.
+fn mcp_orders_model(r: &Recorded) -> Reply {
+    let body = r.json();
+    let offered = |name: &str| {
+        body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == name))
+    };
+    let call = |name: &str| {
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, &format!("call_{}", fresh_id()), name, "{}"),
+            chunk::finish("tool_calls"),
+        ])
+    };
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    if last["role"] == "tool" {
+        let result = last["content"].as_str().unwrap_or_default();
+        if result.contains("is connected") && offered("acme_my_orders") {
+            return call("acme_my_orders");
+        }
+        return Reply::sse(&[
+            chunk::role(),
+            chunk::text(&format!("Tool said: {result}")),
+            chunk::finish("stop"),
+        ]);
+    }
+    if offered("acme_my_orders") {
+        call("acme_my_orders")
+    } else {
+        call("acme_connect_account")
+    }
+}
+
+/// The MCP session id the protected server's `my_orders` answered in, as the model quoted it.
+fn session_in(text: &str) -> String {
+    let at = text.find("(session ").expect("the orders") + 9;
+    text[at..at + text[at..].find(')').unwrap()].to_owned()
+}
+
+/// Issue 27, `[[mcp]] auth = "acme"`: an MCP server that needs the user's token (the Python
+/// SDK's bearer middleware, each token checked at the OAuth server). Without a connection the
+/// server is not contacted: the model is offered the stand-in, whose call waits behind the
+/// card; once the user connects, the resumed turn lists the server's tools as them and runs
+/// the call as them. Another user, the user in another workspace and a turn without a user get
+/// nothing through the first user's session; each person has a session of their own, kept
+/// between turns. A server that refuses the user's token: one refresh, then the card, the call
+/// pending until the user connects again.
+async fn an_mcp_server_acts_as_the_user_in_a_session_of_their_own(oauth: &str) {
+    let work: PathBuf = free_data_dir("connect-mcp");
+    let data_dir = work.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let (log, deny) = (work.join("tokens.log"), work.join("deny"));
+    let mcp = McpServerProcess::protected(oauth, &log, &deny).await;
+    let model = ScriptedServer::start(mcp_orders_model).await;
+    let toml = format!(
+        "{}\n[[mcp]]\nname = \"acme\"\nurl = \"{}\"\nauth = \"acme\"\n",
+        tools("http://127.0.0.1:9", oauth),
+        mcp.url()
+    );
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let checked = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut browser = Browser::new(PUBLIC, client.base());
+
+    // 1. Alice has no connection: the stand-in's call waits behind the card; the server got
+    // nothing.
+    let thread = fresh_id();
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some("alice"), None))
+        .await;
+    let link = card(&t).unwrap_or_else(|| panic!("the card: {:?}", t.frames));
+    assert!(checked().is_empty(), "{:?}", checked());
+    let back = browser.authorize(&link, "alice", false).await;
+    assert_eq!(browser.callback(&back).await.0, 200);
+    // Connected: the resumed turn lists the tools as alice and runs her request as her.
+    let t = client
+        .turn(&body(
+            &thread,
+            WORKSPACE_ID,
+            Some("alice"),
+            Some("authorized"),
+        ))
+        .await;
+    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
+    assert!(t.text().contains("Orders of alice"), "{}", t.text());
+    let alice_session = session_in(&t.text());
+    let seen = checked();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|s| s == "alice"),
+        "{seen:?}"
+    );
+
+    // 2. Bob, and alice in another workspace: the card; nothing reaches the server, so
+    // nothing as alice. 3. No user: a tool error the model relays.
+    for (ws, user) in [(WORKSPACE_ID, "bob"), ("918273600000000002", "alice")] {
+        let t = client.turn(&body(&fresh_id(), ws, Some(user), None)).await;
+        assert!(card(&t).is_some(), "{ws}/{user}: {:?}", t.frames);
+    }
+    let t = client
+        .turn(&body(&fresh_id(), WORKSPACE_ID, None, None))
+        .await;
+    assert!(card(&t).is_none(), "{:?}", t.frames);
+    assert!(t.text().contains("needs a signed-in user"), "{}", t.text());
+    assert_eq!(checked(), seen, "a request while nobody connected");
+
+    // 4. Bob connects: his orders, in a session of his own.
+    let bob_thread = fresh_id();
+    let t = client
+        .turn(&body(&bob_thread, WORKSPACE_ID, Some("bob"), None))
+        .await;
+    let bob_link = card(&t).expect("bob's card");
+    let mut bobs_browser = Browser::new(PUBLIC, client.base());
+    let back = bobs_browser.authorize(&bob_link, "bob", false).await;
+    assert_eq!(bobs_browser.callback(&back).await.0, 200);
+    let t = client
+        .turn(&body(
+            &bob_thread,
+            WORKSPACE_ID,
+            Some("bob"),
+            Some("authorized"),
+        ))
+        .await;
+    assert!(t.text().contains("Orders of bob"), "{}", t.text());
+    assert_ne!(session_in(&t.text()), alice_session);
+    // 5. Alice again, in a new thread: her own session, kept between turns.
+    let t = client
+        .turn(&body(&fresh_id(), WORKSPACE_ID, Some("alice"), None))
+        .await;
+    assert!(t.text().contains("Orders of alice"), "{}", t.text());
+    assert_eq!(session_in(&t.text()), alice_session);
+
+    // 6. The server refuses alice's tokens: refreshed once, refused again, the card; the call
+    // waits. Connected again (and taken again): the pending call runs as her.
+    std::fs::write(&deny, "alice\n").unwrap();
+    let before = checked().len();
+    let thread = fresh_id();
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some("alice"), None))
+        .await;
+    let link = card(&t).unwrap_or_else(|| panic!("the card, not a tool error: {:?}", t.frames));
+    assert_eq!(
+        checked()[before..],
+        ["refused", "refused"],
+        "{:?}",
+        checked()
+    );
+    std::fs::remove_file(&deny).unwrap();
+    let back = browser.authorize(&link, "alice", false).await;
+    assert_eq!(browser.callback(&back).await.0, 200);
+    let t = client
+        .turn(&body(
+            &thread,
+            WORKSPACE_ID,
+            Some("alice"),
+            Some("authorized"),
+        ))
+        .await;
+    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
+    assert!(t.text().contains("Orders of alice"), "{}", t.text());
+    let frames = serde_json::to_string(&t.frames).unwrap();
+    assert!(!frames.contains("Bearer"), "a token in the frames");
+
+    process.stop().await;
+    mcp.stop().await;
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// `runway connections BASE ARGS…` (the real binary): whether it exited 0, its stdout and

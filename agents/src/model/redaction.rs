@@ -71,6 +71,17 @@ impl Redactor {
         Self { secrets }
     }
 
+    /// These secrets and `extra` (a user's token, for what a server acting as them says).
+    pub(crate) fn with(&self, extra: &str) -> Self {
+        let mut secrets = self.secrets.clone();
+        if extra.chars().count() >= MIN_SECRET_CHARS {
+            secrets.push(extra.to_owned());
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            secrets.dedup();
+        }
+        Self { secrets }
+    }
+
     /// `text` with every secret replaced, and any secret's start left at the end of a cut
     /// (the end of `text`, or just before a `… [truncated]` mark).
     pub(crate) fn redact(&self, text: &str) -> String {
@@ -154,6 +165,18 @@ mod tests {
             r.redact("Incorrect API key provided: sk-abcdefgh1234. Bearer tok-secret-99; tok-secret-99 v2"),
             "Incorrect API key provided: <redacted>. <redacted>; <redacted> v2"
         );
+    }
+
+    /// Issue 27: a user's token joins the configured secrets for what a server acting as
+    /// them says (its tool list); the configured ones stay.
+    #[test]
+    fn a_users_token_is_redacted_with_the_configured_secrets() {
+        let r = Redactor::of_values(["Bearer tok-secret-99"]).with("user-token-abc123");
+        assert_eq!(
+            r.redact("search as user-token-abc123 with tok-secret-99"),
+            "search as <redacted> with <redacted>"
+        );
+        assert_eq!(Redactor::default().with("short").redact("short"), "short");
     }
 
     /// The order the MCP results were handled in before issue 25: cut, then redact.

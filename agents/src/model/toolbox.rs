@@ -7,14 +7,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::log_budget::LogBudget;
-use super::mcp::{McpCatalog, McpServers, McpTool};
+use super::mcp::{McpCatalog, McpServers, McpTool, Person, may_offer, person_of};
 use super::redaction::Redactor;
 use super::settings::ModelSettings;
 use super::tool_runner::{TokenRefused, ToolLimits, run_tool};
 use super::tools_file::HttpTool;
 use super::transcript::ModelToolCall;
-use runway_core::AccessToken;
 use runway_core::http_client::Http;
+use runway_core::{AccessToken, Turn};
 
 /// One tool, of either kind.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +38,7 @@ impl Tool<'_> {
     pub(crate) fn auth(&self) -> Option<&str> {
         match self {
             Self::Http(t) => t.auth.as_deref(),
-            Self::Mcp(_) => None,
+            Self::Mcp(t) => t.auth.as_deref(),
         }
     }
 
@@ -73,6 +73,8 @@ pub(crate) struct Toolbox<'a> {
     mcp: McpCatalog,
     /// The turn's HTTP client for MCP requests (following no redirect).
     mcp_http: Http,
+    /// Whom requests to MCP servers with `auth` go as.
+    person: Option<Person>,
 }
 
 impl<'a> Toolbox<'a> {
@@ -80,8 +82,10 @@ impl<'a> Toolbox<'a> {
     /// reached are left out, with a note for the model), less those the settings'
     /// `tools_allowed` leaves out. `mcp_http` is the turn's client for MCP requests; without
     /// one (no client that refuses redirects), the servers are left out. What an MCP server
-    /// says goes through `redactor` before it is logged or reaches the model.
+    /// says goes through `redactor` before it is logged or reaches the model. A server with
+    /// `auth` is listed as `turn`'s user (see [`McpServers::catalog`]).
     pub(crate) async fn for_turn(
+        turn: &Turn,
         settings: &'a ModelSettings,
         servers: &'a McpServers,
         redactor: &'a Redactor,
@@ -94,9 +98,31 @@ impl<'a> Toolbox<'a> {
             Some(http) => {
                 let taken: Vec<&str> = settings.tools.iter().map(|t| t.name.as_str()).collect();
                 mcp = servers
-                    .catalog(&http, now_ms, settings.tool_timeout, &taken, redactor)
+                    .catalog(
+                        turn,
+                        &http,
+                        now_ms,
+                        settings.tool_timeout,
+                        &taken,
+                        redactor,
+                        &settings.providers,
+                    )
                     .await;
-                mcp.tools.retain(|t| settings.allows_tool(&t.name));
+                let allowed = |t: &McpTool| {
+                    if t.connect_only {
+                        // Offered where any of the server's tools may be.
+                        settings.tools_allowed.as_ref().is_none_or(|allowed| {
+                            settings
+                                .mcp
+                                .get(t.server)
+                                .is_some_and(|s| allowed.iter().any(|n| may_offer(s, n)))
+                        })
+                    } else {
+                        settings.allows_tool(&t.name)
+                    }
+                };
+                mcp.tools.retain(allowed);
+                mcp.stand_ins.retain(allowed);
                 http
             }
             None => {
@@ -118,7 +144,25 @@ impl<'a> Toolbox<'a> {
             redactor,
             mcp,
             mcp_http,
+            person: servers.acts_as_users().then(|| person_of(turn)).flatten(),
         }
+    }
+
+    /// The provider a call of `name` left pending behind the `authorization` card needs: that
+    /// of the tool this turn offers by that name, or, for a server with `auth` still offered
+    /// as its stand-in (the user has not connected yet), that server's: the call waits
+    /// behind the card again rather than failing as unknown.
+    pub(crate) fn provider_of_pending(&self, name: &str) -> Option<String> {
+        if let Some(tool) = self.find(name) {
+            return tool.auth().map(str::to_owned);
+        }
+        self.mcp.to_connect.iter().find_map(|&i| {
+            let server = self.settings.mcp.get(i)?;
+            let prefix = format!("{}_", server.name);
+            name.starts_with(&prefix)
+                .then(|| server.auth.clone())
+                .flatten()
+        })
     }
 
     /// The HTTP tools this turn offers.
@@ -131,7 +175,7 @@ impl<'a> Toolbox<'a> {
     }
 
     /// The tool the model calls `name`, if this turn offers it (a call of any other is
-    /// refused).
+    /// refused), or the stand-in of a server with `auth` by that name.
     pub(crate) fn find(&self, name: &str) -> Option<Tool<'_>> {
         self.http_tools()
             .find(|t| t.name == name)
@@ -139,6 +183,15 @@ impl<'a> Toolbox<'a> {
             .or_else(|| {
                 self.mcp
                     .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(Tool::Mcp)
+            })
+            .or_else(|| {
+                // A stand-in not offered in this turn: its server's tools are, so the user
+                // connected since the model called it.
+                self.mcp
+                    .stand_ins
                     .iter()
                     .find(|t| t.name == name)
                     .map(Tool::Mcp)
@@ -187,21 +240,57 @@ impl<'a> Toolbox<'a> {
                         .to_owned(),
                 ),
             },
-            Some(Tool::Mcp(tool)) => Ok(self
-                .servers
-                .call(
-                    &self.mcp_http,
-                    tool,
-                    arguments,
-                    s.tool_timeout,
-                    s.max_tool_result_bytes,
-                    self.redactor,
-                )
-                .await),
+            Some(Tool::Mcp(tool)) if tool.connect_only => Ok(self.connected(tool)),
+            Some(Tool::Mcp(tool)) => {
+                self.servers
+                    .call(
+                        &self.mcp_http,
+                        tool,
+                        arguments,
+                        bearer,
+                        self.person.as_ref(),
+                        s.tool_timeout,
+                        s.max_tool_result_bytes,
+                        self.redactor,
+                    )
+                    .await
+            }
             None => Ok(format!(
                 "Error: there is no tool named {:?}.",
                 call.function.name
             )),
+        }
+    }
+}
+
+impl Toolbox<'_> {
+    /// What the model reads when the stand-in of a server with `auth` runs: the user's
+    /// account is connected (the call got this far with their token).
+    fn connected(&self, stand_in: &McpTool) -> String {
+        let server = self.settings.mcp.get(stand_in.server);
+        let name = server.map_or("", |s| s.name.as_str());
+        let provider = stand_in
+            .auth
+            .as_deref()
+            .and_then(|k| self.settings.providers.get(k))
+            .map_or("The account", |p| p.name.as_str());
+        let offered: Vec<&str> = self
+            .mcp
+            .tools
+            .iter()
+            .filter(|t| t.server == stand_in.server && !t.connect_only)
+            .map(|t| t.name.as_str())
+            .collect();
+        if offered.is_empty() && self.mcp.to_connect.contains(&stand_in.server) {
+            format!(
+                "{provider} is connected. The tools of \"{name}\" are offered from the user's \
+                 next message."
+            )
+        } else {
+            format!(
+                "{provider} is connected. The tools of \"{name}\" are available now: {}.",
+                offered.join(", ")
+            )
         }
     }
 }

@@ -247,7 +247,8 @@ pub fn parse_tools(
     let mut mcp = Vec::new();
     for (i, m) in raw.mcp.into_iter().enumerate() {
         let table = headers.mcp.get(i).and_then(|h| h.headers.as_ref());
-        let server = parse_mcp(m, table, setting).map_err(|(at, r)| err_at(at, r))?;
+        let server = parse_mcp(m, table, setting, &|key| raw.providers.contains_key(key))
+            .map_err(|(at, r)| err_at(at, r))?;
         if let Some(e) = mcp_name_conflict(&server.0, &tools, &mcp) {
             return Err(err_at(server.1, e));
         }
@@ -347,6 +348,7 @@ fn parse_mcp(
     m: RawMcp,
     headers: Option<&Spanned<toml::Table>>,
     setting: &dyn Fn(&str) -> Option<String>,
+    is_provider: &dyn Fn(&str) -> bool,
 ) -> Result<(McpServer, usize), (usize, String)> {
     let name_at = m.name.span().start;
     let name = m.name.get_ref().trim().to_owned();
@@ -417,6 +419,19 @@ fn parse_mcp(
         }
         None => Vec::new(),
     };
+    let auth = match m.auth {
+        None => None,
+        Some(a) => {
+            let key = a.get_ref().trim();
+            if !is_provider(key) {
+                return Err((
+                    a.span().start,
+                    format!("auth = {key:?} names no [providers.{key}]"),
+                ));
+            }
+            Some(key.to_owned())
+        }
+    };
     Ok((
         McpServer {
             name,
@@ -425,6 +440,7 @@ fn parse_mcp(
             allow,
             approval,
             timeout,
+            auth,
         },
         name_at,
     ))
@@ -498,6 +514,8 @@ struct RawMcp {
     approval: Option<Spanned<RawApproval>>,
     #[serde(default)]
     timeout: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    auth: Option<Spanned<String>>,
 }
 
 /// `approval = true | false | ["tool", …]`.
@@ -688,6 +706,25 @@ auth = "acme"
         assert_eq!(acme.scopes, ["profile", "orders:read"]);
         assert!(!format!("{acme:?}").contains("tok-123"));
         assert_eq!(file.tools[0].auth.as_deref(), Some("acme"));
+    }
+
+    /// Issue 27: `[[mcp]] auth = "KEY"` names a provider; an unknown one refuses start-up with
+    /// its line and column.
+    #[test]
+    fn an_mcp_server_acts_as_the_user_of_a_declared_provider() {
+        let src = format!(
+            "{PROVIDERS}\n[[mcp]]\nname = \"crm\"\nurl = \"https://mcp.acme.example/mcp\"\nauth = \"acme\"\n"
+        );
+        let file = parse_tools(&src, "t.toml", &settings).unwrap();
+        assert_eq!(file.mcp[0].auth.as_deref(), Some("acme"));
+        let plain = WITH_MCP;
+        let file = parse_tools(plain, "t.toml", &settings).unwrap();
+        assert!(file.mcp.iter().all(|m| m.auth.is_none()));
+        let at = src.rfind("auth = \"acme\"").unwrap();
+        let unknown = format!("{}auth = \"globex\"\n", &src[..at]);
+        let e = parse_tools(&unknown, "t.toml", &settings).unwrap_err();
+        assert_eq!((e.line, e.column), (19, 8), "{e}");
+        assert!(e.reason.contains("names no [providers.globex]"), "{e}");
     }
 
     #[test]

@@ -150,6 +150,20 @@ impl Turn {
         self.connections.get(&self.connect_scope(), provider).await
     }
 
+    /// The user's token at `provider` if they are connected (refreshed first if it was about
+    /// to expire), else `Ok(None)`. Unlike [`Turn::connection`] it makes no card, so it
+    /// writes nothing: ask it where a token is merely useful (to list what a server offers
+    /// the user, say), and [`Turn::connection`] where the turn must end with the card
+    /// without one.
+    ///
+    /// # Errors
+    /// As [`Turn::connection`].
+    pub async fn token(&self, provider: &str) -> Result<Option<AccessToken>, ConnectionError> {
+        self.connections
+            .token(&self.connect_scope(), provider)
+            .await
+    }
+
     /// The provider's API answered 401 to `token` (from [`Turn::connection`]): a token to
     /// send the call again with (a newer one in the vault, or, with [`Rejected::Refresh`],
     /// `token` refreshed once), or the `authorization` interrupt to end the turn with, the

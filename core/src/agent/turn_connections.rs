@@ -91,6 +91,12 @@ pub(crate) trait ConnectionSource: MaybeSend + MaybeSync + 'static {
         token: &'a AccessToken,
         retry: Rejected,
     ) -> BoxFuture<'a, Result<Connection, ConnectionError>>;
+
+    fn token<'a>(
+        &'a self,
+        scope: &'a ConnectScope,
+        provider: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AccessToken>, ConnectionError>>;
 }
 
 /// Whose connection a turn asks for, and where its card's link points.
@@ -124,6 +130,17 @@ impl TurnConnections {
     ) -> Result<Connection, ConnectionError> {
         match &self.source {
             Some(source) => source.connection(scope, provider).await,
+            None => Err(ConnectionError::NotConfigured),
+        }
+    }
+
+    pub(crate) async fn token(
+        &self,
+        scope: &ConnectScope,
+        provider: &str,
+    ) -> Result<Option<AccessToken>, ConnectionError> {
+        match &self.source {
+            Some(source) => source.token(scope, provider).await,
             None => Err(ConnectionError::NotConfigured),
         }
     }

@@ -264,15 +264,44 @@ impl Connections {
         provider: &str,
     ) -> Result<Connection, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
-        if let Some(tokens) = self.stored(store, &key).await? {
-            if is_fresh(&tokens, rt.now_ms()) {
-                return Ok(Connection::Token(AccessToken::new(tokens.access_token)));
-            }
-            if let Some(refreshed) = self.refresh(store, rt, p, &key, &tokens).await? {
-                return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
-            }
+        if let Some(token) = self.usable(store, rt, p, &key).await? {
+            return Ok(Connection::Token(token));
         }
         self.card(store, rt, scope, p, key).await
+    }
+
+    /// The user's token at `provider` if they are connected (refreshed first if it was about
+    /// to expire), else `None`: no card, so nothing is written to the store.
+    pub(crate) async fn token_for_turn<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        scope: &ConnectScope,
+        provider: &str,
+    ) -> Result<Option<AccessToken>, ConnectionError> {
+        let (p, key) = self.scoped(scope, provider)?;
+        self.usable(store, rt, p, &key).await
+    }
+
+    /// The vault's token for `key`, refreshed first if it was about to expire; `None`: no
+    /// entry, one that does not open, or no refresh possible.
+    async fn usable<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        p: &Provider,
+        key: &ConnectionKey,
+    ) -> Result<Option<AccessToken>, ConnectionError> {
+        let Some(tokens) = self.stored(store, key).await? else {
+            return Ok(None);
+        };
+        if is_fresh(&tokens, rt.now_ms()) {
+            return Ok(Some(AccessToken::new(tokens.access_token)));
+        }
+        Ok(self
+            .refresh(store, rt, p, key, &tokens)
+            .await?
+            .map(|refreshed| AccessToken::new(refreshed.access_token)))
     }
 
     /// The API answered 401 to `rejected`, the user's token at `provider`: another token if

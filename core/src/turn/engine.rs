@@ -128,6 +128,22 @@ where
         })
     }
 
+    fn token<'a>(
+        &'a self,
+        scope: &'a ConnectScope,
+        provider: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AccessToken>, ConnectionError>> {
+        Box::pin(async move {
+            match &self.connections {
+                Some(c) => {
+                    c.token_for_turn(&self.store, &self.rt, scope, provider)
+                        .await
+                }
+                None => Err(ConnectionError::NotConfigured),
+            }
+        })
+    }
+
     fn rejected<'a>(
         &'a self,
         scope: &'a ConnectScope,

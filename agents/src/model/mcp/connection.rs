@@ -19,6 +19,7 @@ use rmcp::model::{
     ErrorCode, ErrorData, Implementation, InitializeRequestParams, JsonObject, NumberOrString,
     PaginatedRequestParams, ProtocolVersion, RequestId,
 };
+use runway_core::AccessToken;
 use runway_core::http_client::{Http, HttpError};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -64,6 +65,14 @@ impl McpError {
             Self::Transport(TransportError::Http(
                 HttpError::Cancelled | HttpError::TurnDeadline
             ))
+        )
+    }
+
+    /// The server answered 401: the credential it was sent is refused.
+    pub(crate) fn unauthorized(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport(TransportError::Status { status: 401, .. })
         )
     }
 
@@ -151,10 +160,11 @@ impl McpConnection {
     /// asked for again: every page (at most [`MAX_PAGES`]) and the session's set-up within
     /// `timeout` in all. Each entry is kept with every secret `redactor` knows taken out (a
     /// server may echo its credential in a name, a description or a schema, which go to the
-    /// model).
+    /// model). `bearer`: the user's token, for a server with `auth`.
     pub(crate) async fn tools(
         &self,
         http: &Http,
+        bearer: Option<&AccessToken>,
         redactor: &Redactor,
         now_ms: u64,
         timeout: Duration,
@@ -174,7 +184,7 @@ impl McpConnection {
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let result = self
-                .request(http, &deadline, "tools/list", &params, None)
+                .request(http, bearer, &deadline, "tools/list", &params, None)
                 .await?;
             if let Some(Value::Array(page)) = result.get("tools") {
                 tools.extend(
@@ -210,9 +220,11 @@ impl McpConnection {
     /// `timeout`. A call abandoned by its own timeout is cancelled at once
     /// (`notifications/cancelled`, waited for at most 2 s, dropped if it fails); one abandoned
     /// because the turn ended is cancelled alongside the next request to this server.
+    /// `bearer`: the user's token, for a server with `auth`.
     pub(crate) async fn call(
         &self,
         http: &Http,
+        bearer: Option<&AccessToken>,
         name: &str,
         arguments: JsonObject,
         timeout: Duration,
@@ -225,7 +237,14 @@ impl McpConnection {
         };
         let deadline = Deadline::start(http, timeout);
         let result = self
-            .request(http, &deadline, "tools/call", &params, Some(&mut abandoned))
+            .request(
+                http,
+                bearer,
+                &deadline,
+                "tools/call",
+                &params,
+                Some(&mut abandoned),
+            )
             .await;
         match result {
             Ok(object) => {
@@ -251,7 +270,7 @@ impl McpConnection {
                     && let Some((session, id)) = abandoned.call.take()
                     && e.timed_out()
                 {
-                    self.cancel(http, &session, id, "timed out").await;
+                    self.cancel(http, bearer, &session, id, "timed out").await;
                 }
                 Err(e)
             }
@@ -265,13 +284,14 @@ impl McpConnection {
     async fn request(
         &self,
         http: &Http,
+        bearer: Option<&AccessToken>,
         deadline: &Deadline,
         method: &str,
         params: &impl Serialize,
         mut abandoned: Option<&mut AbandonedCall<'_>>,
     ) -> Result<JsonObject, McpError> {
         for attempt in 0..2 {
-            let session = self.session(http, deadline).await?;
+            let session = self.session(http, bearer, deadline).await?;
             let id = self.next_id();
             let message = request_message(&id, method, params);
             if let Some(a) = abandoned.as_deref_mut() {
@@ -281,12 +301,15 @@ impl McpConnection {
             let sent = transport::send(
                 http,
                 &self.server,
+                bearer,
                 Some(&session),
                 &message,
                 Some(&id),
                 timeout,
             );
-            let sent = self.alongside_owed_cancels(http, &session, sent).await;
+            let sent = self
+                .alongside_owed_cancels(http, bearer, &session, sent)
+                .await;
             match sent {
                 Ok(Some(answer)) => return self.settle(answer),
                 Ok(None) => unreachable!("an awaited request is answered or fails"),
@@ -326,6 +349,7 @@ impl McpConnection {
     async fn alongside_owed_cancels<T>(
         &self,
         http: &Http,
+        bearer: Option<&AccessToken>,
         session: &SessionHeaders,
         request: impl Future<Output = T>,
     ) -> T {
@@ -343,7 +367,7 @@ impl McpConnection {
         let count = owed.len();
         let cancels = futures::future::join_all(
             owed.into_iter()
-                .map(|id| self.cancel(http, session, id, "the turn ended")),
+                .map(|id| self.cancel(http, bearer, session, id, "the turn ended")),
         );
         // The cancellations first, so they are on their way before the request.
         match futures::future::select(pin!(cancels), pin!(request)).await {
@@ -358,7 +382,12 @@ impl McpConnection {
 
     /// The current session, set up (`initialize`, then `notifications/initialized`) within
     /// `deadline` if there is none.
-    async fn session(&self, http: &Http, deadline: &Deadline) -> Result<SessionHeaders, McpError> {
+    async fn session(
+        &self,
+        http: &Http,
+        bearer: Option<&AccessToken>,
+        deadline: &Deadline,
+    ) -> Result<SessionHeaders, McpError> {
         if let Some(s) = self.cache().session.clone() {
             return Ok(s);
         }
@@ -374,9 +403,17 @@ impl McpConnection {
         let id = self.next_id();
         let message = request_message(&id, "initialize", &params);
         let timeout = deadline.next_request(http)?;
-        let answer = transport::send(http, &self.server, None, &message, Some(&id), timeout)
-            .await?
-            .ok_or_else(|| TransportError::Protocol("initialize got no answer".into()))?;
+        let answer = transport::send(
+            http,
+            &self.server,
+            bearer,
+            None,
+            &message,
+            Some(&id),
+            timeout,
+        )
+        .await?
+        .ok_or_else(|| TransportError::Protocol("initialize got no answer".into()))?;
         let session_id = answer.session_id.clone();
         let result = answer.result.map_err(McpError::Refused)?;
         // Only the agreed revision is needed (the server's capabilities and instructions are
@@ -402,6 +439,7 @@ impl McpConnection {
         transport::send(
             http,
             &self.server,
+            bearer,
             Some(&session),
             &initialized,
             None,
@@ -422,7 +460,14 @@ impl McpConnection {
 
     /// Sends `notifications/cancelled` for request `id`, waiting at most [`CANCEL_TIMEOUT`];
     /// if the server does not take it, it is dropped with a log line (never owed again).
-    async fn cancel(&self, http: &Http, session: &SessionHeaders, id: RequestId, why: &str) {
+    async fn cancel(
+        &self,
+        http: &Http,
+        bearer: Option<&AccessToken>,
+        session: &SessionHeaders,
+        id: RequestId,
+        why: &str,
+    ) {
         let params = CancelledNotificationParam::new(Some(id.clone()), Some(why.to_owned()));
         let message =
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
@@ -430,6 +475,7 @@ impl McpConnection {
         let sent = transport::send(
             http,
             &self.server,
+            bearer,
             Some(session),
             &message,
             None,
@@ -508,6 +554,8 @@ mod tests {
         /// `notifications/cancelled` is never answered.
         stall_cancels: std::sync::atomic::AtomicBool,
         seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
+        /// The `Authorization` header of every request, in order.
+        authorizations: std::sync::Mutex<Vec<String>>,
     }
 
     #[derive(Clone)]
@@ -544,6 +592,11 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push((session.clone(), message.clone()));
+            let authorization = r.headers.get_all("authorization").iter();
+            s.authorizations
+                .lock()
+                .unwrap()
+                .extend(authorization.map(|v| v.to_str().unwrap().to_owned()));
             let current = format!("s{}", s.session.load(Ordering::SeqCst));
             let method = message["method"].as_str().unwrap_or_default();
             let id = message["id"].clone();
@@ -626,6 +679,7 @@ mod tests {
             allow: None,
             approval: McpApproval::Never,
             timeout: None,
+            auth: None,
         })
     }
 
@@ -659,7 +713,7 @@ mod tests {
 
             // Set up once, then every page of the list.
             let tools = c
-                .tools(&http, &Redactor::default(), 1_000, T)
+                .tools(&http, None, &Redactor::default(), 1_000, T)
                 .await
                 .unwrap();
             let names: Vec<&str> = tools
@@ -678,23 +732,27 @@ mod tests {
                 ]
             );
             // Kept while fresh.
-            c.tools(&http, &Redactor::default(), 2_000, T)
+            c.tools(&http, None, &Redactor::default(), 2_000, T)
                 .await
                 .unwrap();
             assert!(methods(&server).is_empty());
 
             // A call answered as an event stream: the server's ping is answered, and its
             // tools/list_changed makes the next listing ask again.
-            let r = c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            let r = c
+                .call(&http, None, "a", JsonObject::new(), T)
+                .await
+                .unwrap();
             assert_eq!(r.content[0].as_text().unwrap().text, "did a");
             assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
-            c.tools(&http, &Redactor::default(), 3_000, T)
+            c.tools(&http, None, &Redactor::default(), 3_000, T)
                 .await
                 .unwrap();
             assert_eq!(methods(&server), ["tools/list@s1", "tools/list@s1"]);
             // Old lists are asked for again.
             c.tools(
                 &http,
+                None,
                 &Redactor::default(),
                 3_000 + TOOLS_TTL.as_millis() as u64,
                 T,
@@ -705,7 +763,9 @@ mod tests {
 
             // The server forgets the session: a new one, and the call goes through.
             server.forgotten.store(true, Ordering::SeqCst);
-            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            c.call(&http, None, "a", JsonObject::new(), T)
+                .await
+                .unwrap();
             assert_eq!(
                 methods(&server),
                 [
@@ -719,7 +779,13 @@ mod tests {
 
             // A call past its timeout is cancelled at once, naming its request id.
             let e = c
-                .call(&http, "stall", JsonObject::new(), Duration::from_secs(2))
+                .call(
+                    &http,
+                    None,
+                    "stall",
+                    JsonObject::new(),
+                    Duration::from_secs(2),
+                )
                 .await
                 .unwrap_err();
             assert!(e.timed_out(), "{e}");
@@ -737,9 +803,11 @@ mod tests {
             let server = Arc::new(Server::default());
             let c = connection();
             let (http, guard) = turn(&rt, &server);
-            c.tools(&http, &Redactor::default(), 0, T).await.unwrap();
+            c.tools(&http, None, &Redactor::default(), 0, T)
+                .await
+                .unwrap();
             methods(&server);
-            let call = c.call(&http, "stall", JsonObject::new(), T);
+            let call = c.call(&http, None, "stall", JsonObject::new(), T);
             let cut = async {
                 rt.sleep(Duration::from_secs(1)).await;
                 drop(guard);
@@ -750,7 +818,9 @@ mod tests {
             methods(&server);
 
             let (http, _guard) = turn(&rt, &server);
-            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            c.call(&http, None, "a", JsonObject::new(), T)
+                .await
+                .unwrap();
             let seen = std::mem::take(&mut *server.seen.lock().unwrap());
             assert_eq!(seen[0].1["method"], "notifications/cancelled");
             assert_eq!(seen[0].1["params"]["requestId"], stalled_id);
@@ -768,9 +838,11 @@ mod tests {
             let server = Arc::new(Server::default());
             let c = connection();
             let (http, guard) = turn(&rt, &server);
-            c.tools(&http, &Redactor::default(), 0, T).await.unwrap();
+            c.tools(&http, None, &Redactor::default(), 0, T)
+                .await
+                .unwrap();
             let calls = futures::future::join_all(
-                (0..20).map(|_| c.call(&http, "stall", JsonObject::new(), T)),
+                (0..20).map(|_| c.call(&http, None, "stall", JsonObject::new(), T)),
             );
             let cut = async {
                 rt.sleep(Duration::from_secs(1)).await;
@@ -783,7 +855,9 @@ mod tests {
 
             let (http, _guard) = turn(&rt, &server);
             let before = rt.now_ms();
-            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            c.call(&http, None, "a", JsonObject::new(), T)
+                .await
+                .unwrap();
             assert_eq!(rt.now_ms(), before, "the call waited for the cancellations");
             let sent = methods(&server);
             let cancels = sent
@@ -793,8 +867,50 @@ mod tests {
             assert_eq!(cancels, 16, "{sent:?}");
             assert!(sent.contains(&"tools/call@s1".to_owned()), "{sent:?}");
             // Dropped, not owed again.
-            c.call(&http, "a", JsonObject::new(), T).await.unwrap();
+            c.call(&http, None, "a", JsonObject::new(), T)
+                .await
+                .unwrap();
             assert_eq!(methods(&server), ["tools/call@s1", "(response)@s1"]);
+        });
+    }
+
+    /// Issue 27: with the user's token, every request of the exchange (the session's set-up,
+    /// each page, the call) carries it, in place of a configured `Authorization` header;
+    /// without one, the configured header goes as before.
+    #[test]
+    fn the_users_token_replaces_a_configured_authorization_header() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let (http, _guard) = turn(&rt, &server);
+            let mut config = connection().server().clone();
+            config.headers.push((
+                http::header::AUTHORIZATION,
+                Secret::new("Bearer configured"),
+            ));
+            config.auth = Some("acme".into());
+            let c = McpConnection::new(config.clone());
+            let token = AccessToken::new("user-token-1");
+            c.tools(&http, Some(&token), &Redactor::default(), 0, T)
+                .await
+                .unwrap();
+            c.call(&http, Some(&token), "a", JsonObject::new(), T)
+                .await
+                .unwrap();
+            let sent = std::mem::take(&mut *server.authorizations.lock().unwrap());
+            // initialize, initialized, two pages, the call, the answer to the server's ping.
+            assert_eq!(sent.len(), 6, "{sent:?}");
+            assert!(sent.iter().all(|a| a == "Bearer user-token-1"), "{sent:?}");
+
+            config.auth = None;
+            let shared = McpConnection::new(config);
+            shared
+                .tools(&http, None, &Redactor::default(), 0, T)
+                .await
+                .unwrap();
+            let sent = std::mem::take(&mut *server.authorizations.lock().unwrap());
+            assert!(!sent.is_empty());
+            assert!(sent.iter().all(|a| a == "Bearer configured"), "{sent:?}");
         });
     }
 
@@ -817,7 +933,13 @@ mod tests {
                 TransportError::Http(HttpError::Timeout(Duration::from_millis(500)))
             );
             let listed = c
-                .tools(&http, &Redactor::default(), 0, Duration::from_millis(500))
+                .tools(
+                    &http,
+                    None,
+                    &Redactor::default(),
+                    0,
+                    Duration::from_millis(500),
+                )
                 .await
                 .unwrap();
             assert_eq!(listed.tools.len(), 2);

@@ -2,16 +2,21 @@
 //! server's), and [`McpServers`]: the servers of one agent instance, listed for a turn and
 //! called by it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::JsonObject;
+use runway_core::connect::provider::Providers;
 use runway_core::http_client::Http;
+use runway_core::{AccessToken, Connection, Rejected, Turn};
 use serde_json::Value;
 
 use super::call_result::model_text;
-use super::connection::McpConnection;
+use super::connection::{ListedTools, McpConnection};
+use super::person_sessions::{Person, PersonSessions};
 use super::server_config::McpServer;
 use crate::model::redaction::Redactor;
+use crate::model::tool_runner::TokenRefused;
 use crate::model::transcript::truncate;
 
 /// Longest tool description sent to the model.
@@ -40,6 +45,11 @@ pub(crate) struct McpTool {
     pub parameters: Value,
     /// Ask the user before running it.
     pub approval: bool,
+    /// The provider the server acts as the user with (`auth = "KEY"`).
+    pub auth: Option<String>,
+    /// The stand-in of a server with `auth` whose user has no connection
+    /// ([`connect_tool`]): not the server's, never sent to it.
+    pub connect_only: bool,
 }
 
 /// The MCP tools a turn may use, and what to tell the model about servers that are not
@@ -50,50 +60,123 @@ pub(crate) struct McpCatalog {
     pub tools: Vec<McpTool>,
     /// One line per server whose tools are missing from this turn, and why.
     pub notes: Vec<String>,
+    /// The servers with `auth` offered as their stand-in, since the user has no connection.
+    pub to_connect: Vec<usize>,
+    /// The stand-in of every server with `auth`, offered or not: a call of it left pending
+    /// behind the card runs on the turn that answers it, when the server's own tools are
+    /// offered instead.
+    pub stand_ins: Vec<McpTool>,
+}
+
+/// What an agent instance keeps about one server between turns: one connection shared by
+/// every turn, or, for a server with `auth`, one per person.
+#[derive(Debug)]
+enum Kept {
+    Shared(Arc<McpConnection>),
+    PerPerson(Box<PersonSessions>),
+}
+
+impl Kept {
+    fn server(&self) -> &McpServer {
+        match self {
+            Self::Shared(c) => c.server(),
+            Self::PerPerson(p) => p.server(),
+        }
+    }
+}
+
+/// What listing one server's tools for a turn came to.
+enum Listing {
+    Tools(Arc<ListedTools>),
+    /// A server with `auth` whose user has no usable connection (or no user at all).
+    Connect,
+    /// What went wrong (not yet redacted).
+    Failed(String),
 }
 
 /// The configured MCP servers, with what this agent instance keeps about each between turns.
 #[derive(Debug, Default)]
 pub(crate) struct McpServers {
-    connections: Vec<McpConnection>,
+    kept: Vec<Kept>,
 }
 
 impl McpServers {
     pub(crate) fn new(servers: &[McpServer]) -> Self {
-        Self {
-            connections: servers.iter().cloned().map(McpConnection::new).collect(),
-        }
+        let kept = servers
+            .iter()
+            .cloned()
+            .map(|s| match s.auth {
+                None => Kept::Shared(Arc::new(McpConnection::new(s))),
+                Some(_) => Kept::PerPerson(Box::new(PersonSessions::new(s))),
+            })
+            .collect();
+        Self { kept }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.connections.is_empty()
+        self.kept.is_empty()
+    }
+
+    /// True if a server acts as the user (`auth`): only then is a turn's person looked at.
+    pub(crate) fn acts_as_users(&self) -> bool {
+        self.kept.iter().any(|k| matches!(k, Kept::PerPerson(_)))
+    }
+
+    /// The connection a request to server `index` goes through: the shared one, or, for a
+    /// server with `auth`, `person`'s (`None` without a person).
+    fn connection(&self, index: usize, person: Option<&Person>) -> Option<Arc<McpConnection>> {
+        match self.kept.get(index)? {
+            Kept::Shared(c) => Some(c.clone()),
+            Kept::PerPerson(p) => person.map(|person| p.of(person)),
+        }
     }
 
     /// Lists every server's tools (all at once; a kept list while it is fresh). A server that
     /// cannot be reached is left out with a note, never failing the turn; what it said is
     /// redacted by `redactor` before it is logged or noted. `taken` are the names already in
     /// use (the HTTP tools).
+    ///
+    /// A server with `auth` is listed as `turn`'s user, in their own session, with their token
+    /// (a 401 renews it once, as a call's would); a user without a usable connection (or a
+    /// turn without a user) is offered the server's stand-in tool `{server}_connect_account`
+    /// instead: calling it ends the turn with the `authorization` card, the call pending.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn catalog(
         &self,
+        turn: &Turn,
         http: &Http,
         now_ms: u64,
         default_timeout: Duration,
         taken: &[&str],
         redactor: &Redactor,
+        providers: &Providers,
     ) -> McpCatalog {
-        let listed = futures::future::join_all(self.connections.iter().map(|c| {
-            let timeout = call_timeout(http, c.server(), default_timeout);
-            c.tools(http, redactor, now_ms, timeout)
+        let person = self.acts_as_users().then(|| person_of(turn)).flatten();
+        let listed = futures::future::join_all(self.kept.iter().enumerate().map(|(i, kept)| {
+            let timeout = call_timeout(http, kept.server(), default_timeout);
+            self.listing(i, turn, person.as_ref(), http, redactor, now_ms, timeout)
         }))
         .await;
         let mut catalog = McpCatalog::default();
         let mut names: Vec<String> = taken.iter().map(|n| (*n).to_owned()).collect();
-        for (index, (connection, listed)) in self.connections.iter().zip(listed).enumerate() {
-            let server = connection.server();
+        for (index, (kept, listed)) in self.kept.iter().zip(listed).enumerate() {
+            let server = kept.server();
+            if server.auth.is_some() {
+                catalog
+                    .stand_ins
+                    .push(connect_tool(server, index, providers));
+            }
             let listed = match listed {
-                Ok(l) => l,
-                Err(e) => {
-                    let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
+                Listing::Tools(l) => l,
+                Listing::Connect => {
+                    let tool = connect_tool(server, index, providers);
+                    names.push(tool.name.clone());
+                    catalog.tools.push(tool);
+                    catalog.to_connect.push(index);
+                    continue;
+                }
+                Listing::Failed(e) => {
+                    let e = redactor.redact_and_cut(&e, MAX_ERROR_TEXT_BYTES);
                     tracing::warn!(server = %server.name, error = %e, "MCP server unavailable");
                     catalog.notes.push(format!(
                         "The tools of the MCP server \"{}\" are unavailable in this turn ({e}). \
@@ -121,31 +204,112 @@ impl McpServers {
         catalog
     }
 
+    /// Server `index`'s tools for this turn: as [`McpConnection::tools`], as the user for a
+    /// server with `auth`.
+    #[allow(clippy::too_many_arguments)]
+    async fn listing(
+        &self,
+        index: usize,
+        turn: &Turn,
+        person: Option<&Person>,
+        http: &Http,
+        redactor: &Redactor,
+        now_ms: u64,
+        timeout: Duration,
+    ) -> Listing {
+        let Some(kept) = self.kept.get(index) else {
+            return Listing::Failed("no such server".into());
+        };
+        let key = match kept {
+            Kept::Shared(c) => {
+                return match c.tools(http, None, redactor, now_ms, timeout).await {
+                    Ok(l) => Listing::Tools(l),
+                    Err(e) => Listing::Failed(e.to_string()),
+                };
+            }
+            // Built for servers with `auth` only.
+            Kept::PerPerson(p) => p.server().auth.as_deref().unwrap_or_default(),
+        };
+        // A lookup without a card: a user who is not connected costs one vault read, and
+        // nothing is written until the model calls the stand-in.
+        let (Some(person), Ok(Some(mut token))) = (person, turn.token(key).await) else {
+            // No user, or no connection: the stand-in; a lookup that failed otherwise is
+            // looked up again (and reported) when the stand-in is called.
+            return Listing::Connect;
+        };
+        let Some(c) = self.connection(index, Some(person)) else {
+            return Listing::Connect;
+        };
+        let mut retry = Rejected::Refresh;
+        for _ in 0..MAX_SENDS_AS_USER {
+            // A server echoing the user's token in its list does not get it to the model.
+            let redactor = redactor.with(token.expose());
+            match c
+                .tools(http, Some(&token), &redactor, now_ms, timeout)
+                .await
+            {
+                Ok(l) => return Listing::Tools(l),
+                Err(e) if e.unauthorized() => {
+                    match turn.connection_rejected(key, &token, retry).await {
+                        Ok(Connection::Token(renewed)) => {
+                            token = renewed;
+                            retry = Rejected::GiveUp;
+                        }
+                        Ok(Connection::Authorize(_)) => return Listing::Connect,
+                        Err(e) => return Listing::Failed(e.to_string()),
+                    }
+                }
+                Err(e) => {
+                    return Listing::Failed(e.to_string().replace(token.expose(), "[redacted]"));
+                }
+            }
+        }
+        Listing::Failed("the server refused the user's token again".into())
+    }
+
     /// Runs `tool` with the model's `arguments` (JSON text) and returns what the model reads:
-    /// the result, or what went wrong, redacted by `redactor`, then cut to `max_bytes`.
+    /// the result, or what went wrong, redacted by `redactor`, then cut to `max_bytes`. A tool
+    /// of a server with `auth` goes as `person`, with their token `bearer`.
+    ///
+    /// # Errors
+    /// [`TokenRefused`]: sent with `bearer`, the request was answered 401.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call(
         &self,
         http: &Http,
         tool: &McpTool,
         arguments: &str,
+        bearer: Option<&AccessToken>,
+        person: Option<&Person>,
         default_timeout: Duration,
         max_bytes: usize,
         redactor: &Redactor,
-    ) -> String {
-        let Some(connection) = self.connections.get(tool.server) else {
-            return format!("Error: there is no tool named {:?}.", tool.name);
+    ) -> Result<String, TokenRefused> {
+        let Some(connection) = self.connection(tool.server, person) else {
+            return Ok(format!("Error: there is no tool named {:?}.", tool.name));
         };
+        if tool.auth.is_some() && bearer.is_none() {
+            // Never sent without the user's token (`run_calls` looks it up first).
+            return Ok(
+                "Error: this tool acts as the user, and no account is connected; the \
+                       tool was not called."
+                    .into(),
+            );
+        }
         let args: JsonObject = if arguments.trim().is_empty() {
             JsonObject::new()
         } else {
             match serde_json::from_str(arguments) {
                 Ok(Value::Object(o)) => o,
-                Ok(_) => return "Error: the arguments must be a JSON object.".into(),
-                Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
+                Ok(_) => return Ok("Error: the arguments must be a JSON object.".into()),
+                Err(e) => return Ok(format!("Error: the arguments are not valid JSON ({e}).")),
             }
         };
         let timeout = call_timeout(http, connection.server(), default_timeout);
-        let text = match connection.call(http, &tool.remote, args, timeout).await {
+        let text = match connection
+            .call(http, bearer, &tool.remote, args, timeout)
+            .await
+        {
             Ok(result) => {
                 tracing::info!(
                     tool = %tool.name,
@@ -153,6 +317,10 @@ impl McpServers {
                     "MCP tool called"
                 );
                 model_text(&result)
+            }
+            Err(e) if bearer.is_some() && e.unauthorized() => {
+                tracing::info!(tool = %tool.name, "the MCP server refused the user's token");
+                return Err(TokenRefused);
             }
             Err(e) if e.timed_out() => {
                 let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
@@ -163,12 +331,62 @@ impl McpServers {
                 )
             }
             Err(e) => {
-                let e = redactor.redact_and_cut(&e.to_string(), MAX_ERROR_TEXT_BYTES);
+                let e = e.to_string();
+                let e = match bearer {
+                    Some(t) => e.replace(t.expose(), "[redacted]"),
+                    None => e,
+                };
+                let e = redactor.redact_and_cut(&e, MAX_ERROR_TEXT_BYTES);
                 tracing::warn!(tool = %tool.name, error = %e, "MCP tool call failed");
                 format!("Error: the tool could not be called ({e}).")
             }
         };
-        redactor.redact_and_cut(&text, max_bytes)
+        Ok(redactor.redact_and_cut(&text, max_bytes))
+    }
+}
+
+/// The most times one listing is sent with the user's token: the first, once with a refreshed
+/// token, and once with a newer token another turn stored meanwhile.
+const MAX_SENDS_AS_USER: usize = 3;
+
+/// Whom `turn`'s requests to servers with `auth` go as (none without a `userId`).
+pub(crate) fn person_of(turn: &Turn) -> Option<Person> {
+    turn.user_id.as_ref().map(|user| Person {
+        workspace: turn.workspace_id.clone(),
+        user: user.clone(),
+    })
+}
+
+/// The model's name for the stand-in of server `name` (see [`connect_tool`]).
+pub(crate) fn connect_tool_name(server: &str) -> String {
+    format!("{server}_{CONNECT_TOOL}")
+}
+
+/// The stand-in's own part of its name.
+const CONNECT_TOOL: &str = "connect_account";
+
+/// The stand-in offered for a server with `auth` whose tools cannot be listed for the user
+/// (no connection yet): the model calls it when the user wants something the server does,
+/// and the call waits behind the `authorization` card like any call that needs the account.
+fn connect_tool(server: &McpServer, index: usize, providers: &Providers) -> McpTool {
+    let key = server.auth.clone().unwrap_or_default();
+    let provider = providers
+        .get(&key)
+        .map_or(key.as_str(), |p| p.name.as_str());
+    McpTool {
+        name: connect_tool_name(&server.name),
+        server: index,
+        remote: String::new(),
+        description: format!(
+            "Connects the user's {provider} account, which the tools of \"{}\" need: call it \
+             when the user asks for something those tools would do. The user is asked to sign \
+             in; the tools are offered once they have.",
+            server.name
+        ),
+        parameters: serde_json::json!({"type": "object", "properties": {}}),
+        approval: false,
+        auth: server.auth.clone(),
+        connect_only: true,
     }
 }
 
@@ -230,6 +448,9 @@ fn offered(
     if taken.contains(&name) {
         return skip("its prefixed name is already taken");
     }
+    if server.auth.is_some() && name == connect_tool_name(&server.name) {
+        return skip("its prefixed name is the stand-in's, offered before the user connects");
+    }
     let parameters = match raw.get("inputSchema") {
         Some(Value::Object(schema)) => Value::Object(schema.clone()),
         _ => return skip("it has no input schema object"),
@@ -249,6 +470,8 @@ fn offered(
         description: truncate(description, MAX_DESCRIPTION_BYTES),
         parameters,
         approval: server.needs_approval(remote, remote_names),
+        auth: server.auth.clone(),
+        connect_only: false,
     })
 }
 
@@ -298,6 +521,7 @@ mod tests {
             allow: None,
             approval: McpApproval::Only(vec!["get-sum".into()]),
             timeout: None,
+            auth: None,
         }
     }
 

@@ -11,8 +11,10 @@ mod call_result;
 mod connection;
 mod deadline;
 mod mcp_tool;
+mod person_sessions;
 mod server_config;
 mod transport;
 
-pub(crate) use mcp_tool::{McpCatalog, McpServers, McpTool, may_offer};
+pub(crate) use mcp_tool::{McpCatalog, McpServers, McpTool, may_offer, person_of};
+pub(crate) use person_sessions::Person;
 pub use server_config::{McpApproval, McpServer};

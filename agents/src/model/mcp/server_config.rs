@@ -24,6 +24,10 @@ pub struct McpServer {
     /// How long one call may take; `None`: the agent's tool timeout. Never past the turn's
     /// deadline.
     pub timeout: Option<Duration>,
+    /// `auth = "KEY"`: every request (its tool list too) goes as the person chatting, with
+    /// their access token at provider `KEY` as `Authorization: Bearer …` (replacing a
+    /// configured `Authorization` header); sessions are kept per workspace and user.
+    pub auth: Option<String>,
 }
 
 /// Which tools of an MCP server need the user's approval before they run.
@@ -72,6 +76,7 @@ mod tests {
             allow: None,
             approval,
             timeout: None,
+            auth: None,
         }
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Requests go through the turn's [`Http`], so they end by the turn's deadline and when the
 //! turn ends. The client behind it must not follow redirects: a redirect is refused here, so
-//! the configured headers reach the configured origin only.
+//! the configured headers, and the user's token of a server with `auth`, reach the configured
+//! origin only.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use futures::future::Either;
 use futures::stream::FuturesUnordered;
 use futures::{Stream, StreamExt};
 use rmcp::model::{ErrorCode, ErrorData, JsonObject, RequestId};
+use runway_core::AccessToken;
 use runway_core::http_client::{Http, HttpError, HttpResponse};
 use serde_json::{Value, json};
 
@@ -117,16 +119,20 @@ impl From<HttpError> for TransportError {
 /// such capability was declared; `ping`) is answered at once, all of them concurrently and
 /// while the stream is read: a server that waits for the answers before sending its result
 /// gets them, and one that never acknowledges them costs at most `timeout` in all.
+///
+/// `bearer`, the user's token (a server with `auth`), goes as `Authorization: Bearer …` on
+/// every request of the exchange, in place of a configured `Authorization` header.
 pub(crate) async fn send(
     http: &Http,
     server: &McpServer,
+    bearer: Option<&AccessToken>,
     session: Option<&SessionHeaders>,
     message: &Value,
     awaited: Option<&RequestId>,
     timeout: Duration,
 ) -> Result<Option<Answer>, TransportError> {
     let started_left = http.time_left();
-    let response = post(http, server, session, message, timeout).await?;
+    let response = post(http, server, bearer, session, message, timeout).await?;
     let status = response.status();
     let session_id = response
         .headers()
@@ -202,7 +208,7 @@ pub(crate) async fn send(
                 Taken::Answer => break Ok(()),
                 Taken::ServerRequest(id, method) if answered < MAX_SERVER_REQUESTS => {
                     answered += 1;
-                    replies.push(refuse(http, server, session, id, method, left()));
+                    replies.push(refuse(http, server, bearer, session, id, method, left()));
                 }
                 Taken::ServerRequest(..) | Taken::Other => {}
             }
@@ -234,6 +240,7 @@ pub(crate) async fn send(
 async fn post(
     http: &Http,
     server: &McpServer,
+    bearer: Option<&AccessToken>,
     session: Option<&SessionHeaders>,
     message: &Value,
     timeout: Duration,
@@ -250,7 +257,12 @@ async fn post(
         }
     }
     for (name, value) in &server.headers {
-        request = request.header(name.clone(), value.expose());
+        if bearer.is_none() || name != http::header::AUTHORIZATION {
+            request = request.header(name.clone(), value.expose());
+        }
+    }
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token.expose());
     }
     let response = request.send().await?;
     let status = response.status();
@@ -278,6 +290,7 @@ async fn post(
 async fn refuse(
     http: &Http,
     server: &McpServer,
+    bearer: Option<&AccessToken>,
     session: Option<&SessionHeaders>,
     id: RequestId,
     method: String,
@@ -290,7 +303,10 @@ async fn refuse(
         json!({"jsonrpc": "2.0", "id": id, "error": error})
     };
     // The error is not logged: its text may quote the server, which may echo a secret.
-    if post(http, server, session, &reply, timeout).await.is_err() {
+    if post(http, server, bearer, session, &reply, timeout)
+        .await
+        .is_err()
+    {
         tracing::debug!(server = %server.name, "an answer to the MCP server's request was not taken");
     }
 }

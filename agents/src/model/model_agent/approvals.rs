@@ -139,7 +139,10 @@ impl<R: Runtime> ModelAgent<R> {
                 }
             }
         }
-        if let Some(card) = self.run_calls(turn, out, t, to_run, tools, log).await {
+        if let Some(card) = self
+            .run_calls(turn, out, t, to_run, tools, log, false)
+            .await
+        {
             // The calls still waiting for a decision are not asked about behind the card.
             for call in waiting {
                 t.messages.push(ChatMessage::Tool {

@@ -19,7 +19,9 @@ impl<R: Runtime> ModelAgent<R> {
     /// result and adds it to the transcript. A call whose tool acts as the user (`auth`) runs
     /// with the user's token; without one it is not sent: it waits in
     /// [`Transcript::connecting`] and the `authorization` card to end the turn with is
-    /// returned.
+    /// returned. `pending`: the calls waited behind the card (see
+    /// [`Toolbox::provider_of_pending`]).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_calls(
         &self,
         turn: &Turn,
@@ -28,6 +30,7 @@ impl<R: Runtime> ModelAgent<R> {
         calls: Vec<(ModelToolCall, ToolCall)>,
         tools: &Toolbox<'_>,
         log: &LogBudget,
+        pending: bool,
     ) -> Option<Interrupt> {
         if calls.is_empty() {
             return None;
@@ -37,10 +40,14 @@ impl<R: Runtime> ModelAgent<R> {
         let mut card = None;
         let mut ready = Vec::with_capacity(calls.len());
         for (call, shown) in calls {
-            let Some(key) = tools
-                .find(&call.function.name)
-                .and_then(|tool| tool.auth().map(str::to_owned))
-            else {
+            let key = if pending {
+                tools.provider_of_pending(&call.function.name)
+            } else {
+                tools
+                    .find(&call.function.name)
+                    .and_then(|tool| tool.auth().map(str::to_owned))
+            };
+            let Some(key) = key else {
                 ready.push((call, shown, None));
                 continue;
             };

@@ -30,6 +30,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             .as_ref()
             .and_then(|c| turn.http().with_client(c.clone()));
         let tools = Toolbox::for_turn(
+            turn,
             &self.settings,
             &self.mcp,
             &self.redactor,
@@ -76,7 +77,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 }
             }
             if let Some(card) = self
-                .run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .run_calls(turn, out, &mut t, to_run, &tools, &log, true)
                 .await
             {
                 self.save(turn, &mut t);
@@ -163,7 +164,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 }
             }
             if let Some(card) = self
-                .run_calls(turn, out, &mut t, to_run, &tools, &log)
+                .run_calls(turn, out, &mut t, to_run, &tools, &log, false)
                 .await
             {
                 // Calls that wait for approval are not asked about behind the card.
