@@ -15,6 +15,8 @@
 //! Adapters depend on this crate only to serve the built-in agents; a team's own agent needs
 //! runway-core alone.
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly) marks each item behind a feature with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "model")]
 pub mod attachments;

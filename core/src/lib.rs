@@ -32,6 +32,8 @@
 //! Compiles for `wasm32-unknown-unknown`: no tokio, no threads, no sockets. Futures are `Send`
 //! on native targets and need not be on `wasm32` (see [`MaybeSend`]).
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly) marks each item behind a feature with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
 pub mod connect;
