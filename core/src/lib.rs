@@ -73,6 +73,7 @@ pub mod adapter {
     pub use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
     pub use crate::service::auth::AuthHeaders;
     pub use crate::service::config::{Config, FIRST_FLUSH_BYTES, MAX_BODY_BYTES};
+    pub use crate::service::intake::{BodyIntake, IntakeRefusal};
     pub use crate::service::os_settings::OsSettings;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::memory::MemoryStore;
