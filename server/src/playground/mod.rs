@@ -63,12 +63,14 @@ pub fn page_routes<S: Clone + Send + Sync + 'static>(
     base_path: &str,
 ) -> Router<S> {
     let at = |path: &str| format!("{base_path}{path}");
-    Router::new()
-        .route(&at("/"), get(page::index).fallback(method_not_allowed))
-        .route(
-            &at("/playground/app.js"),
-            get(page::script).fallback(method_not_allowed),
-        )
+    let mut router = Router::new().route(&at("/"), get(page::index).fallback(method_not_allowed));
+    for &(name, source) in page::MODULES {
+        router = router.route(
+            &at(&format!("/playground/{name}")),
+            get(move || async move { page::script(source) }).fallback(method_not_allowed),
+        );
+    }
+    router
         .route(
             &at("/playground/app.css"),
             get(page::style).fallback(method_not_allowed),
