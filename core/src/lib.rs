@@ -64,7 +64,7 @@ pub mod adapter {
     pub use crate::agent::context::ContextPolicy;
     pub use crate::agent::pending::{TOTAL_PENDING_BYTES, total_pending_bytes};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
-    pub use crate::keys::thread_key;
+    pub use crate::keys::{storage_id, thread_key};
     pub use crate::platform::maybe_send::BoxFuture;
     pub use crate::platform::runtime::Runtime;
     #[cfg(feature = "tokio")]
