@@ -33,6 +33,8 @@
 
 mod body;
 pub mod emf;
+#[cfg(test)]
+mod handle_tests;
 mod init;
 mod init_error;
 mod logging;
