@@ -199,8 +199,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     }
 
     /// Decides from the request head alone whether its body may be read. Every route but
-    /// hosted files needs the auth header set, so adapters call this before reading a body:
-    /// a stranger's request is refused without runway buffering any of it. `Err` is the
+    /// hosted files needs the auth header set, so adapters call this (through
+    /// [`Runway::intake`]) before reading a body: a stranger's request is refused without
+    /// runway buffering any of it. `Err` is the
     /// complete answer (401; 500 for a turn when no header set is configured, see
     /// [`crate::adapter::Access`]). [`Runway::handle`] checks the same again.
     pub fn authorize(
