@@ -1,7 +1,8 @@
 //! The Worker's `fetch` handler for any agent ([`fetch`]): a thin adapter around
 //! [`Runway::handle`].
 //!
-//! It reads the request (refusing bodies over [`MAX_BODY_BYTES`]), lets the core answer, and
+//! It reads the request as the core's intake says ([`Runway::intake`]: the head first, then
+//! the body up to [`runway_core::adapter::MAX_BODY_BYTES`]), lets the core answer, and
 //! either returns the full response or returns the streamed body at once and runs the turn
 //! beside it with `ctx.waitUntil`, so the turn can still commit after a client disconnect.
 
@@ -10,7 +11,7 @@ use std::cell::RefCell;
 use bytes::Bytes;
 use futures::StreamExt;
 use runway_core::Agent;
-use runway_core::adapter::{BadRequest, MAX_BODY_BYTES, Reply, Runway, TurnBody, json_error};
+use runway_core::adapter::{BadRequest, IntakeRefusal, Reply, Runway, TurnBody, json_error};
 use runway_core::connect::provider::Providers;
 use worker::{Context, Env, Request};
 
@@ -293,43 +294,32 @@ async fn serve(
 }
 
 /// The request as the core wants it, or the error response to send. The body is read only
-/// after [`Runway::authorize`] accepted the head.
+/// after [`Runway::intake`] accepted the head, into the accumulator it gives.
 async fn to_http(
     app: &App,
     mut req: Request,
 ) -> Result<http::Request<Bytes>, http::Response<Bytes>> {
-    let bad = |m: &str| json_error(400, m);
-    let too_large = || json_error(413, "body larger than 1 MiB");
     let mut builder = http::Request::builder()
         .method(req.inner().method().as_str())
         .uri(req.inner().url());
-    let mut declared = None;
     for (name, value) in req.headers().entries() {
-        if name.eq_ignore_ascii_case("content-length") {
-            declared = value.trim().parse::<usize>().ok();
-        }
         builder = builder.header(name, value);
     }
     let (parts, ()) = builder
         .body(())
-        .map_err(|_| bad("malformed request"))?
+        .map_err(|_| json_error(400, "malformed request"))?
         .into_parts();
-    app.authorize(&parts).map_err(|refused| *refused)?;
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
+    let mut intake = app.intake(&parts).map_err(IntakeRefusal::into_response)?;
     if req.inner().body().is_some() {
-        let mut stream = req.stream().map_err(|_| bad("unreadable body"))?;
+        let unreadable = |_| IntakeRefusal::Unreadable.into_response();
+        let mut stream = req.stream().map_err(unreadable)?;
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|_| bad("unreadable body"))?;
-            if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
+            intake
+                .push(&chunk.map_err(unreadable)?)
+                .map_err(IntakeRefusal::into_response)?;
         }
     }
-    Ok(http::Request::from_parts(parts, Bytes::from(body)))
+    Ok(http::Request::from_parts(parts, intake.finish()))
 }
 
 fn init_with(parts: &http::response::Parts) -> worker::Result<web_sys::ResponseInit> {

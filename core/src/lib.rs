@@ -66,7 +66,7 @@ pub mod adapter {
     pub use crate::agent::context::ContextPolicy;
     pub use crate::agent::pending::{TOTAL_PENDING_BYTES, total_pending_bytes};
     pub use crate::error::{BadRequest, StoreError, TurnErrorCode};
-    pub use crate::keys::thread_key;
+    pub use crate::keys::{storage_id, thread_key};
     pub use crate::platform::maybe_send::BoxFuture;
     pub use crate::platform::runtime::Runtime;
     #[cfg(feature = "tokio")]
@@ -75,6 +75,7 @@ pub mod adapter {
     pub use crate::service::access::{ALLOW_UNAUTHENTICATED, Access};
     pub use crate::service::auth::AuthHeaders;
     pub use crate::service::config::{Config, FIRST_FLUSH_BYTES, MAX_BODY_BYTES};
+    pub use crate::service::intake::{BodyIntake, IntakeRefusal};
     pub use crate::service::os_settings::OsSettings;
     pub use crate::service::{PlatformOrigin, Reply, Runway, json_error};
     pub use crate::store::memory::MemoryStore;

@@ -9,6 +9,11 @@
 //! crate root; comments and string literals are not code. A path through the crate root's
 //! re-exports (`crate::adapter::…`, `crate::Turn`) hides which layer it reaches, so it fails
 //! too: name the item's home.
+//!
+//! The adapters' surface is held the same way: every `runway_core::` path in the production
+//! code of `server/src`, `lambda/src` and `cloudflare/src` is one that ARCHITECTURE.md's "What
+//! an adapter uses" table allows (the crate root's own items, the Agent API, always are), and
+//! every path the table names is one an adapter uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -453,4 +458,272 @@ fn the_table_is_read_with_its_floors_and_uses() {
         BTreeSet::from(["service".to_owned(), "turn".to_owned()])
     );
     assert!(rows[2].uses.is_empty());
+}
+
+/// The allowed paths of ARCHITECTURE.md's "What an adapter uses" table: each row's
+/// backticked paths (below `runway_core::`), in the order of the rows.
+fn adapter_table(doc: &str) -> Result<Vec<Vec<String>>, String> {
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("What an adapter uses"))
+        .ok_or("ARCHITECTURE.md has no \"## What an adapter uses\" section")?;
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .filter(|l| l.trim_start().starts_with('|'))
+        .map(|l| l.trim().trim_matches('|').split('|').next().unwrap_or(""))
+        .filter(|first| !first.trim().starts_with("path") && !first.trim().starts_with("---"))
+        .map(|first| {
+            backticked(first)
+                .into_iter()
+                // Lower-case paths into modules; a capitalised name is an example of a row
+                // about the crate root's own items.
+                .filter(|t| t.starts_with(|c: char| c.is_ascii_lowercase()))
+                .collect()
+        })
+        .collect();
+    if rows.iter().all(Vec::is_empty) {
+        return Err("the adapter table allows no path".into());
+    }
+    Ok(rows)
+}
+
+/// The full paths (below `runway_core::`) that the path starting `code` names: several for a
+/// `{…}` group (nested ones too), the module itself for `self`, none of an `as` rename.
+fn core_paths(code: &str) -> Vec<String> {
+    fn ident(rest: &str) -> &str {
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        &rest[..end]
+    }
+    /// Reads one path (maybe a group) from `rest` onto `prefix`, leaving `rest` after it.
+    fn one(rest: &mut &str, prefix: &str, out: &mut Vec<String>) {
+        let mut path = prefix.to_owned();
+        let mut named = false;
+        loop {
+            *rest = rest.trim_start();
+            if let Some(group) = rest.strip_prefix('{') {
+                *rest = group;
+                loop {
+                    *rest = rest.trim_start();
+                    if let Some(r) = rest.strip_prefix('}') {
+                        *rest = r;
+                        return;
+                    }
+                    if rest.is_empty() {
+                        return;
+                    }
+                    one(rest, &path, out);
+                    *rest = rest.trim_start();
+                    if let Some(r) = rest.strip_prefix(',') {
+                        *rest = r;
+                    } else if !rest.starts_with('}') {
+                        return;
+                    }
+                }
+            }
+            let name = ident(rest);
+            if name.is_empty() {
+                break;
+            }
+            *rest = &rest[name.len()..];
+            named = true;
+            if name != "self" {
+                if !path.is_empty() {
+                    path.push_str("::");
+                }
+                path.push_str(name);
+            }
+            match rest.strip_prefix("::") {
+                Some(r) => *rest = r,
+                None => break,
+            }
+        }
+        // `X as Y`: the path is X.
+        let after = rest.trim_start();
+        if let Some(r) = after.strip_prefix("as ") {
+            let r = r.trim_start();
+            *rest = &r[ident(r).len()..];
+        }
+        if named && !path.is_empty() {
+            out.push(path);
+        }
+    }
+    let mut rest = code;
+    let mut out = Vec::new();
+    one(&mut rest, "", &mut out);
+    out
+}
+
+/// Every `runway_core::` path in `lines` (code only), with its line (1-based).
+fn core_uses(lines: &[String]) -> Vec<(usize, String)> {
+    let code = lines.join("\n");
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("runway_core::") {
+        let at = from + at;
+        from = at + "runway_core::".len();
+        let b = code.as_bytes();
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        let line = code[..at].matches('\n').count() + 1;
+        found.extend(core_paths(&code[from..]).into_iter().map(|p| (line, p)));
+    }
+    found
+}
+
+/// The crate's public modules, from `lib.rs` (`pub mod name;` or `pub mod name {`).
+fn public_modules(lib: &str) -> BTreeSet<String> {
+    code_only(lib)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(head)
+        .collect()
+}
+
+/// Every production `.rs` file below `dir`: no `tests.rs` or `*_tests.rs`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("read a source folder").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if let Some(stem) = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .strip_suffix(".rs")
+            && stem != "tests"
+            && !stem.ends_with("_tests")
+        {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// What an adapter's production code reaches in the core and the table does not allow, and
+/// the rows no adapter uses.
+fn adapter_surface_problems(
+    root: &Path,
+    rows: &[Vec<String>],
+    modules: &BTreeSet<String>,
+    extra: Option<(&str, &str)>,
+) -> String {
+    let allowed = |path: &str| {
+        rows.iter().flatten().find(|a| {
+            path == a.as_str()
+                || path
+                    .strip_prefix(a.as_str())
+                    .is_some_and(|r| r.starts_with("::"))
+        })
+    };
+    let mut problems = String::new();
+    let mut used: BTreeSet<&String> = BTreeSet::new();
+    let mut check = |rel: &str, text: &str| {
+        let lines = without_tests(&code_only(text));
+        for (n, path) in core_uses(&lines) {
+            if !modules.contains(&head(&path)) {
+                continue; // The crate root's own items: the Agent API.
+            }
+            match allowed(&path) {
+                Some(a) => {
+                    used.insert(a);
+                }
+                None => writeln!(
+                    problems,
+                    "{rel}:{n}: `runway_core::{path}` is not a path ARCHITECTURE.md's \"What an adapter uses\" allows"
+                )
+                .unwrap(),
+            }
+        }
+    };
+    for adapter in ["server", "lambda", "cloudflare"] {
+        for path in rust_files(&root.join("..").join(adapter).join("src")) {
+            let text = std::fs::read_to_string(&path).expect("read an adapter's source");
+            let rel = path.strip_prefix(root.join("..")).unwrap().display();
+            check(&rel.to_string(), &text);
+        }
+    }
+    if let Some((rel, text)) = extra {
+        check(rel, text);
+    }
+    for a in rows.iter().flatten() {
+        if !used.contains(a) {
+            writeln!(
+                problems,
+                "the adapter table allows `{a}`, but no adapter uses it: take it out"
+            )
+            .unwrap();
+        }
+    }
+    problems
+}
+
+fn adapter_surface(extra: Option<(&str, &str)>) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc =
+        std::fs::read_to_string(root.join("../ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
+    let rows = adapter_table(&doc).unwrap_or_else(|e| panic!("{e}"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("read core/src/lib.rs");
+    adapter_surface_problems(root, &rows, &public_modules(&lib), extra)
+}
+
+#[test]
+fn adapters_use_only_the_paths_the_table_allows() {
+    let problems = adapter_surface(None);
+    assert!(
+        problems.is_empty(),
+        "the adapters reach into the core beyond ARCHITECTURE.md's \"What an adapter uses\":\n{problems}"
+    );
+}
+
+#[test]
+fn an_adapter_reaching_past_the_table_is_caught() {
+    let reaching = "use runway_core::adapter::Runway;\n\
+                    use runway_core::store::{tally::Tally, memory::MemoryStore};\n\
+                    #[cfg(test)]\nmod tests { use runway_core::store::conformance::run_all; }\n";
+    let problems = adapter_surface(Some(("server/src/reaching.rs", reaching)));
+    assert_eq!(
+        problems,
+        "server/src/reaching.rs:2: `runway_core::store::memory::MemoryStore` is not a path \
+         ARCHITECTURE.md's \"What an adapter uses\" allows\n"
+    );
+}
+
+#[test]
+fn core_paths_expand_groups_self_and_renames() {
+    let paths = |code: &str| {
+        core_uses(&[code.to_owned()])
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        paths("use runway_core::{Agent, store::{self, tally::{Tally, TurnTake}}, meter as m};"),
+        [
+            "Agent",
+            "store",
+            "store::tally::Tally",
+            "store::tally::TurnTake",
+            "meter"
+        ]
+    );
+    assert_eq!(
+        paths("let w = runway_core::Workers::new(); my_runway_core::x::Y;"),
+        ["Workers::new"]
+    );
+    assert_eq!(
+        paths("use runway_core::adapter::{\n    A,\n    B,\n};"),
+        ["adapter::A", "adapter::B"]
+    );
+    assert_eq!(
+        public_modules("pub mod a;\nmod b;\n#[cfg(x)]\npub mod c;\npub mod d {\n}"),
+        BTreeSet::from(["a".to_owned(), "c".to_owned(), "d".to_owned()])
+    );
 }

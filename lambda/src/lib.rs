@@ -33,6 +33,8 @@
 
 mod body;
 pub mod emf;
+#[cfg(test)]
+mod handle_tests;
 mod init;
 mod init_error;
 mod logging;
@@ -49,9 +51,7 @@ use std::convert::Infallible;
 use bytes::Bytes;
 use runway_agents::BuiltinAgent;
 use runway_core::Agent;
-use runway_core::adapter::{
-    MAX_BODY_BYTES, PlatformOrigin, Reply, Runway, TokioRuntime, json_error,
-};
+use runway_core::adapter::{PlatformOrigin, Reply, Runway, TokioRuntime, json_error};
 
 pub use body::LambdaBody;
 pub use init::{init_agent, init_agent_with_providers};
@@ -76,9 +76,10 @@ pub async fn handle<A: Agent>(
     let origin = platform_origin(&req);
     let (mut parts, body) = req.into_parts();
     // Lambda has already received the body, but a stranger still gets no further than this.
-    if let Err(refused) = app.authorize(&parts) {
-        return Ok((*refused).map(LambdaBody::full));
-    }
+    let intake = match app.intake(&parts) {
+        Ok(intake) => intake,
+        Err(refused) => return Ok(refused.into_response().map(LambdaBody::full)),
+    };
     if let Some(origin) = origin {
         parts.extensions.insert(origin);
     }
@@ -88,9 +89,10 @@ pub async fn handle<A: Agent>(
         lambda_http::Body::Binary(b) => Bytes::from(b),
         _ => return Ok(json_error(400, "unsupported request body").map(LambdaBody::full)),
     };
-    if bytes.len() > MAX_BODY_BYTES {
-        return Ok(json_error(413, "body larger than 1 MiB").map(LambdaBody::full));
-    }
+    let bytes = match intake.whole(bytes) {
+        Ok(bytes) => bytes,
+        Err(refused) => return Ok(refused.into_response().map(LambdaBody::full)),
+    };
     Ok(
         match app.handle(http::Request::from_parts(parts, bytes)).await {
             Reply::Full(r) => r.map(LambdaBody::full),

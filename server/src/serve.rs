@@ -10,8 +10,8 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use runway_core::adapter::{
-    ALLOW_UNAUTHENTICATED, Access, Config, MAX_BODY_BYTES, OsSettings, PlatformOrigin, Reply,
-    Runtime, Runway, TokioRuntime,
+    ALLOW_UNAUTHENTICATED, Access, Config, OsSettings, PlatformOrigin, Reply, Runtime, Runway,
+    TokioRuntime,
 };
 use runway_core::connect::provider::Providers;
 use runway_core::http_client::ReqwestClient;
@@ -206,21 +206,16 @@ async fn serve<A: Agent>(
 async fn handle<A: Agent>(State(runway): State<App<A>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     // Decided from the head: a stranger's body is never read.
-    if let Err(refused) = runway.authorize(&parts) {
-        return (*refused).map(Body::from).into_response();
-    }
-    let too_long = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .is_some_and(|n| n > MAX_BODY_BYTES);
-    if too_long {
-        return crate::request_body::refuse_declared_too_large(body)
-            .await
-            .map(Body::from)
-            .into_response();
-    }
-    let bytes = match crate::request_body::read(body).await {
+    let intake = match runway.intake(&parts) {
+        Ok(intake) => intake,
+        Err(refused) => {
+            return crate::request_body::refuse(body, refused)
+                .await
+                .map(Body::from)
+                .into_response();
+        }
+    };
+    let bytes = match crate::request_body::read_into(body, intake).await {
         Ok(b) => b,
         Err(refused) => return refused.map(Body::from).into_response(),
     };

@@ -77,6 +77,31 @@ async fn a_body_shorter_than_its_content_length_gets_408() {
     assert!(answer.contains(r#"{"error":"#), "{answer:?}");
 }
 
+/// A body whose stream breaks (a chunk size that is no number) is unreadable, not too large:
+/// 400, as on every adapter (the core's request intake), and the connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_chunked_body_gets_400_unreadable() {
+    let (server, dir) = start().await;
+    let base = server.base_url().to_owned();
+    let mut s = connect(&base, None).await;
+    let h = head("POST", &base, "/runs", &target_auth(), 0)
+        .replace("Content-Length: 0\r\n", "Transfer-Encoding: chunked\r\n");
+    assert!(raw_http::write(&mut s, h.as_bytes()).await);
+    assert!(raw_http::write(&mut s, b"2\r\n{}\r\nzz\r\n").await);
+    let (answer, closed) = read_until_closed(&mut s, TIMEOUT_AND_SLACK).await;
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer:?}");
+    assert!(
+        answer.contains(r#"{"error":"unreadable body"}"#),
+        "{answer:?}"
+    );
+    assert!(
+        closed,
+        "connection held after an unreadable body: {answer:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_strangers_body_is_refused_before_it_is_read() {
     let (server, dir) = start().await;

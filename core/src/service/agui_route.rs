@@ -24,6 +24,7 @@ use crate::platform::runtime::Runtime;
 use crate::protocol::agui::{InputMessage, RunAgentInput};
 use crate::protocol::{LogId, Resume};
 use crate::service::config::MAX_BODY_BYTES;
+use crate::service::intake::within_bound;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
@@ -56,8 +57,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         if let Some(refused) = self.unknown_agent(&agent_id) {
             return refused;
         }
-        if req.body().len() > MAX_BODY_BYTES {
-            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        if let Err(refused) = within_bound(req.body().len(), MAX_BODY_BYTES) {
+            return Reply::Full(refused.into_response());
         }
         let input = match RunAgentInput::from_json(req.body()) {
             Ok(r) => r,

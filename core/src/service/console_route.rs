@@ -10,6 +10,7 @@ use crate::keys::{console_run_key, thread_key, workspace_key};
 use crate::platform::runtime::Runtime;
 use crate::protocol::{LogId, RunRequest};
 use crate::service::config::MAX_BODY_BYTES;
+use crate::service::intake::within_bound;
 use crate::service::{Reply, Runway, json_error, method_not_allowed};
 use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
@@ -23,8 +24,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         if req.method() != http::Method::POST {
             return Reply::Full(method_not_allowed("POST"));
         }
-        if req.body().len() > MAX_BODY_BYTES {
-            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        if let Err(refused) = within_bound(req.body().len(), MAX_BODY_BYTES) {
+            return Reply::Full(refused.into_response());
         }
         let run = match RunRequest::from_json(req.body()) {
             Ok(r) => r,

@@ -8,6 +8,7 @@ use crate::http_client::Http;
 use crate::keys::{lowkey_run_key, lowkey_thread_key, workspace_key};
 use crate::platform::runtime::Runtime;
 use crate::service::config::MAX_BODY_BYTES;
+use crate::service::intake::within_bound;
 use crate::service::{Reply, Runway, json_error};
 use crate::store::TurnStore;
 use crate::turn::plan::TurnPlan;
@@ -26,8 +27,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 .insert(http::header::ALLOW, http::HeaderValue::from_static("POST"));
             return Reply::Full(r);
         }
-        if req.body().len() > MAX_BODY_BYTES {
-            return Reply::Full(json_error(413, "body larger than 1 MiB"));
+        if let Err(refused) = within_bound(req.body().len(), MAX_BODY_BYTES) {
+            return Reply::Full(refused.into_response());
         }
         let turn = match ExternalAgentTurnRequest::from_json(req.body()) {
             Ok(t) => t,

@@ -1,9 +1,10 @@
 //! The HTTP surface, sans I/O: an `http::Request` with its body in, a [`Reply`] out.
 //!
-//! Every adapter (axum, Lambda, Workers) reads the body (refusing more than
-//! [`MAX_BODY_BYTES`]), calls [`Runway::handle`], and either writes the full response or
-//! returns the streamed body and runs the turn future beside it. All routing, auth, validation
-//! and error shapes live here, so every platform answers the same way.
+//! Every adapter (axum, Lambda, Workers) takes the request in as [`intake`] says (the head
+//! checked first, the body read up to [`MAX_BODY_BYTES`](config::MAX_BODY_BYTES)), calls
+//! [`Runway::handle`], and either writes the full response or returns the streamed body and
+//! runs the turn future beside it. All routing, auth, validation and error shapes live here,
+//! so every platform answers the same way.
 //!
 //! Routes are matched exactly below the configured base path (`RUNWAY_BASE_PATH`, see
 //! [`crate::service::routing`]), so the agent can sit under any prefix
@@ -17,6 +18,7 @@ mod connect_route;
 mod connections_route;
 mod console_route;
 pub(crate) mod hosted_files;
+pub(crate) mod intake;
 mod lowkey_route;
 pub(crate) mod os_settings;
 pub(crate) mod refusal_log;
@@ -197,8 +199,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     }
 
     /// Decides from the request head alone whether its body may be read. Every route but
-    /// hosted files needs the auth header set, so adapters call this before reading a body:
-    /// a stranger's request is refused without runway buffering any of it. `Err` is the
+    /// hosted files needs the auth header set, so adapters call this (through
+    /// [`Runway::intake`]) before reading a body: a stranger's request is refused without
+    /// runway buffering any of it. `Err` is the
     /// complete answer (401; 500 for a turn when no header set is configured, see
     /// [`crate::adapter::Access`]). [`Runway::handle`] checks the same again.
     pub fn authorize(

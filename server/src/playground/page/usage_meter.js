@@ -27,13 +27,21 @@ function metered(op) {
   return next;
 }
 
-/** An id as runway stores it in the usage row (`storage_id`): verbatim when short and plain,
- * otherwise `~` and the SHA-256 of its UTF-8 bytes in hex. */
+/** Ids as runway stores them in the usage row, as the server derives them (the core's
+ * `storage_id`, by `GET playground/storage-id`): the page keeps no copy of the format. */
+const storageIds = new Map();
 async function storageForm(id) {
-  if (/^[A-Za-z0-9.:_\-@+=]{1,128}$/.test(id)) return id;
-  if (!crypto.subtle) throw new Error(`agentId ${JSON.stringify(id)} needs hashing, which this page can only do on https or localhost`);
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id));
-  return `~${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`;
+  if (!storageIds.has(id)) {
+    const r = await fetch(`playground/storage-id?id=${encodeURIComponent(id)}`, {
+      cache: "no-store",
+      signal: AbortSignal.timeout(USAGE_READ_TIMEOUT_MS),
+    });
+    const body = await r.json().catch(() => null);
+    if (!r.ok || !body || typeof body.storageId !== "string") throw new Error(`playground/storage-id answered HTTP ${r.status}`);
+    if (storageIds.size >= 64) storageIds.clear();
+    storageIds.set(id, body.storageId);
+  }
+  return storageIds.get(id);
 }
 
 const utcDay = (ms) => new Date(ms).toISOString().slice(0, 10);
