@@ -35,6 +35,14 @@ pub(crate) enum AgentEvent {
         /// Tool name.
         name: String,
     },
+    /// A call of a tool the client runs ([`crate::Turn::client_tools`]) begins: the run ends
+    /// with it pending for the client unless a result follows.
+    ClientToolCallStart {
+        /// Chosen by the agent, unique within the thread (the client answers with it).
+        id: String,
+        /// Tool name.
+        name: String,
+    },
     /// Part of a tool call's arguments.
     ToolCallArgs {
         /// The call.
@@ -252,6 +260,29 @@ impl Output {
         };
         self.send(
             AgentEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: name.into(),
+            },
+            0,
+        );
+        call
+    }
+
+    /// Starts a call of one of the client's tools ([`crate::Turn::client_tools`]), with the id
+    /// `id`: unique within the thread, since the client sends the call's result back with it
+    /// on the next run ([`crate::Turn::client_tool_results`]), and not of the form `call-N`
+    /// (the ids [`Output::start_tool_call`] gives). Stream its arguments with
+    /// [`Output::tool_args`], end it with [`Output::end_tool_call`], and end the turn: the run
+    /// finishes with the call pending for the client (AG-UI's `pendingToolCallIds`), unless
+    /// the agent sent a result for it itself ([`Output::tool_result`]: a call it refused).
+    pub fn start_client_tool_call(
+        &self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+    ) -> ToolCall {
+        let call = ToolCall { id: id.into() };
+        self.send(
+            AgentEvent::ClientToolCallStart {
                 id: call.id.clone(),
                 name: name.into(),
             },

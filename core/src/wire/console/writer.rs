@@ -12,7 +12,7 @@ use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
-use crate::protocol::agui::interrupt_id;
+use crate::protocol::agui::{TokenUsage, interrupt_id};
 use crate::protocol::{Ending, LogId, StreamLimits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
@@ -135,8 +135,9 @@ impl Console {
         self.seq += 1;
     }
 
-    /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it.
-    fn run_finished(&mut self, out: &mut String, outcome: Field<'_>) {
+    /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it,
+    /// and takes the run's token usage (`usage[]`, when there is any).
+    fn run_finished(&mut self, out: &mut String, outcome: Field<'_>, usage: &[TokenUsage]) {
         match &self.dialect {
             Dialect::Console => encode(
                 out,
@@ -145,31 +146,50 @@ impl Console {
                 "RUN_FINISHED",
                 &[("outcome", outcome)],
             ),
-            Dialect::Agui { thread_id, .. } => encode(
-                out,
-                None,
-                self.seq,
-                "RUN_FINISHED",
-                &[
+            Dialect::Agui { thread_id, .. } => {
+                let usage = usage_json(usage);
+                let mut fields = vec![
                     ("threadId", Field::Str(thread_id)),
                     ("runId", Field::Str(&self.run_id)),
                     ("outcome", outcome),
-                ],
-            ),
+                ];
+                if let Some(usage) = &usage {
+                    fields.push(("usage", Field::Json(usage)));
+                }
+                encode(out, None, self.seq, "RUN_FINISHED", &fields);
+            }
         }
         self.seq += 1;
     }
 
-    fn error_frame(&mut self, out: &mut String, code: TurnErrorCode, message: &str) {
-        self.encode_next(
-            out,
-            "RUN_ERROR",
-            &[
-                ("message", Field::Str(message)),
-                ("code", Field::Str(code.as_str())),
-            ],
-        );
+    /// `RUN_ERROR`; in the AG-UI dialect with the run's token usage (`usage[]`), when there is
+    /// any.
+    fn error_frame(
+        &mut self,
+        out: &mut String,
+        code: TurnErrorCode,
+        message: &str,
+        usage: &[TokenUsage],
+    ) {
+        let usage = if self.is_agui() {
+            usage_json(usage)
+        } else {
+            None
+        };
+        let mut fields = vec![
+            ("message", Field::Str(message)),
+            ("code", Field::Str(code.as_str())),
+        ];
+        if let Some(usage) = &usage {
+            fields.push(("usage", Field::Json(usage)));
+        }
+        self.encode_next(out, "RUN_ERROR", &fields);
     }
+}
+
+/// AG-UI's `usage[]` of `usage`; `None` when empty (the field is left out).
+fn usage_json(usage: &[TokenUsage]) -> Option<Value> {
+    (!usage.is_empty()).then(|| Value::Array(usage.iter().map(TokenUsage::to_json).collect()))
 }
 
 impl Encoding for Console {
@@ -234,6 +254,7 @@ impl Encoding for Console {
             AgentEvent::StepStarted(n) => w.step_started(&n),
             AgentEvent::StepFinished(n) => w.step_finished(&n),
             AgentEvent::ToolCallStart { id, name } => w.tool_call_start(&id, &name),
+            AgentEvent::ClientToolCallStart { id, name } => w.client_tool_call_start(&id, &name),
             AgentEvent::ToolCallArgs { id, delta } => w.tool_call_args(&id, &delta),
             AgentEvent::ToolCallEnd { id } => w.tool_call_end(&id),
             AgentEvent::ToolCallResult { id, content } => w.tool_call_result(&id, &content),
@@ -259,9 +280,16 @@ impl Encoding for Console {
         w.close_all();
         let mut encoded = String::new();
         match &ending {
-            Ending::Success => w
-                .enc
-                .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}")),
+            // AG-UI 1.0: a run that finished with calls left for the client names them.
+            Ending::Success if w.enc.is_agui() && !w.client_calls.is_empty() => {
+                let outcome = json!({"type": "success", "pendingToolCallIds": w.client_calls});
+                w.enc
+                    .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
+            }
+            Ending::Success => {
+                w.enc
+                    .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}"), &w.usage)
+            }
             Ending::Interrupt(i) => {
                 let interrupt = if w.enc.is_agui() {
                     agui_interrupt(i.to_wire(), &w.enc.run_id)
@@ -269,17 +297,25 @@ impl Encoding for Console {
                     i.to_wire()
                 };
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
-                w.enc.run_finished(&mut encoded, Field::Json(&outcome));
+                w.enc
+                    .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
             }
-            Ending::Error { code, message } => w.enc.error_frame(&mut encoded, *code, message),
+            Ending::Error { code, message } => {
+                w.enc.error_frame(&mut encoded, *code, message, &w.usage);
+            }
         }
         (encoded, 1, ending)
     }
 
     fn error(w: &mut FrameWriter, code: TurnErrorCode) -> String {
         let mut out = String::new();
-        w.enc.error_frame(&mut out, code, code.user_message());
+        w.enc
+            .error_frame(&mut out, code, code.user_message(), &w.usage);
         out
+    }
+
+    fn reports_usage(w: &FrameWriter) -> bool {
+        w.enc.is_agui()
     }
 
     fn abort(w: &FrameWriter, out: &mut String, code: TurnErrorCode) {
@@ -337,7 +373,7 @@ impl Encoding for Console {
             &[("stepName", Field::Str(TURN_STEP))],
         );
         let code = TurnErrorCode::ReplayUnavailable;
-        w.enc.error_frame(&mut out, code, code.user_message());
+        w.enc.error_frame(&mut out, code, code.user_message(), &[]);
         out
     }
 }
@@ -531,6 +567,16 @@ impl Writer<Console> {
         }
     }
 
+    /// Starts a call of a tool the client runs: a tool call like any other, which the run (in
+    /// the AG-UI dialect) leaves pending for the client unless a result for it follows.
+    pub fn client_tool_call_start(&mut self, id: &str, name: &str) {
+        let seen = self.enc.tools_seen.contains(id);
+        self.tool_call_start(id, name);
+        if !seen && self.enc.is_agui() && self.enc.tools_seen.contains(id) {
+            self.client_calls.push(id.to_owned());
+        }
+    }
+
     /// Streams part of a tool call's arguments (a string, typically JSON text).
     pub fn tool_call_args(&mut self, id: &str, delta: &str) {
         if self.is_finished() || delta.is_empty() || !self.enc.tools.iter().any(|t| t == id) {
@@ -557,6 +603,8 @@ impl Writer<Console> {
             return;
         }
         self.tool_call_end(id);
+        // Answered here: not left for the client.
+        self.client_calls.retain(|c| c != id);
         let message_id = format!("{id}-result");
         let fields = |content| {
             [
