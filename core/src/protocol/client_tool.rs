@@ -184,7 +184,7 @@ mod tests {
                 "tools[0].parameters",
             ),
         ] {
-            let e = ClientTool::list_from(&[tool.clone()]).unwrap_err();
+            let e = ClientTool::list_from(std::slice::from_ref(&tool)).unwrap_err();
             assert!(e.message().contains(named), "{tool}: {e}");
         }
         assert!(ClientTool::from_value(&json!({"name": "x".repeat(64)}), 0).is_ok());
