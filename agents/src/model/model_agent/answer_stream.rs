@@ -246,21 +246,18 @@ impl<R: Runtime> ModelAgent<R> {
                             continue;
                         }
                         b.arguments.push_str(&arguments);
-                        match (&b.shown, b.name.clone()) {
-                            (Some(call), _) => {
-                                if !arguments.is_empty() {
-                                    out.tool_args(call, arguments);
-                                }
+                        if let Some(call) = &b.shown {
+                            if !arguments.is_empty() {
+                                out.tool_args(call, arguments);
                             }
-                            (None, Some(n)) => {
-                                let call = client.start(self, out, b, &n);
-                                if !b.arguments.is_empty() {
-                                    out.tool_args(&call, b.arguments.clone());
-                                }
-                                b.shown = Some(call);
-                                shown_anything = true;
+                        } else if let Some(n) = b.name.clone() {
+                            // Once per call (its name is needed beside `b`), not per chunk.
+                            let call = client.start(self, out, b, &n);
+                            if !b.arguments.is_empty() {
+                                out.tool_args(&call, b.arguments.clone());
                             }
-                            (None, None) => {}
+                            b.shown = Some(call);
+                            shown_anything = true;
                         }
                     }
                     ChatStreamEvent::Finish(reason) => {
