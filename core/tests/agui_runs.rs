@@ -216,3 +216,40 @@ async fn a_console_turn_offers_no_client_tools_and_reports_no_usage() {
     let last = t.last().unwrap();
     assert!(last.get("usage").is_none(), "{last}");
 }
+
+/// Says something and calls a tool of its own, every run.
+struct Chatty;
+
+impl Agent for Chatty {
+    async fn run(&self, _turn: &mut Turn, out: &Output) -> AgentResult {
+        out.text("Let me look.");
+        let call = out.tool_call("clock", &json!({}));
+        out.tool_result(&call, "12:00");
+        out.text("It is noon.");
+        Ok(Outcome::Done)
+    }
+}
+
+/// An AG-UI client keeps the whole thread and merges an event into an earlier message or tool
+/// call of the same id: the ids of one run are never those of another.
+#[tokio::test]
+async fn message_and_tool_call_ids_differ_between_runs_of_a_thread() {
+    let rw = TestRunway::new(Chatty);
+    let ids = |body: &str| {
+        frames(body)
+            .iter()
+            .flat_map(|f| [f["messageId"].as_str(), f["toolCallId"].as_str()])
+            .flatten()
+            .map(str::to_owned)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let first = ids(&rw
+        .request(post("/agui", &input("1", json!({}))))
+        .await
+        .body());
+    let mut next = input("2", json!({}));
+    next["threadId"] = json!("t-1");
+    let second = ids(&rw.request(post("/agui", &next)).await.body());
+    assert!(first.len() >= 4, "{first:?}");
+    assert!(first.is_disjoint(&second), "{first:?} {second:?}");
+}

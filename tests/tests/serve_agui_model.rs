@@ -34,6 +34,7 @@ async fn a_client_tool_round_trip_through_the_official_client_with_usage() {
     let model = ScriptedServer::script(vec![
         Reply::sse(&[
             chunk::role(),
+            chunk::text("Let me ask you."),
             chunk::tool_start(0, "call_ord7", "confirm_order", "{\"id\":"),
             chunk::tool_args(0, "\"7\"}"),
             chunk::finish("tool_calls"),
@@ -69,21 +70,26 @@ async fn a_client_tool_round_trip_through_the_official_client_with_usage() {
     // The first run left the call for the client, by the model's id.
     assert_eq!(r["pendingToolCallIds"], json!(["call_ord7"]), "{r:#}");
     assert_eq!(r["outcome"], "success");
-    // The client's messages: the call, its result, then the answer that used it.
+    // The client's messages: what the model said, the call, its result, then the answer that
+    // used it, each its own message (the second run's ids are not the first's).
     let messages = r["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{r:#}");
-    assert_eq!(messages[1]["toolCalls"][0]["id"], "call_ord7");
     assert_eq!(
-        messages[1]["toolCalls"][0]["function"]["arguments"],
+        roles,
+        ["user", "assistant", "assistant", "tool", "assistant"],
+        "{r:#}"
+    );
+    assert_eq!(messages[2]["toolCalls"][0]["id"], "call_ord7");
+    assert_eq!(
+        messages[2]["toolCalls"][0]["function"]["arguments"],
         "{\"id\":\"7\"}"
     );
     assert_eq!(
-        agui::text_of(r, "assistant").last().unwrap(),
-        "Order 7 is confirmed."
+        agui::text_of(r, "assistant"),
+        ["Let me ask you.", "", "Order 7 is confirmed."]
     );
     // Each run's final event reports what the endpoint reported (21 in, 9 out per call).
     let entry = json!([{"provider": "openai-compatible", "model": "test-model",
@@ -110,7 +116,7 @@ async fn a_client_tool_round_trip_through_the_official_client_with_usage() {
         sent[1..],
         [
             ("user", "Please confirm order 7"),
-            ("assistant", ""),
+            ("assistant", "Let me ask you."),
             ("tool", "confirmed by Ada")
         ]
     );

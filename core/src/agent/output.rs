@@ -159,6 +159,9 @@ impl ToolCall {
 pub struct Output {
     tx: mpsc::UnboundedSender<(AgentEvent, usize)>,
     next_id: Arc<AtomicU32>,
+    /// Appended to tool call ids (`call-{n}.{tag}`) where they must be unique in the thread,
+    /// not only in the turn (AG-UI: see [`Output::tag_call_ids`]).
+    call_id_tag: Option<Arc<str>>,
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     pending: Arc<AtomicUsize>,
@@ -174,12 +177,20 @@ impl Output {
             Self {
                 tx,
                 next_id: Arc::new(AtomicU32::new(0)),
+                call_id_tag: None,
                 queued: Arc::new(AtomicUsize::new(0)),
                 max_queued,
                 pending: Arc::clone(&pending),
             },
             OutputEvents { rx, pending },
         )
+    }
+
+    /// Makes every tool call id `call-{n}.{tag}`: unique in the thread when `tag` is the run's
+    /// (an AG-UI client keeps the whole conversation and merges a call into an earlier one of
+    /// the same id).
+    pub(crate) fn tag_call_ids(&mut self, tag: &str) {
+        self.call_id_tag = Some(Arc::from(tag));
     }
 
     fn send(&self, event: AgentEvent, bytes: usize) {
@@ -252,11 +263,15 @@ impl Output {
         call
     }
 
-    /// Starts a tool call whose arguments are streamed with [`Output::tool_args`].
+    /// Starts a tool call whose arguments are streamed with [`Output::tool_args`]. Its id is
+    /// `call-{n}` (on AG-UI runs `call-{n}.{12 hex digits of the run}`).
     pub fn start_tool_call(&self, name: impl Into<String>) -> ToolCall {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall {
-            id: format!("call-{n}"),
+            id: match &self.call_id_tag {
+                Some(tag) => format!("call-{n}.{tag}"),
+                None => format!("call-{n}"),
+            },
         };
         self.send(
             AgentEvent::ToolCallStart {

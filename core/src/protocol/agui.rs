@@ -65,6 +65,17 @@ impl TokenUsage {
     }
 }
 
+/// 12 hex digits of a digest of `run_id`: appended to the ids runway makes for a run's messages
+/// and tool calls (`m1.{tag}`, `call-1.{tag}`), which are otherwise only unique in the run, so
+/// they are unique in an AG-UI thread (a client merges an event into an earlier message of the
+/// same id). The same run (a replay) gets the same ids.
+pub fn run_tag(run_id: &str) -> [u8; 12] {
+    let digest = Sha256::digest(run_id.as_bytes());
+    let mut tag = [0u8; 12];
+    hex::encode_to_slice(&digest[..6], &mut tag).unwrap_or_default();
+    tag
+}
+
 /// Most entries in `messages`, `tools`, `context` or `resume`.
 pub const MAX_LIST_LEN: usize = 1_000;
 

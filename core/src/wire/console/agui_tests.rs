@@ -340,3 +340,31 @@ fn the_final_event_reports_usage_per_model() {
     });
     assert!(frames(&out).last().unwrap().get("usage").is_none());
 }
+
+#[test]
+fn message_ids_are_unique_in_the_thread_not_only_in_the_run() {
+    let ids = |run: &str| {
+        let mut w = FrameWriter::agui(run, "t1", None, StreamLimits::default());
+        w.start();
+        w.text("one");
+        w.end_text();
+        w.reasoning("two");
+        w.finish(Ending::Success);
+        let mut out = w.take_output();
+        out.push_str(&w.take_final().unwrap());
+        frames(&out)
+            .iter()
+            .filter_map(|f| f["messageId"].as_str().map(str::to_owned))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (first, second) = (ids("r1"), ids("r2"));
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.is_disjoint(&second), "{first:?} {second:?}");
+    assert_eq!(first, ids("r1"), "a replay names them alike");
+    assert!(first.iter().all(|id| id.starts_with('m')), "{first:?}");
+    // Console's are `m{n}`, as its contract has them.
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
+    w.start();
+    w.text("one");
+    assert!(w.take_output().contains("\"messageId\":\"m1\""));
+}

@@ -12,7 +12,7 @@ use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
-use crate::protocol::agui::{TokenUsage, interrupt_id};
+use crate::protocol::agui::{TokenUsage, interrupt_id, run_tag};
 use crate::protocol::{Ending, LogId, StreamLimits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
@@ -70,8 +70,15 @@ enum Dialect {
         parent_run_id: Option<String>,
         /// Each activity message's type (`ACTIVITY_DELTA` must name it in AG-UI 1.0).
         activity_types: HashMap<String, String>,
+        /// Makes the run's message ids unique in the thread: an AG-UI client keeps the whole
+        /// conversation and merges a message into an earlier one of the same id.
+        run_tag: RunTag,
     },
 }
+
+/// [`run_tag`] of a run, kept inline.
+#[derive(Debug, Clone, Copy)]
+struct RunTag([u8; 12]);
 
 /// Console's encoding: SSE `data:` frames of AG-UI events, `:` comments as keep-alives, and
 /// what is open (messages, tool calls, steps) so it can be closed before the final frame.
@@ -420,6 +427,7 @@ impl Writer<Console> {
             thread_id: thread_id.into(),
             parent_run_id,
             activity_types: HashMap::new(),
+            run_tag: RunTag(run_tag(&w.enc.run_id)),
         };
         w
     }
@@ -813,7 +821,10 @@ impl Writer<Console> {
 
     fn new_message_id(&mut self) -> MessageId {
         self.enc.next_message += 1;
-        MessageId::new(self.enc.next_message)
+        match &self.enc.dialect {
+            Dialect::Agui { run_tag, .. } => MessageId::tagged(self.enc.next_message, run_tag),
+            Dialect::Console => MessageId::new(self.enc.next_message),
+        }
     }
 
     /// Room for a field's content in a frame of this shape whose content is empty (written
@@ -948,17 +959,27 @@ impl EscapedPrefix {
     }
 }
 
-/// A message id runway makes, `m{n}`, kept inline (`Copy`): naming it in a frame allocates
-/// nothing.
+/// A message id runway makes, `m{n}` (in the AG-UI dialect `m{n}.{run tag}`), kept inline
+/// (`Copy`): naming it in a frame allocates nothing.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MessageId {
-    buf: [u8; 11],
+    buf: [u8; 24],
     len: u8,
 }
 
 impl MessageId {
+    /// `m{n}.{tag}`: unique in the thread, where `m{n}` is unique in the run only.
+    fn tagged(n: u32, tag: &RunTag) -> Self {
+        let mut id = Self::new(n);
+        let at = usize::from(id.len);
+        id.buf[at] = b'.';
+        id.buf[at + 1..at + 1 + tag.0.len()].copy_from_slice(&tag.0);
+        id.len += 1 + tag.0.len() as u8;
+        id
+    }
+
     pub(super) fn new(n: u32) -> Self {
-        let mut buf = [0u8; 11];
+        let mut buf = [0u8; 24];
         buf[0] = b'm';
         let mut len = 1;
         let mut digits = [0u8; 10];
@@ -983,7 +1004,7 @@ impl MessageId {
     }
 
     pub(super) fn as_str(&self) -> &str {
-        // Only ASCII digits after `m` are ever stored.
+        // Only ASCII (digits after `m`, then a dot and hex digits) is ever stored.
         std::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("m")
     }
 }
