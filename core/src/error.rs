@@ -84,6 +84,10 @@ pub enum TurnErrorCode {
     /// AG-UI: `resume[]` names an interrupt that is not open on the thread (answered already,
     /// or never asked): refused before anything ran.
     ResumeUnmatched,
+    /// AG-UI: a `tool` message answers a call that is not pending for the client on the
+    /// thread (never made, answered already, or a call runway ran itself): refused before
+    /// anything ran.
+    ToolResultUnmatched,
 }
 
 impl TurnErrorCode {
@@ -107,6 +111,7 @@ impl TurnErrorCode {
             Self::ThreadOtherWorkspace => "THREAD_OTHER_WORKSPACE",
             Self::InterruptPending => "INTERRUPT_PENDING",
             Self::ResumeUnmatched => "RESUME_UNMATCHED",
+            Self::ToolResultUnmatched => "TOOL_RESULT_UNMATCHED",
         }
     }
 }
@@ -146,6 +151,9 @@ impl TurnErrorCode {
                 "The agent is waiting for an answer to its question: answer it first."
             }
             Self::ResumeUnmatched => "That answer is for a question that is not open.",
+            Self::ToolResultUnmatched => {
+                "That tool result answers a call the agent is not waiting for."
+            }
         }
     }
 }
@@ -154,7 +162,10 @@ impl TurnErrorCode {
     /// Whether a turn ending with this code was refused before its input reached the thread:
     /// its commit leaves the thread as it was (no message, the open question still open).
     pub const fn leaves_thread_unchanged(self) -> bool {
-        matches!(self, Self::InterruptPending | Self::ResumeUnmatched)
+        matches!(
+            self,
+            Self::InterruptPending | Self::ResumeUnmatched | Self::ToolResultUnmatched
+        )
     }
 }
 

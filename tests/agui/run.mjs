@@ -8,6 +8,8 @@
 // resume?: {status, payload}, resumeEntries?: [...]}; with `resume`, a second run answers the
 // first run's interrupts; with `resumeEntries`, the case's one run sends them as its `resume`.
 // A case with `replayOf` runs again exactly as that earlier case did (same runId and body).
+// A case with `tools` offers them (client-side tools); with `toolResult`, when a run finishes
+// with calls pending for the client, a next run sends that text as each call's result.
 // Prints one JSON report on stdout: per case, whether the client accepted the run, how many
 // frames came and how many were schema-valid (with the first problems), what the client warned
 // about (`[ag-ui]` lines: material it stripped or repaired), the events' types,
@@ -65,6 +67,8 @@ async function runCase(c) {
   const events = [];
   let outcome = null;
   let interrupts = [];
+  let pending = [];
+  const usage = [];
   let runError = null;
   let accepted = true;
   let error = null;
@@ -72,17 +76,23 @@ async function runCase(c) {
     onEvent: ({ event }) => {
       events.push(event.type);
     },
-    onRunFinishedEvent: ({ outcome: o, interrupts: i }) => {
+    onRunFinishedEvent: ({ event, outcome: o, interrupts: i, pendingToolCallIds: p }) => {
       outcome = o;
       interrupts = i ?? [];
+      pending = p ?? [];
+      usage.push(event.usage ?? null);
     },
     onRunErrorEvent: ({ event }) => {
       runError = { message: event.message, code: event.code };
+      usage.push(event.usage ?? null);
     },
   };
   const run = async (params) => {
     try {
-      await agent.runAgent({ forwardedProps: c.forwardedProps ?? {}, ...params }, subscriber);
+      await agent.runAgent(
+        { forwardedProps: c.forwardedProps ?? {}, tools: c.tools ?? [], ...params },
+        subscriber,
+      );
     } catch (e) {
       // A RUN_ERROR ends the run with an error the client raises: the stream was still
       // accepted. Anything else (verification, parsing, HTTP) is a refusal.
@@ -95,6 +105,14 @@ async function runCase(c) {
   // `resumeEntries`: this run answers a question asked earlier (by another case) directly.
   await run(c.resumeEntries ? { runId: c.runId, resume: c.resumeEntries } : { runId: c.runId });
   const asked = interrupts;
+  const askedTools = pending;
+  if (c.toolResult !== undefined && accepted && askedTools.length > 0) {
+    // The client runs its tools: one result per pending call, then the next run.
+    askedTools.forEach((id, n) =>
+      agent.addMessage({ id: `${c.runId}-tool-${n}`, role: "tool", toolCallId: id, content: c.toolResult }),
+    );
+    await run({ runId: `${c.runId}-tools` });
+  }
   if (c.resume && accepted) {
     // The next run answers every open interrupt (AG-UI's rule), by its id.
     await run({
@@ -131,10 +149,18 @@ async function runCase(c) {
     events,
     outcome,
     interrupts: asked,
+    pendingToolCallIds: askedTools,
+    usage,
     warnings,
     runError,
     rawFrames: c.keepFrames ? frames : undefined,
-    messages: agent.messages.map((m) => ({ id: m.id, role: m.role, content: m.content ?? null })),
+    messages: agent.messages.map((m) => ({
+      id: m.id,
+      role: m.role,
+      content: m.content ?? null,
+      toolCallId: m.toolCallId,
+      toolCalls: m.toolCalls,
+    })),
   };
 }
 

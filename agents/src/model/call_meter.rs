@@ -18,6 +18,7 @@ pub(crate) const MAX_TOKENS_PER_CALL: u64 = 1_000_000_000;
 /// One model call being counted.
 pub(crate) struct CallMeter {
     usage: TurnUsage,
+    provider: &'static str,
     model: String,
     prompt_bytes: u64,
     streamed_bytes: u64,
@@ -26,10 +27,17 @@ pub(crate) struct CallMeter {
 }
 
 impl CallMeter {
-    /// A call to `model` about to send `prompt_bytes` of request body.
-    pub(crate) fn new(usage: TurnUsage, model: &str, prompt_bytes: usize) -> Self {
+    /// A call to `model` at `provider` (a label: `ModelSettings::provider`) about to send
+    /// `prompt_bytes` of request body.
+    pub(crate) fn new(
+        usage: TurnUsage,
+        provider: &'static str,
+        model: &str,
+        prompt_bytes: usize,
+    ) -> Self {
         Self {
             usage,
+            provider,
             model: model.to_owned(),
             prompt_bytes: prompt_bytes as u64,
             streamed_bytes: 0,
@@ -92,7 +100,8 @@ impl CallMeter {
         self.settled = true;
         match self.reported {
             Some(tokens) => {
-                self.usage.model_call(&self.model, tokens);
+                self.usage
+                    .provider_model_call(self.provider, &self.model, tokens);
                 tokens
             }
             None => {
@@ -126,7 +135,7 @@ mod tests {
     #[test]
     fn a_cut_call_counts_an_estimate_and_a_finished_one_its_report() {
         let usage = TurnUsage::default();
-        let mut cut = CallMeter::new(usage.clone(), "m", 401);
+        let mut cut = CallMeter::new(usage.clone(), "openai", "m", 401);
         cut.streamed(10);
         drop(cut);
         let t = usage.totals();
@@ -139,7 +148,7 @@ mod tests {
             ),
             (1, 101, 3, 104)
         );
-        let mut done = CallMeter::new(usage.clone(), "m", 401);
+        let mut done = CallMeter::new(usage.clone(), "openai", "m", 401);
         done.reported(&json!({"prompt_tokens": 21, "completion_tokens": 9}))
             .expect("counts");
         assert_eq!(done.finish().input, 21);
@@ -148,13 +157,13 @@ mod tests {
             (t.model_calls, t.input_tokens, t.estimated_tokens),
             (2, 122, 104)
         );
-        CallMeter::new(usage.clone(), "m", 401).not_billed();
+        CallMeter::new(usage.clone(), "openai", "m", 401).not_billed();
         assert_eq!(usage.totals().model_calls, 2);
     }
 
     #[test]
     fn absurd_counts_are_the_endpoints_error() {
-        let mut m = CallMeter::new(TurnUsage::default(), "m", 0);
+        let mut m = CallMeter::new(TurnUsage::default(), "openai", "m", 0);
         for bad in [
             json!({"prompt_tokens": u64::MAX - 10}),
             json!({"completion_tokens": 1_000_000_001u64}),

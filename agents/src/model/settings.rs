@@ -244,6 +244,33 @@ impl ModelSettings {
             self.base_url.as_str().trim_end_matches('/')
         )
     }
+
+    /// Who serves the model, as a label (AG-UI's `usage[].provider`): a well-known endpoint by
+    /// its host (`openai`, `azure`, `mistral`, `groq`, `openrouter`, `deepseek`, `together`,
+    /// `fireworks`, `google`, `xai`), any other `openai-compatible` (a host is not a label, and
+    /// may name a private deployment).
+    pub fn provider(&self) -> &'static str {
+        let host = self.base_url.host_str().unwrap_or_default();
+        let is = |domain: &str| {
+            host == domain
+                || host
+                    .strip_suffix(domain)
+                    .is_some_and(|sub| sub.ends_with('.'))
+        };
+        match () {
+            () if is("openai.com") => "openai",
+            () if is("openai.azure.com") || is("services.ai.azure.com") => "azure",
+            () if is("mistral.ai") => "mistral",
+            () if is("groq.com") => "groq",
+            () if is("openrouter.ai") => "openrouter",
+            () if is("deepseek.com") => "deepseek",
+            () if is("together.xyz") => "together",
+            () if is("fireworks.ai") => "fireworks",
+            () if is("generativelanguage.googleapis.com") => "google",
+            () if is("x.ai") => "xai",
+            () => "openai-compatible",
+        }
+    }
 }
 
 fn parse_base_url(raw: &str) -> Result<url::Url, ModelSettingsError> {
@@ -266,6 +293,24 @@ fn parse_base_url(raw: &str) -> Result<url::Url, ModelSettingsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_provider_is_a_label_from_well_known_hosts_only() {
+        for (url, provider) in [
+            ("https://api.openai.com/v1", "openai"),
+            (
+                "https://acme.openai.azure.com/openai/deployments/x",
+                "azure",
+            ),
+            ("https://api.mistral.ai/v1", "mistral"),
+            ("https://evilopenai.com/v1", "openai-compatible"),
+            ("http://127.0.0.1:11434/v1", "openai-compatible"),
+            ("https://llm.internal.acme.example/v1", "openai-compatible"),
+        ] {
+            let s = ModelSettings::new(url, "m").unwrap();
+            assert_eq!(s.provider(), provider, "{url}");
+        }
+    }
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

@@ -1,6 +1,7 @@
-//! [`Toolbox`]: the tools one turn may use, HTTP tools and MCP servers' tools alike, behind one
-//! interface: what the model is told, which calls wait for the user's approval, and how a call
-//! runs. Limits on calls (how many, how large, how long) apply here, to both kinds.
+//! [`Toolbox`]: the tools one turn may use, HTTP tools, MCP servers' tools and the client's own
+//! (AG-UI's frontend tools) alike, behind one interface: what the model is told, which calls
+//! wait for the user's approval, which the client runs, and how a call runs. Limits on calls
+//! (how many, how large, how long) apply here, to every kind.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use super::tool_runner::{TokenRefused, ToolLimits, run_tool};
 use super::tools_file::HttpTool;
 use super::transcript::ModelToolCall;
 use runway_core::http_client::Http;
+use runway_core::protocol::ClientTool;
 use runway_core::{AccessToken, Turn};
 
 /// One tool, of either kind.
@@ -23,6 +25,8 @@ pub(crate) enum Tool<'a> {
     Http(&'a HttpTool),
     /// A tool an MCP server listed for this turn.
     Mcp(&'a McpTool),
+    /// A tool the client offers and runs itself (`Turn::client_tools`).
+    Client(&'a ClientTool),
 }
 
 impl Tool<'_> {
@@ -31,7 +35,13 @@ impl Tool<'_> {
         match self {
             Self::Http(t) => &t.name,
             Self::Mcp(t) => &t.name,
+            Self::Client(t) => &t.name,
         }
+    }
+
+    /// True for a tool the client runs: its call is left for the client, never run here.
+    pub(crate) fn is_client(&self) -> bool {
+        matches!(self, Self::Client(_))
     }
 
     /// The provider whose token the call is sent with (`auth = "KEY"`), if any.
@@ -39,6 +49,7 @@ impl Tool<'_> {
         match self {
             Self::Http(t) => t.auth.as_deref(),
             Self::Mcp(t) => t.auth.as_deref(),
+            Self::Client(_) => None,
         }
     }
 
@@ -47,6 +58,8 @@ impl Tool<'_> {
         match self {
             Self::Http(t) => t.approval,
             Self::Mcp(t) => t.approval,
+            // The client runs it, and asks its user as it sees fit.
+            Self::Client(_) => false,
         }
     }
 
@@ -55,6 +68,7 @@ impl Tool<'_> {
         let (description, parameters) = match self {
             Self::Http(t) => (&t.description, &t.parameters),
             Self::Mcp(t) => (&t.description, &t.parameters),
+            Self::Client(t) => (&t.description, &t.parameters),
         };
         json!({"type": "function", "function": {
             "name": self.name(),
@@ -75,6 +89,9 @@ pub(crate) struct Toolbox<'a> {
     mcp_http: Http,
     /// Whom requests to MCP servers with `auth` go as.
     person: Option<Person>,
+    /// The client's tools whose names no configured or MCP tool takes (the configured one
+    /// wins a clash; the client's is not offered).
+    client: Vec<ClientTool>,
 }
 
 impl<'a> Toolbox<'a> {
@@ -145,6 +162,7 @@ impl<'a> Toolbox<'a> {
             mcp,
             mcp_http,
             person: servers.acts_as_users().then(|| person_of(turn)).flatten(),
+            client: Vec::new(),
         }
     }
 
@@ -163,6 +181,27 @@ impl<'a> Toolbox<'a> {
                 .then(|| server.auth.clone())
                 .flatten()
         })
+    }
+
+    /// Adds the client's tools (`Turn::client_tools`), less any whose name a tool of the
+    /// deployment's takes: the configured tool wins, and the model is never offered two tools
+    /// of one name.
+    pub(crate) fn with_client_tools(mut self, tools: &[ClientTool]) -> Self {
+        let mut clashes = 0usize;
+        for tool in tools {
+            if self.find(&tool.name).is_some() {
+                clashes += 1;
+            } else {
+                self.client.push(tool.clone());
+            }
+        }
+        if clashes > 0 {
+            tracing::warn!(
+                clashes,
+                "client tools named as a configured tool are not offered: the configured one wins"
+            );
+        }
+        self
     }
 
     /// The HTTP tools this turn offers.
@@ -196,13 +235,23 @@ impl<'a> Toolbox<'a> {
                     .find(|t| t.name == name)
                     .map(Tool::Mcp)
             })
+            .or_else(|| {
+                self.client
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(Tool::Client)
+            })
     }
 
     /// Every tool's entry for the request's `tools` (empty: send none).
     pub(crate) fn declarations(&self) -> Vec<Value> {
         let http = self.http_tools().map(Tool::Http);
         let mcp = self.mcp.tools.iter().map(Tool::Mcp);
-        http.chain(mcp).map(|t| t.declaration()).collect()
+        let client = self.client.iter().map(Tool::Client);
+        http.chain(mcp)
+            .chain(client)
+            .map(|t| t.declaration())
+            .collect()
     }
 
     /// What the model should know about tools missing from this turn.
@@ -255,6 +304,8 @@ impl<'a> Toolbox<'a> {
                     )
                     .await
             }
+            // The turn loop leaves these for the client; never sent anywhere from here.
+            Some(Tool::Client(_)) => Ok("Error: this tool is run by the client.".to_owned()),
             None => Ok(format!(
                 "Error: there is no tool named {:?}.",
                 call.function.name

@@ -90,6 +90,11 @@ pub struct Transcript {
     /// `authorization` card): run on the turn that answers it, if the vault then has a token.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connecting: Vec<ModelToolCall>,
+    /// Calls of the last assistant message left for the client to run (its own tools, AG-UI's
+    /// `pendingToolCallIds`): answered on the next turn by the results the client sends
+    /// (`Turn::client_tool_results`), or as not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_client: Vec<ModelToolCall>,
     /// Bytes of the files downloaded for this thread so far (bounded by
     /// `AttachmentSettings::max_thread_bytes`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -165,6 +170,7 @@ impl Transcript {
                     .filter(|id| {
                         !self.pending.iter().any(|p| &p.id == id)
                             && !self.connecting.iter().any(|p| &p.id == id)
+                            && !self.awaiting_client.iter().any(|p| &p.id == id)
                     })
                     .collect();
             }
@@ -172,6 +178,14 @@ impl Transcript {
         }
         close(&mut open, &mut repaired);
         self.messages = repaired;
+    }
+
+    /// Whether a tool call of this transcript has the id `id`.
+    pub fn has_call(&self, id: &str) -> bool {
+        self.messages.iter().any(|m| {
+            matches!(m, ChatMessage::Assistant { tool_calls, .. }
+                if tool_calls.iter().any(|c| c.id == id))
+        })
     }
 
     /// Writes the transcript into `state` (other keys are kept).
@@ -215,12 +229,14 @@ impl Transcript {
         }
         // A pending call whose assistant message was trimmed away cannot be answered.
         let messages = &self.messages;
-        self.pending.retain(|p| {
+        let kept = |p: &ModelToolCall| {
             messages.iter().any(|m| {
                 matches!(m, ChatMessage::Assistant { tool_calls, .. }
                     if tool_calls.iter().any(|c| c.id == p.id))
             })
-        });
+        };
+        self.pending.retain(kept);
+        self.awaiting_client.retain(kept);
         if self.pending.is_empty() {
             self.review = None;
         }
@@ -291,6 +307,7 @@ mod tests {
             ],
             pending: vec![],
             connecting: vec![],
+            awaiting_client: vec![],
             review: None,
             kept_bytes: 0,
             partial: None,
@@ -319,6 +336,7 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             connecting: vec![],
+            awaiting_client: vec![],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,
@@ -337,6 +355,7 @@ mod tests {
             messages: vec![user("hi"), calls(&["a", "b"]), result("a", "ok")],
             pending: vec![],
             connecting: vec![],
+            awaiting_client: vec![],
             review: None,
             kept_bytes: 0,
             partial: None,
@@ -364,6 +383,7 @@ mod tests {
         let mut t = Transcript {
             messages: vec![user("hi"), calls(&["c"])],
             connecting: vec![],
+            awaiting_client: vec![],
             pending: vec![ModelToolCall::new("c".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,
@@ -379,6 +399,7 @@ mod tests {
         let t = Transcript {
             messages: vec![user("hi"), calls(&["a"])],
             connecting: vec![],
+            awaiting_client: vec![],
             pending: vec![ModelToolCall::new("a".into(), "t".into(), "{}".into())],
             review: None,
             kept_bytes: 0,

@@ -26,6 +26,14 @@ pub struct ThreadContext {
         rename = "pendingInterrupt"
     )]
     pub pending_interrupt: Option<Interrupt>,
+    /// The client tool calls the previous turn left for the client to run (AG-UI's
+    /// `pendingToolCallIds`): the next run's `tool` messages may answer these, and only these.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        rename = "pendingToolCalls"
+    )]
+    pub pending_tool_calls: Vec<String>,
     /// How many turns were recorded on this thread.
     #[serde(default)]
     pub turns: u64,

@@ -35,6 +35,14 @@ pub(crate) enum AgentEvent {
         /// Tool name.
         name: String,
     },
+    /// A call of a tool the client runs ([`crate::Turn::client_tools`]) begins: the run ends
+    /// with it pending for the client unless a result follows.
+    ClientToolCallStart {
+        /// Chosen by the agent, unique within the thread (the client answers with it).
+        id: String,
+        /// Tool name.
+        name: String,
+    },
     /// Part of a tool call's arguments.
     ToolCallArgs {
         /// The call.
@@ -151,6 +159,9 @@ impl ToolCall {
 pub struct Output {
     tx: mpsc::UnboundedSender<(AgentEvent, usize)>,
     next_id: Arc<AtomicU32>,
+    /// Appended to tool call ids (`call-{n}.{tag}`) where they must be unique in the thread,
+    /// not only in the turn (AG-UI: see [`Output::tag_call_ids`]).
+    call_id_tag: Option<Arc<str>>,
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     pending: Arc<AtomicUsize>,
@@ -166,12 +177,20 @@ impl Output {
             Self {
                 tx,
                 next_id: Arc::new(AtomicU32::new(0)),
+                call_id_tag: None,
                 queued: Arc::new(AtomicUsize::new(0)),
                 max_queued,
                 pending: Arc::clone(&pending),
             },
             OutputEvents { rx, pending },
         )
+    }
+
+    /// Makes every tool call id `call-{n}.{tag}`: unique in the thread when `tag` is the run's
+    /// (an AG-UI client keeps the whole conversation and merges a call into an earlier one of
+    /// the same id).
+    pub(crate) fn tag_call_ids(&mut self, tag: &str) {
+        self.call_id_tag = Some(Arc::from(tag));
     }
 
     fn send(&self, event: AgentEvent, bytes: usize) {
@@ -244,14 +263,41 @@ impl Output {
         call
     }
 
-    /// Starts a tool call whose arguments are streamed with [`Output::tool_args`].
+    /// Starts a tool call whose arguments are streamed with [`Output::tool_args`]. Its id is
+    /// `call-{n}` (on AG-UI runs `call-{n}.{12 hex digits of the run}`).
     pub fn start_tool_call(&self, name: impl Into<String>) -> ToolCall {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall {
-            id: format!("call-{n}"),
+            id: match &self.call_id_tag {
+                Some(tag) => format!("call-{n}.{tag}"),
+                None => format!("call-{n}"),
+            },
         };
         self.send(
             AgentEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: name.into(),
+            },
+            0,
+        );
+        call
+    }
+
+    /// Starts a call of one of the client's tools ([`crate::Turn::client_tools`]), with the id
+    /// `id`: unique within the thread, since the client sends the call's result back with it
+    /// on the next run ([`crate::Turn::client_tool_results`]), and not of the form `call-N`
+    /// (the ids [`Output::start_tool_call`] gives). Stream its arguments with
+    /// [`Output::tool_args`], end it with [`Output::end_tool_call`], and end the turn: the run
+    /// finishes with the call pending for the client (AG-UI's `pendingToolCallIds`), unless
+    /// the agent sent a result for it itself ([`Output::tool_result`]: a call it refused).
+    pub fn start_client_tool_call(
+        &self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+    ) -> ToolCall {
+        let call = ToolCall { id: id.into() };
+        self.send(
+            AgentEvent::ClientToolCallStart {
                 id: call.id.clone(),
                 name: name.into(),
             },

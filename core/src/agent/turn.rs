@@ -8,7 +8,7 @@ use crate::agent::turn_connections::{
 use crate::error::StoreError;
 use crate::http_client::Http;
 use crate::meter::TurnUsage;
-use crate::protocol::{Attachment, Resume};
+use crate::protocol::{Attachment, ClientTool, ClientToolResult, Resume};
 
 /// Which wire protocol the turn arrived on. The agent rarely needs to know: runway renders its
 /// output for either.
@@ -57,6 +57,10 @@ pub struct Turn {
     pub(crate) usage: TurnUsage,
     /// Where [`Turn::connection`] looks.
     pub(crate) connections: TurnConnections,
+    /// What [`Turn::client_tools`] lists.
+    pub(crate) client_tools: Vec<ClientTool>,
+    /// What [`Turn::client_tool_results`] lists.
+    pub(crate) client_tool_results: Vec<ClientToolResult>,
 }
 
 impl Turn {
@@ -197,6 +201,25 @@ impl Turn {
     /// model again: report model calls, tool calls and attachments here (see [`TurnUsage`]).
     pub fn usage(&self) -> &TurnUsage {
         &self.usage
+    }
+
+    /// The tools the client offers and runs itself (AG-UI's `RunAgentInput.tools`; Console
+    /// and Lowkey turns have none). Offer them to the model beside the agent's own; when the
+    /// model calls one, stream the call with [`Output::start_client_tool_call`](crate::Output::start_client_tool_call)
+    /// and end the turn ([`Outcome::Done`](crate::Outcome::Done)): runway ends the run with
+    /// the call pending for the client (AG-UI's `pendingToolCallIds`), and the client sends
+    /// its result with the next run ([`Turn::client_tool_results`]). Never run one here.
+    pub fn client_tools(&self) -> &[ClientTool] {
+        &self.client_tools
+    }
+
+    /// The results of client tool calls the previous run left pending, sent with this turn
+    /// (AG-UI `tool` messages), in the order the client sent them. runway has checked that
+    /// each answers a call the previous run left pending (`TOOL_RESULT_UNMATCHED`
+    /// otherwise, before the agent runs); a pending call may be left unanswered (the user
+    /// wrote instead). The results are not in [`Turn::input`].
+    pub fn client_tool_results(&self) -> &[ClientToolResult] {
+        &self.client_tool_results
     }
 
     /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.

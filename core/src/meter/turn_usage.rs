@@ -77,6 +77,26 @@ struct State {
     outcome: Option<TurnOutcome>,
     unpriced: Vec<String>,
     write_id: String,
+    /// Whether `models` is kept (a protocol that reports it: AG-UI's `usage[]`).
+    keep_models: bool,
+    /// The reported calls' tokens summed per provider and model, at most [`MAX_MODEL_ROWS`].
+    models: Vec<ModelUsage>,
+}
+
+/// Most provider–model pairs a turn's usage lists (a call of another one is counted in the
+/// totals only).
+const MAX_MODEL_ROWS: usize = 16;
+
+/// The tokens a turn's calls of one model used, as their endpoints reported them (estimates
+/// are not included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModelUsage {
+    /// Who served the model, when the agent said ([`TurnUsage::provider_model_call`]).
+    pub provider: Option<String>,
+    /// The model.
+    pub model: String,
+    /// Its calls' tokens, summed.
+    pub tokens: ModelTokens,
 }
 
 /// What a turn has used so far: model calls and tokens, tool calls, attachment bytes, and the
@@ -128,7 +148,46 @@ fn minus(a: &Tally, b: &Tally) -> Tally {
     Tally::from_values(v)
 }
 
+impl State {
+    fn add_model_row(&mut self, provider: Option<&str>, model: &str, tokens: ModelTokens) {
+        let row = self
+            .models
+            .iter()
+            .position(|r| r.model == model && r.provider.as_deref() == provider);
+        let row = match row {
+            Some(i) => &mut self.models[i],
+            None if self.models.len() < MAX_MODEL_ROWS => {
+                self.models.push(ModelUsage {
+                    provider: provider.map(str::to_owned),
+                    model: model.to_owned(),
+                    tokens: ModelTokens::default(),
+                });
+                let last = self.models.len() - 1;
+                &mut self.models[last]
+            }
+            None => return,
+        };
+        row.tokens.input = row.tokens.input.saturating_add(tokens.input);
+        row.tokens.output = row.tokens.output.saturating_add(tokens.output);
+        row.tokens.reasoning = row.tokens.reasoning.saturating_add(tokens.reasoning);
+    }
+}
+
 impl TurnUsage {
+    /// A turn's usage that also keeps the reported tokens per provider and model
+    /// ([`TurnUsage::by_model`]): for a protocol whose final frame reports them (AG-UI).
+    pub(crate) fn keeping_model_rows() -> Self {
+        let usage = Self::default();
+        usage.lock().keep_models = true;
+        usage
+    }
+
+    /// The reported calls' tokens per provider and model, in the order first called (empty
+    /// unless made by [`TurnUsage::keeping_model_rows`]).
+    pub(crate) fn by_model(&self) -> Vec<ModelUsage> {
+        self.lock().models.clone()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Each update is a few additions: a panic cannot leave it half done.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -138,7 +197,13 @@ impl TurnUsage {
     /// deployment's price for `model` (none known: no cost, and a warning once per model).
     /// Every count saturates: an absurd figure never wraps to a small one.
     pub fn model_call(&self, model: &str, tokens: ModelTokens) {
-        self.record_call(model, tokens, false);
+        self.record_call(None, model, tokens, false);
+    }
+
+    /// As [`TurnUsage::model_call`], naming who served the model (`openai`, `azure`…): an
+    /// AG-UI client reads it in the run's `usage[]`.
+    pub fn provider_model_call(&self, provider: &str, model: &str, tokens: ModelTokens) {
+        self.record_call(Some(provider), model, tokens, false);
     }
 
     /// Records one call to `model` whose usage the endpoint never reported (the call was cut
@@ -146,14 +211,22 @@ impl TurnUsage {
     /// estimated by the caller. Counted as [`TurnUsage::model_call`] does, and its tokens also
     /// as `estimated_tokens` in the usage row, so a report tells estimates from figures.
     pub fn model_call_estimated(&self, model: &str, tokens: ModelTokens) {
-        self.record_call(model, tokens, true);
+        self.record_call(None, model, tokens, true);
     }
 
-    fn record_call(&self, model: &str, tokens: ModelTokens, estimated: bool) {
+    fn record_call(
+        &self,
+        provider: Option<&str>,
+        model: &str,
+        tokens: ModelTokens,
+        estimated: bool,
+    ) {
         let mut s = self.lock();
         if estimated {
             let all = tokens.input.saturating_add(tokens.output);
             s.used.estimated_tokens = s.used.estimated_tokens.saturating_add(all);
+        } else if s.keep_models {
+            s.add_model_row(provider, model, tokens);
         }
         s.used.model_calls = s.used.model_calls.saturating_add(1);
         s.used.input_tokens = s.used.input_tokens.saturating_add(tokens.input);
@@ -396,6 +469,33 @@ mod tests {
             output,
             reasoning: 0,
         }
+    }
+
+    #[test]
+    fn reported_tokens_are_summed_per_provider_and_model_when_kept() {
+        let plain = TurnUsage::default();
+        plain.model_call("m", tokens(1, 1));
+        assert!(plain.by_model().is_empty(), "kept only where reported");
+        let usage = TurnUsage::keeping_model_rows();
+        usage.provider_model_call("openai", "m", tokens(10, 2));
+        usage.provider_model_call("openai", "m", tokens(5, 1));
+        usage.model_call("m", tokens(1, 1));
+        usage.model_call_estimated("m", tokens(100, 100));
+        let rows = usage.by_model();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].provider.as_deref(), rows[0].tokens),
+            (Some("openai"), tokens(15, 3))
+        );
+        assert_eq!(
+            (rows[1].provider.as_deref(), rows[1].tokens),
+            (None, tokens(1, 1))
+        );
+        for i in 0..2 * MAX_MODEL_ROWS {
+            usage.model_call(&format!("m{i}"), tokens(1, 1));
+        }
+        assert_eq!(usage.by_model().len(), MAX_MODEL_ROWS);
+        assert_eq!(usage.totals().model_calls, 4 + 2 * MAX_MODEL_ROWS as u64);
     }
 
     #[test]

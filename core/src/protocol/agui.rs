@@ -13,7 +13,7 @@ use super::json_kind::json_kind;
 use super::resume::{Decision, Resume};
 use super::run_request::{MAX_ID_LEN, validate_id};
 use crate::error::BadRequest;
-use crate::protocol::{Message, Role};
+use crate::protocol::{ClientTool, ClientToolResult, MAX_CLIENT_TOOL_RESULT_BYTES, Message, Role};
 
 /// The workspace a run without `forwardedProps.workspaceId` is counted in.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -22,6 +22,58 @@ pub const DEFAULT_WORKSPACE: &str = "default";
 /// run): what the next run's `resume[].interruptId` names.
 pub fn interrupt_id(run_id: &str) -> String {
     format!("{run_id}.interrupt")
+}
+
+/// Token counts of one provider and model over a run: an entry of AG-UI 1.0's `usage[]` on
+/// `RUN_FINISHED` and `RUN_ERROR` (`TokenUsage`: `outputTokens` includes `reasoningTokens`,
+/// `totalTokens` is input plus output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Who served the model (`openai`, `azure`…), when the agent said.
+    pub provider: Option<String>,
+    /// The model.
+    pub model: String,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens, reasoning included.
+    pub output_tokens: u64,
+    /// The reasoning part of `output_tokens`.
+    pub reasoning_tokens: u64,
+}
+
+impl TokenUsage {
+    /// The entry as AG-UI writes it (every count at most 2^53 − 1, JSON's safe integers;
+    /// `reasoningTokens` only when some were reported).
+    pub fn to_json(&self) -> Value {
+        const MAX_SAFE: u64 = (1 << 53) - 1;
+        let n = |v: u64| Value::from(v.min(MAX_SAFE));
+        let mut entry = Map::new();
+        if let Some(p) = &self.provider {
+            entry.insert("provider".into(), Value::String(p.clone()));
+        }
+        entry.insert("model".into(), Value::String(self.model.clone()));
+        entry.insert("inputTokens".into(), n(self.input_tokens));
+        entry.insert("outputTokens".into(), n(self.output_tokens));
+        entry.insert(
+            "totalTokens".into(),
+            n(self.input_tokens.saturating_add(self.output_tokens)),
+        );
+        if self.reasoning_tokens > 0 {
+            entry.insert("reasoningTokens".into(), n(self.reasoning_tokens));
+        }
+        Value::Object(entry)
+    }
+}
+
+/// 12 hex digits of a digest of `run_id`: appended to the ids runway makes for a run's messages
+/// and tool calls (`m1.{tag}`, `call-1.{tag}`), which are otherwise only unique in the run, so
+/// they are unique in an AG-UI thread (a client merges an event into an earlier message of the
+/// same id). The same run (a replay) gets the same ids.
+pub fn run_tag(run_id: &str) -> [u8; 12] {
+    let digest = Sha256::digest(run_id.as_bytes());
+    let mut tag = [0u8; 12];
+    hex::encode_to_slice(&digest[..6], &mut tag).unwrap_or_default();
+    tag
 }
 
 /// Most entries in `messages`, `tools`, `context` or `resume`.
@@ -40,8 +92,8 @@ pub struct RunAgentInput {
     pub messages: Vec<InputMessage>,
     /// The client's view of the agent's state (`null` when absent).
     pub state: Value,
-    /// Tools the client offers (kept as sent).
-    pub tools: Vec<Value>,
+    /// Tools the client offers and runs itself (validated: [`ClientTool::list_from`]).
+    pub tools: Vec<ClientTool>,
     /// Context entries (`description`, `value`).
     pub context: Vec<(String, String)>,
     /// `forwardedProps`, as sent (`null` when absent).
@@ -68,12 +120,38 @@ pub struct InputMessage {
     pub content: String,
     /// A tool message's `toolCallId`.
     pub tool_call_id: Option<String>,
+    /// A tool message's `error` (the tool failed), if sent.
+    pub error: Option<String>,
 }
 
 impl InputMessage {
-    /// Whether runway produced this kind of message itself (the agent's side of the thread).
+    /// Whether runway produced this message itself (the agent's side of the thread): an
+    /// assistant, reasoning or activity message, or the result of a tool runway ran, which
+    /// the client holds as the `tool` message `TOOL_CALL_RESULT` named `{toolCallId}-result`.
+    /// A client tool's result (any other `tool` message) is the client's.
     pub fn is_agent_side(&self) -> bool {
-        matches!(self.role.as_str(), "assistant" | "reasoning" | "activity")
+        match (self.role.as_str(), &self.tool_call_id) {
+            ("assistant" | "reasoning" | "activity", _) => true,
+            ("tool", Some(call)) => is_server_result_id(&self.id, call),
+            _ => false,
+        }
+    }
+
+    /// A client tool's result, if this is one (a `tool` message runway did not produce).
+    pub fn client_tool_result(&self) -> Option<ClientToolResult> {
+        let call = self.tool_call_id.as_ref()?;
+        if self.role != "tool" || is_server_result_id(&self.id, call) {
+            return None;
+        }
+        let content = match &self.error {
+            Some(e) if self.content.is_empty() => format!("Error: {e}"),
+            Some(e) => format!("Error: {e}\n{}", self.content),
+            None => self.content.clone(),
+        };
+        Some(ClientToolResult {
+            tool_call_id: call.clone(),
+            content: cut(content, MAX_CLIENT_TOOL_RESULT_BYTES),
+        })
     }
 
     /// The message as runway's transcript keeps it; `None` for what the transcript does not
@@ -127,12 +205,7 @@ impl RunAgentInput {
             .enumerate()
             .map(|(i, m)| input_message(m, i))
             .collect::<Result<Vec<_>, _>>()?;
-        let tools = list(obj, "tools", false)?.to_vec();
-        for (i, tool) in tools.iter().enumerate() {
-            if !tool.get("name").is_some_and(Value::is_string) {
-                return Err(BadRequest::new(format!("tools[{i}].name must be a string")));
-            }
-        }
+        let tools = ClientTool::list_from(list(obj, "tools", false)?)?;
         let context = list(obj, "context", false)?
             .iter()
             .enumerate()
@@ -240,6 +313,37 @@ impl RunAgentInput {
             .map_or(0, |i| i + 1);
         self.messages.split_at(new_from)
     }
+
+    /// The client tools' results among this run's new messages ([`RunAgentInput::split_history`]),
+    /// in order.
+    pub fn tool_results(&self) -> Vec<ClientToolResult> {
+        self.split_history()
+            .1
+            .iter()
+            .filter_map(InputMessage::client_tool_result)
+            .collect()
+    }
+}
+
+/// Whether `message_id` is the id runway gives the result of call `call` it ran
+/// (`TOOL_CALL_RESULT.messageId`, `{toolCallId}-result`).
+fn is_server_result_id(message_id: &str, call: &str) -> bool {
+    message_id
+        .strip_suffix("-result")
+        .is_some_and(|c| c == call)
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, marked when cut.
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("… [truncated]");
+    }
+    s
 }
 
 /// An AG-UI id runway keys storage on: a non-empty string of at most [`MAX_ID_LEN`] bytes
@@ -341,11 +445,16 @@ fn input_message(item: &Value, i: usize) -> Result<InputMessage, BadRequest> {
         }
         _ => None,
     };
+    let error = match obj.get("error") {
+        Some(Value::String(e)) if role == "tool" => Some(e.clone()),
+        _ => None,
+    };
     Ok(InputMessage {
         id,
         role,
         content,
         tool_call_id,
+        error,
     })
 }
 
@@ -455,6 +564,44 @@ mod tests {
             new.iter().map(InputMessage::text).collect::<Vec<_>>(),
             ["three[image]", "[tool result c1] 42"]
         );
+    }
+
+    #[test]
+    fn a_client_tools_result_is_new_input_and_runways_own_tool_result_is_not() {
+        let mut v = base();
+        v["tools"] =
+            json!([{"name": "confirm", "description": "Ask", "parameters": {"type": "object"}}]);
+        v["messages"] = json!([
+            {"id": "u1", "role": "user", "content": "time?"},
+            {"id": "call-1", "role": "assistant", "toolCalls": [{"id": "call-1", "type": "function", "function": {"name": "clock", "arguments": "{}"}}]},
+            {"id": "call-1-result", "role": "tool", "toolCallId": "call-1", "content": "12:00"}
+        ]);
+        let r = RunAgentInput::from_value(&v).unwrap();
+        assert_eq!(r.tools[0].name, "confirm");
+        assert!(r.split_history().1.is_empty(), "runway's own result");
+        assert!(r.tool_results().is_empty());
+        v["messages"] = json!([
+            {"id": "u1", "role": "user", "content": "order?"},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "call_x", "type": "function", "function": {"name": "confirm", "arguments": "{}"}}]},
+            {"id": "t1", "role": "tool", "toolCallId": "call_x", "content": "yes"},
+            {"id": "t2", "role": "tool", "toolCallId": "call_y", "content": "", "error": "denied"}
+        ]);
+        let r = RunAgentInput::from_value(&v).unwrap();
+        assert_eq!(
+            r.tool_results(),
+            [
+                ClientToolResult {
+                    tool_call_id: "call_x".into(),
+                    content: "yes".into()
+                },
+                ClientToolResult {
+                    tool_call_id: "call_y".into(),
+                    content: "Error: denied".into()
+                }
+            ]
+        );
+        v["tools"] = json!([{"name": "bad name"}]);
+        assert!(RunAgentInput::from_value(&v).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod agui;
 mod attachment;
+mod client_tool;
 mod ending;
 mod health;
 mod interrupt;
@@ -17,6 +18,10 @@ mod resume;
 mod run_request;
 
 pub use attachment::{Attachment, SecretUrl};
+pub use client_tool::{
+    ClientTool, ClientToolResult, MAX_CLIENT_TOOL_DESCRIPTION_BYTES, MAX_CLIENT_TOOL_NAME_LEN,
+    MAX_CLIENT_TOOL_PARAMETERS_BYTES, MAX_CLIENT_TOOL_RESULT_BYTES, MAX_CLIENT_TOOLS,
+};
 pub use ending::Ending;
 pub use health::{HealthBody, HealthStatus};
 pub use interrupt::{ChoiceOption, Interrupt, InterruptError, ReviewItem};

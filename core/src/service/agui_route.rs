@@ -12,7 +12,14 @@
 //!   (a fork or an import) and are otherwise already in the thread;
 //! - `runId` is idempotent as Console's: a replay sends the recorded events;
 //! - `resume[0]` answers the question the previous run ended with
-//!   ([`RunAgentInput::agent_resume`]).
+//!   ([`RunAgentInput::agent_resume`]);
+//! - `tools` are the client's own ([`crate::Turn::client_tools`]): a call of one ends the run
+//!   with it in `pendingToolCallIds`, and the next run's `tool` messages carry the results
+//!   ([`crate::Turn::client_tool_results`], not in the input text; each must answer a call
+//!   left pending, `TOOL_RESULT_UNMATCHED` otherwise). runway's own tool results, which the
+//!   client holds as `tool` messages named `{toolCallId}-result`, are the agent's side;
+//! - the final event carries `usage[]`: the tokens the model endpoint reported, per provider
+//!   and model.
 
 use bytes::Bytes;
 
@@ -20,6 +27,7 @@ use crate::agent::context::ThreadContext;
 use crate::agent::{Agent, Protocol, Turn};
 use crate::http_client::Http;
 use crate::keys::{agui_run_key, agui_thread_key, workspace_key};
+use crate::meter::TurnUsage;
 use crate::platform::runtime::Runtime;
 use crate::protocol::agui::{InputMessage, RunAgentInput};
 use crate::protocol::{LogId, Resume};
@@ -106,28 +114,43 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             agentId = %LogId(&agent_id),
             workspaceId = %LogId(&input.workspace_id),
         );
+        let (earlier, new) = input.split_history();
+        // A resume continues the run that asked: its messages were that run's input (AG-UI sends
+        // no new input while an interrupt is open), so none is new.
+        let new = if resume.is_some() { &[][..] } else { new };
+        // The client tools' results reach the agent apart from the text (checked against the
+        // calls the thread left pending: `ResumeLink`).
+        let tool_results: Vec<_> = new
+            .iter()
+            .filter_map(InputMessage::client_tool_result)
+            .collect();
         let resume_link = ResumeLink {
             answers: input.resume_ids(),
+            tool_results: tool_results
+                .iter()
+                .map(|r| r.tool_call_id.clone())
+                .collect(),
         };
-        let (earlier, new) = input.split_history();
         let seed = earlier
             .iter()
             .filter_map(InputMessage::transcript_message)
             .collect();
-        // A resume continues the run that asked: its messages were that run's input (AG-UI sends
-        // no new input while an interrupt is open), so none is new.
-        let new = if resume.is_some() { &[][..] } else { new };
-        let input_text = new
-            .iter()
-            .map(InputMessage::text)
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        // As Console's route does: the decision enters the transcript with the input.
+        let joined = |client_results: bool| {
+            new.iter()
+                .filter(|m| client_results || m.client_tool_result().is_none())
+                .map(InputMessage::text)
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
+        let input_text = joined(false);
+        // As Console's route does: the decision enters the transcript with the input; so do
+        // the client tools' results (the thread records each once, labelled with its call).
         let user_message = match &resume {
             Some(r) if input_text.is_empty() => format!("[{}]", r.decision.as_str()),
             Some(r) => format!("[{}] {input_text}", r.decision.as_str()),
-            None => input_text.clone(),
+            None if tool_results.is_empty() => input_text.clone(),
+            None => joined(true),
         };
         // Namespaced apart from Console's and Lowkey's keys (see `keys.rs`): an AG-UI thread
         // is never a Console thread of the same id.
@@ -162,7 +185,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 http: Http::default(),
                 actions: Default::default(),
                 connections: Default::default(),
-                usage: Default::default(),
+                usage: TurnUsage::keeping_model_rows(),
+                client_tools: input.tools,
+                client_tool_results: tool_results,
             },
         };
         self.stream(writer, plan, span)

@@ -92,6 +92,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 actions: Default::default(),
                 connections: Default::default(),
                 usage: Default::default(),
+                client_tools: Vec::new(),
+                client_tool_results: Vec::new(),
             },
         };
         // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of

@@ -91,6 +91,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 actions: Default::default(),
                 connections: Default::default(),
                 usage: Default::default(),
+                client_tools: Vec::new(),
+                client_tool_results: Vec::new(),
             },
         };
         let writer = NdjsonWriter::new(self.config().limits);

@@ -174,6 +174,9 @@ pub fn thread_after(
     if !superseded {
         thread.state = commit.context.state.clone();
         thread.pending_interrupt = commit.context.pending_interrupt.clone();
+        thread
+            .pending_tool_calls
+            .clone_from(&commit.context.pending_tool_calls);
     }
     thread.turns += 1;
     thread.trim(&commit.policy);

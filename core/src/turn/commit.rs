@@ -61,6 +61,12 @@ pub(crate) fn turn_commit<E: Encoding>(
             Ending::Interrupt(i) => Some(i.clone()),
             _ => None,
         };
+        // Only a run that finished leaves calls for the client: after an error or a question
+        // its calls are void (the agent answers them itself on the next turn).
+        context.pending_tool_calls = match ending {
+            Ending::Success => writer.pending_client_calls().to_vec(),
+            _ => Vec::new(),
+        };
         context.turns += 1;
     }
     context.trim(&config.context_policy);

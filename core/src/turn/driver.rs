@@ -33,15 +33,16 @@ use crate::agent::context::ThreadContext;
 use crate::agent::output::{AgentEvent, Artifact, Output, OutputFile};
 use crate::agent::turn_actions::TurnActions;
 use crate::agent::turn_connections::TurnConnections;
-use crate::agent::{Agent, AgentResult, Outcome, Turn};
+use crate::agent::{Agent, AgentResult, Outcome, Protocol, Turn};
 use crate::error::TurnErrorCode;
 use crate::http_client::{Http, HttpClient};
 use crate::meter::TurnUsage;
 use crate::meter::admission::check_turn_limits;
-use crate::meter::turn_usage::TurnOutcome;
+use crate::meter::turn_usage::{ModelUsage, TurnOutcome};
 use crate::platform::maybe_send::BoxFuture;
 use crate::platform::runtime::Runtime;
 use crate::protocol::Ending;
+use crate::protocol::agui::{TokenUsage, run_tag};
 use crate::store::{CommitOutcome, TurnClaim, TurnStart, TurnStore};
 use crate::turn::body::{BodySender, TurnBody, body_with_first_chunks};
 use crate::turn::commit::{log_ending, turn_commit};
@@ -351,7 +352,12 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
 
     async fn run_agent(&mut self, turn: &mut Turn, thread_key: &str, arrival: u64) -> Stop {
         let engine = self.engine;
-        let (out, mut events) = Output::channel(2 * engine.config.limits.max_stream_bytes);
+        let (mut out, mut events) = Output::channel(2 * engine.config.limits.max_stream_bytes);
+        if turn.protocol == Protocol::Agui {
+            // Tool call ids unique in the thread, as the writer's message ids are.
+            let tag = run_tag(&turn.run_id);
+            out.tag_call_ids(std::str::from_utf8(&tag).unwrap_or_default());
+        }
         let pending = events.pending_counter();
         let agent = AssertUnwindSafe(engine.agent.run(turn, &out))
             .catch_unwind()
@@ -540,6 +546,10 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
         previous_state: &serde_json::Value,
     ) {
         let cancelled = ending.error_code() == Some(TurnErrorCode::Cancelled);
+        if self.io.link.writer.reports_usage() {
+            let usage = self.usage.by_model().into_iter().map(token_usage).collect();
+            self.io.link.writer.report_usage(usage);
+        }
         self.io.link.writer.finish(ending);
         let ending = self
             .io
@@ -631,6 +641,17 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
         let mut raw = [0u8; 16];
         self.engine.rt.fill_random(&mut raw);
         hex::encode(raw)
+    }
+}
+
+/// A model's row of the turn's usage as AG-UI's `usage[]` entry.
+fn token_usage(row: ModelUsage) -> TokenUsage {
+    TokenUsage {
+        provider: row.provider,
+        model: row.model,
+        input_tokens: row.tokens.input,
+        output_tokens: row.tokens.output,
+        reasoning_tokens: row.tokens.reasoning,
     }
 }
 

@@ -1,17 +1,20 @@
 //! AG-UI's interrupt contract (its rules 2–4), checked on the thread as the store has it before
 //! anything runs: a thread with an open question takes only a run whose `resume[]` answers it
-//! by its id, and a `resume[]` must name the question that is open. Console and Lowkey leave
-//! this to the agent (it reads [`ThreadContext::pending_interrupt`]), so their plans carry no
-//! [`ResumeLink`].
+//! by its id, and a `resume[]` must name the question that is open. Likewise a `tool` message
+//! must answer a client tool call the previous run left pending
+//! ([`ThreadContext::pending_tool_calls`]). Console and Lowkey leave this to the agent (it reads
+//! [`ThreadContext::pending_interrupt`]), so their plans carry no [`ResumeLink`].
 
 use crate::agent::context::ThreadContext;
 use crate::error::TurnErrorCode;
 use crate::protocol::agui::interrupt_id;
 
-/// What an AG-UI run's `resume[]` answers: the `interruptId`s it names (none: no resume).
+/// What an AG-UI run answers: the `interruptId`s its `resume[]` names (none: no resume), and
+/// the client tool calls its `tool` messages answer.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ResumeLink {
     pub answers: Vec<String>,
+    pub tool_results: Vec<String>,
 }
 
 impl ResumeLink {
@@ -19,6 +22,19 @@ impl ResumeLink {
     /// asked it ([`interrupt_id`]): the last message of a thread ending with a question is that
     /// run's answer, carrying its `runId`.
     pub fn check(&self, context: &ThreadContext) -> Result<(), TurnErrorCode> {
+        self.check_question(context)?;
+        let mut answered: Vec<&str> = Vec::with_capacity(self.tool_results.len());
+        for call in &self.tool_results {
+            // A call answered twice in one run is not pending the second time.
+            if !context.pending_tool_calls.contains(call) || answered.contains(&call.as_str()) {
+                return Err(TurnErrorCode::ToolResultUnmatched);
+            }
+            answered.push(call);
+        }
+        Ok(())
+    }
+
+    fn check_question(&self, context: &ThreadContext) -> Result<(), TurnErrorCode> {
         let open = context.pending_interrupt.as_ref().map(|_| {
             context
                 .messages
@@ -60,7 +76,45 @@ mod tests {
     fn link(ids: &[&str]) -> ResumeLink {
         ResumeLink {
             answers: ids.iter().map(|s| (*s).to_owned()).collect(),
+            tool_results: Vec::new(),
         }
+    }
+
+    fn results(ids: &[&str]) -> ResumeLink {
+        ResumeLink {
+            answers: Vec::new(),
+            tool_results: ids.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_tool_result_must_answer_a_call_left_for_the_client() {
+        let waiting = ThreadContext {
+            pending_tool_calls: vec!["call_a".into(), "call_b".into()],
+            ..ThreadContext::default()
+        };
+        assert_eq!(results(&["call_a", "call_b"]).check(&waiting), Ok(()));
+        assert_eq!(results(&["call_b"]).check(&waiting), Ok(()), "one may wait");
+        assert_eq!(
+            results(&[]).check(&waiting),
+            Ok(()),
+            "the user wrote instead"
+        );
+        assert_eq!(
+            results(&["call_c"]).check(&waiting),
+            Err(TurnErrorCode::ToolResultUnmatched),
+            "a call never made"
+        );
+        assert_eq!(
+            results(&["call_a", "call_a"]).check(&waiting),
+            Err(TurnErrorCode::ToolResultUnmatched),
+            "one call answered twice"
+        );
+        assert_eq!(
+            results(&["call_a"]).check(&ThreadContext::default()),
+            Err(TurnErrorCode::ToolResultUnmatched),
+            "nothing pending (answered already)"
+        );
     }
 
     #[test]

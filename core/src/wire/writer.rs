@@ -28,6 +28,7 @@ use std::fmt;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
 use crate::platform::maybe_send::MaybeSend;
+use crate::protocol::agui::TokenUsage;
 use crate::protocol::{Ending, StreamLimits};
 use crate::wire::ledger::Ledger;
 use crate::wire::recorder::RecordPool;
@@ -79,6 +80,12 @@ pub(crate) trait Encoding: Sized + fmt::Debug + MaybeSend + 'static {
     fn unrecorded(w: &mut Writer<Self>) -> String {
         Self::error(w, TurnErrorCode::ReplayUnavailable)
     }
+
+    /// Whether the final frame reports the run's token usage ([`Writer::report_usage`]): the
+    /// engine gathers it only for a writer that sends it.
+    fn reports_usage(_w: &Writer<Self>) -> bool {
+        false
+    }
 }
 
 /// The writer of one turn of a protocol: a sans-I/O state machine that turns what an agent
@@ -95,6 +102,10 @@ pub struct Writer<E> {
     pub(in crate::wire) answer: String,
     /// Some text was sent.
     pub(in crate::wire) answered: bool,
+    /// Client tool calls sent and not answered by the agent: left for the client.
+    pub(in crate::wire) client_calls: Vec<String>,
+    /// The run's token usage per model, for the final frame (where the encoding reports it).
+    pub(in crate::wire) usage: Vec<TokenUsage>,
     final_bytes: Option<String>,
     ending: Option<Ending>,
     /// The protocol's own state.
@@ -112,6 +123,8 @@ impl<E: Encoding> Writer<E> {
             ledger: Ledger::new(RecordPool::process()),
             answer: String::new(),
             answered: false,
+            client_calls: Vec::new(),
+            usage: Vec::new(),
             final_bytes: None,
             ending: None,
             enc,
@@ -179,7 +192,10 @@ impl<E: Encoding> Writer<E> {
             return;
         }
         let ending = match ending {
-            Ending::Success if !self.answered => Ending::failed(TurnErrorCode::EmptyAnswer),
+            // Calls left for the client are the answer of a run that said nothing.
+            Ending::Success if !self.answered && self.client_calls.is_empty() => {
+                Ending::failed(TurnErrorCode::EmptyAnswer)
+            }
             Ending::Interrupt(i) => match i.validate() {
                 Ok(()) => Ending::Interrupt(i),
                 Err(e) => {
@@ -193,6 +209,22 @@ impl<E: Encoding> Writer<E> {
         self.ledger.count_final(&final_bytes, frames);
         self.final_bytes = Some(final_bytes);
         self.ending = Some(ending);
+    }
+
+    /// The client tool calls this run leaves for the client (AG-UI's `pendingToolCallIds`).
+    pub(crate) fn pending_client_calls(&self) -> &[String] {
+        &self.client_calls
+    }
+
+    /// Whether the final frame reports token usage: call [`Writer::report_usage`] before
+    /// [`Writer::finish`] then (AG-UI's `usage[]`).
+    pub(crate) fn reports_usage(&self) -> bool {
+        E::reports_usage(self)
+    }
+
+    /// The run's token usage, one entry per model, for the final frame.
+    pub(crate) fn report_usage(&mut self, usage: Vec<TokenUsage>) {
+        self.usage = usage;
     }
 
     /// Final bytes reporting `code`, to send in place of the prepared final frame (when

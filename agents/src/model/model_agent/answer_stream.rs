@@ -10,7 +10,8 @@ use super::call_error::{CUT_OFF, REFUSED, RoundError, TOO_LONG};
 use crate::model::call_meter::CallMeter;
 use crate::model::chat_stream::{ChatStreamEvent, ChatStreamParser};
 use crate::model::log_budget::LogBudget;
-use crate::model::transcript::{ModelToolCall, partial_answer};
+use crate::model::toolbox::Toolbox;
+use crate::model::transcript::{ModelToolCall, Transcript, partial_answer};
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{HttpError, HttpResponse};
 use runway_core::{Output, ToolCall};
@@ -37,6 +38,48 @@ struct Building {
     shown: Option<ToolCall>,
     /// Why it is not run, decided as it arrived (over the reply's call cap, arguments too long).
     refused: Option<String>,
+    /// For a call of a client tool: the id it was shown with, unique in the thread (the client
+    /// answers with it on the next run).
+    client_id: Option<String>,
+}
+
+/// Which calls of a reply the client runs, and the ids they are shown with: the model's own id
+/// when the thread has not used it, else a fresh one.
+struct ClientCalls<'a, 't> {
+    tools: &'a Toolbox<'t>,
+    transcript: &'a Transcript,
+    /// The ids given to this reply's client calls so far.
+    given: BTreeSet<String>,
+}
+
+impl ClientCalls<'_, '_> {
+    /// Shows the call `b` (of tool `name`) to the user: as a client tool call when the client
+    /// runs `name`, with an id unique in the thread.
+    fn start<R: Runtime>(
+        &mut self,
+        agent: &ModelAgent<R>,
+        out: &Output,
+        b: &mut Building,
+        name: &str,
+    ) -> ToolCall {
+        if !self.tools.find(name).is_some_and(|t| t.is_client()) {
+            return out.start_tool_call(name.to_owned());
+        }
+        let id = match &b.id {
+            Some(id)
+                if id.chars().count() <= MAX_CALL_ID_CHARS
+                    && !id.starts_with("call-")
+                    && !self.given.contains(id)
+                    && !self.transcript.has_call(id) =>
+            {
+                id.clone()
+            }
+            _ => agent.new_call_id(),
+        };
+        self.given.insert(id.clone());
+        b.client_id = Some(id.clone());
+        out.start_client_tool_call(id, name.to_owned())
+    }
 }
 
 impl<R: Runtime> ModelAgent<R> {
@@ -49,9 +92,15 @@ impl<R: Runtime> ModelAgent<R> {
         mut meter: CallMeter,
         out: &Output,
         state: &mut Value,
+        (tools, transcript): (&Toolbox<'_>, &Transcript),
         log: &LogBudget,
     ) -> Result<Round, (RoundError, String)> {
         let s = &self.settings;
+        let mut client = ClientCalls {
+            tools,
+            transcript,
+            given: BTreeSet::new(),
+        };
         let mut parser = ChatStreamParser::new();
         let mut text = String::new();
         let mut shown_anything = false;
@@ -180,9 +229,9 @@ impl<R: Runtime> ModelAgent<R> {
                         if b.refused.is_some() {
                             // Its arguments are never used: not kept, not shown.
                             if b.shown.is_none()
-                                && let Some(n) = &b.name
+                                && let Some(n) = b.name.clone()
                             {
-                                b.shown = Some(out.start_tool_call(n.clone()));
+                                b.shown = Some(client.start(self, out, b, &n));
                                 shown_anything = true;
                             }
                             continue;
@@ -197,21 +246,18 @@ impl<R: Runtime> ModelAgent<R> {
                             continue;
                         }
                         b.arguments.push_str(&arguments);
-                        match (&b.shown, &b.name) {
-                            (Some(call), _) => {
-                                if !arguments.is_empty() {
-                                    out.tool_args(call, arguments);
-                                }
+                        if let Some(call) = &b.shown {
+                            if !arguments.is_empty() {
+                                out.tool_args(call, arguments);
                             }
-                            (None, Some(n)) => {
-                                let call = out.start_tool_call(n.clone());
-                                if !b.arguments.is_empty() {
-                                    out.tool_args(&call, b.arguments.clone());
-                                }
-                                b.shown = Some(call);
-                                shown_anything = true;
+                        } else if let Some(n) = b.name.clone() {
+                            // Once per call (its name is needed beside `b`), not per chunk.
+                            let call = client.start(self, out, b, &n);
+                            if !b.arguments.is_empty() {
+                                out.tool_args(&call, b.arguments.clone());
                             }
-                            (None, None) => {}
+                            b.shown = Some(call);
+                            shown_anything = true;
                         }
                     }
                     ChatStreamEvent::Finish(reason) => {
@@ -267,21 +313,26 @@ impl<R: Runtime> ModelAgent<R> {
             );
         }
         let mut calls = Vec::new();
-        let mut ids: BTreeSet<String> = BTreeSet::new();
+        // The client calls' ids were given as they were shown: the others keep clear of them.
+        let mut ids: BTreeSet<String> = client.given;
         let last = building.keys().next_back().copied();
         for (index, b) in building {
             let name = b.name.unwrap_or_default();
             // A call id names the call in the transcript and in decisions: unique in the reply,
             // and short.
-            let id =
-                b.id.filter(|i| i.chars().count() <= MAX_CALL_ID_CHARS && !ids.contains(i))
-                    .unwrap_or_else(|| {
-                        let mut n = index;
-                        while ids.contains(&format!("call_{n}")) {
-                            n = n.wrapping_add(1000);
-                        }
-                        format!("call_{n}")
-                    });
+            let id = match b.client_id {
+                Some(given) => given,
+                None => {
+                    b.id.filter(|i| i.chars().count() <= MAX_CALL_ID_CHARS && !ids.contains(i))
+                        .unwrap_or_else(|| {
+                            let mut n = index;
+                            while ids.contains(&format!("call_{n}")) {
+                                n = n.wrapping_add(1000);
+                            }
+                            format!("call_{n}")
+                        })
+                }
+            };
             ids.insert(id.clone());
             let shown = match b.shown {
                 Some(call) => call,
@@ -306,5 +357,12 @@ impl<R: Runtime> ModelAgent<R> {
             calls.push((ModelToolCall::new(id, name, arguments), shown, refused));
         }
         Ok(Round { text, calls })
+    }
+
+    /// A fresh id for a client tool call, unique in the thread (96 random bits, hex).
+    pub(super) fn new_call_id(&self) -> String {
+        let mut raw = [0u8; 12];
+        self.rt.fill_random(&mut raw);
+        format!("call_{}", hex::encode(raw))
     }
 }

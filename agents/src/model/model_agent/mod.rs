@@ -7,6 +7,8 @@ mod agent;
 mod answer_stream;
 mod approvals;
 mod call_error;
+#[cfg(test)]
+mod client_tools_tests;
 mod model_call;
 mod tool_calls;
 mod turn_loop;

@@ -240,11 +240,12 @@ impl<R: Runtime> ModelAgent<R> {
         // Serialized here: its size is the estimate's prompt if the call is cut unreported.
         let body = serde_json::to_vec(&self.request_body(t, images, tools)).unwrap_or_default();
         // Counts the call once however this returns or is dropped (the user stopped the turn).
-        let mut meter = CallMeter::new(usage.clone(), &s.model, body.len());
+        let mut meter = CallMeter::new(usage.clone(), s.provider(), &s.model, body.len());
         let response = self
             .send(http, body, &mut meter)
             .await
             .map_err(|e| (e, String::new()))?;
-        self.read_answer(response, meter, out, state, log).await
+        self.read_answer(response, meter, out, state, (tools, t), log)
+            .await
     }
 }

@@ -37,7 +37,11 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             mcp_http,
             self.rt.now_ms(),
         )
-        .await;
+        .await
+        .with_client_tools(turn.client_tools());
+        if !t.awaiting_client.is_empty() {
+            self.take_client_results(turn, &mut t);
+        }
         let mut input_used = false;
         if !t.pending.is_empty() {
             match self.settle_pending(turn, out, &mut t, &tools, &log).await {
@@ -149,6 +153,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
             self.save(turn, &mut t);
             let mut to_run = Vec::new();
             let mut to_ask = Vec::new();
+            let mut to_client = Vec::new();
             for (call, shown, refused) in round.calls {
                 if let Some(reason) = refused {
                     out.tool_result(&shown, reason.clone());
@@ -159,6 +164,7 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                     continue;
                 }
                 match tools.find(&call.function.name) {
+                    Some(tool) if tool.is_client() => to_client.push(call),
                     Some(tool) if tool.needs_approval() => to_ask.push(call),
                     _ => to_run.push((call, shown)),
                 }
@@ -167,8 +173,9 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 .run_calls(turn, out, &mut t, to_run, &tools, &log, false)
                 .await
             {
-                // Calls that wait for approval are not asked about behind the card.
-                for call in to_ask {
+                // Calls that wait for approval, or for the client, are not left behind the
+                // card: a run ending with a question leaves nothing for the client.
+                for call in to_ask.into_iter().chain(to_client) {
                     t.messages.push(ChatMessage::Tool {
                         tool_call_id: call.id,
                         content: "Not run: an account had to be connected first; ask again.".into(),
@@ -178,11 +185,24 @@ impl<R: Runtime> Agent for ModelAgent<R> {
                 return Ok(card.into());
             }
             if !to_ask.is_empty() {
+                for call in to_client {
+                    t.messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id,
+                        content: NOT_LEFT_FOR_THE_CLIENT.into(),
+                    });
+                }
                 let interrupt = review_of(&to_ask);
                 t.pending = to_ask;
                 t.review = Some(self.new_review_id());
                 self.save(turn, &mut t);
                 return Ok(interrupt.into());
+            }
+            if !to_client.is_empty() {
+                // The client runs these: the run ends with them pending, and the next run's
+                // results continue the loop (`take_client_results`).
+                t.awaiting_client = to_client;
+                self.save(turn, &mut t);
+                return Ok(Outcome::Done);
             }
             self.save(turn, &mut t);
         }
@@ -196,7 +216,33 @@ impl<R: Runtime> Agent for ModelAgent<R> {
     }
 }
 
+/// What a client tool call made in the same reply as a call needing approval is answered with:
+/// a run that ends with a question leaves nothing for the client.
+const NOT_LEFT_FOR_THE_CLIENT: &str = "Not run: the same reply asked for the user's approval \
+    first; call it again if it is still needed.";
+
+/// What a client tool call the client sent no result for is answered with.
+const NO_CLIENT_RESULT: &str = "Not run: the client sent no result for this call (the user \
+    wrote instead).";
+
 impl<R: Runtime> ModelAgent<R> {
+    /// Answers the calls the previous turn left for the client with the results it sent
+    /// (`Turn::client_tool_results`, by call id), each cut to the settings' result size; a
+    /// call it sent none for is answered as not run.
+    fn take_client_results(&self, turn: &Turn, t: &mut Transcript) {
+        let results = turn.client_tool_results();
+        for call in std::mem::take(&mut t.awaiting_client) {
+            let content = match results.iter().find(|r| r.tool_call_id == call.id) {
+                Some(r) => truncate(&r.content, self.settings.max_tool_result_bytes),
+                None => NO_CLIENT_RESULT.to_owned(),
+            };
+            t.messages.push(ChatMessage::Tool {
+                tool_call_id: call.id,
+                content,
+            });
+        }
+    }
+
     /// A fresh id for a question about tool calls (128 random bits, hex).
     fn new_review_id(&self) -> String {
         let mut raw = [0u8; 16];

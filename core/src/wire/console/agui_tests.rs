@@ -257,3 +257,144 @@ fn without_a_thread_run_finished_names_only_the_run() {
     assert!(last.get("threadId").is_none(), "{out}");
     assert_eq!(last["runId"], "r1", "{out}");
 }
+
+#[test]
+fn a_run_that_leaves_client_tool_calls_finishes_naming_them() {
+    let out = run(|w| {
+        w.client_tool_call_start("call_x", "confirm_order");
+        w.tool_call_args("call_x", "{\"id\":\"7\"}");
+        w.tool_call_end("call_x");
+        // One the agent answered itself (refused) is not left for the client.
+        w.client_tool_call_start("call_y", "confirm_order");
+        w.tool_call_result("call_y", "Error: not run");
+        w.finish(Ending::Success);
+    });
+    assert_eq!(
+        types(&out),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "STEP_FINISHED",
+            "RUN_FINISHED"
+        ]
+    );
+    let f = frames(&out);
+    assert_eq!(f[2]["toolCallId"], "call_x");
+    assert_eq!(
+        f.last().unwrap()["outcome"],
+        json!({"type": "success", "pendingToolCallIds": ["call_x"]}),
+        "no text, yet not EMPTY_ANSWER: the call is the answer"
+    );
+    // A question or an error leaves nothing for the client.
+    let out = run(|w| {
+        w.client_tool_call_start("call_x", "confirm_order");
+        w.finish(Ending::failed(TurnErrorCode::AgentError));
+    });
+    assert_eq!(frames(&out).last().unwrap()["type"], "RUN_ERROR");
+}
+
+#[test]
+fn console_never_names_pending_calls() {
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
+    w.start();
+    w.client_tool_call_start("call_x", "confirm_order");
+    w.text("asked");
+    w.report_usage(vec![crate::protocol::agui::TokenUsage {
+        provider: None,
+        model: "m".into(),
+        input_tokens: 1,
+        output_tokens: 1,
+        reasoning_tokens: 0,
+    }]);
+    w.finish(Ending::Success);
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    let last = frames(&out).pop().unwrap();
+    assert_eq!(last["outcome"], json!({"type": "success"}));
+    assert!(last.get("usage").is_none(), "{last}");
+    assert!(!w.reports_usage());
+}
+
+#[test]
+fn the_final_event_reports_usage_per_model() {
+    let usage = || {
+        vec![
+            crate::protocol::agui::TokenUsage {
+                provider: Some("openai".into()),
+                model: "gpt-4o-mini".into(),
+                input_tokens: 120,
+                output_tokens: 30,
+                reasoning_tokens: 10,
+            },
+            crate::protocol::agui::TokenUsage {
+                provider: None,
+                model: "small".into(),
+                input_tokens: 5,
+                output_tokens: 2,
+                reasoning_tokens: 0,
+            },
+        ]
+    };
+    let out = run(|w| {
+        assert!(w.reports_usage());
+        w.report_usage(usage());
+        w.text("hi");
+        w.finish(Ending::Success);
+    });
+    assert_eq!(
+        frames(&out).last().unwrap()["usage"],
+        json!([
+            {"provider": "openai", "model": "gpt-4o-mini", "inputTokens": 120, "outputTokens": 30, "totalTokens": 150, "reasoningTokens": 10},
+            {"model": "small", "inputTokens": 5, "outputTokens": 2, "totalTokens": 7}
+        ])
+    );
+    let out = run(|w| {
+        w.report_usage(usage());
+        w.finish(Ending::failed(TurnErrorCode::AgentError));
+    });
+    let last = frames(&out).pop().unwrap();
+    assert_eq!(
+        (&last["type"], last["usage"][0]["inputTokens"].as_u64()),
+        (&json!("RUN_ERROR"), Some(120))
+    );
+    // No usage reported: no field.
+    let out = run(|w| {
+        w.text("hi");
+        w.finish(Ending::Success);
+    });
+    assert!(frames(&out).last().unwrap().get("usage").is_none());
+}
+
+#[test]
+fn message_ids_are_unique_in_the_thread_not_only_in_the_run() {
+    let ids = |run: &str| {
+        let mut w = FrameWriter::agui(run, "t1", None, StreamLimits::default());
+        w.start();
+        w.text("one");
+        w.end_text();
+        w.reasoning("two");
+        w.finish(Ending::Success);
+        let mut out = w.take_output();
+        out.push_str(&w.take_final().unwrap());
+        frames(&out)
+            .iter()
+            .filter_map(|f| f["messageId"].as_str().map(str::to_owned))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (first, second) = (ids("r1"), ids("r2"));
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.is_disjoint(&second), "{first:?} {second:?}");
+    assert_eq!(first, ids("r1"), "a replay names them alike");
+    assert!(first.iter().all(|id| id.starts_with('m')), "{first:?}");
+    // Console's are `m{n}`, as its contract has them.
+    let mut w = FrameWriter::new("r1", StreamLimits::default());
+    w.start();
+    w.text("one");
+    assert!(w.take_output().contains("\"messageId\":\"m1\""));
+}

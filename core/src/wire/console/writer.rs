@@ -12,7 +12,7 @@ use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
-use crate::protocol::agui::interrupt_id;
+use crate::protocol::agui::{TokenUsage, interrupt_id, run_tag};
 use crate::protocol::{Ending, LogId, StreamLimits};
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::{Encoding, Writer};
@@ -66,8 +66,15 @@ enum Dialect {
     Agui {
         /// The run's `parentRunId`, if the client sent one.
         parent_run_id: Option<String>,
+        /// Makes the run's message ids unique in the thread: an AG-UI client keeps the whole
+        /// conversation and merges a message into an earlier one of the same id.
+        run_tag: RunTag,
     },
 }
+
+/// [`run_tag`] of a run, kept inline.
+#[derive(Debug, Clone, Copy)]
+struct RunTag([u8; 12]);
 
 /// Console's encoding: SSE `data:` frames of AG-UI events, `:` comments as keep-alives, and
 /// what is open (messages, tool calls, steps) so it can be closed before the final frame.
@@ -128,43 +135,55 @@ impl Console {
     }
 
     /// `RUN_FINISHED` with `outcome`; AG-UI 1.0 requires the run's `threadId` and `runId` on it
-    /// (in both dialects: Console accepts its own `threadId` and does not read `runId`).
-    fn run_finished(&mut self, out: &mut String, outcome: Field<'_>) {
-        let prefix = self.event_prefix();
-        let run_id = Field::Str(&self.run_id);
-        match &self.thread_id {
-            Some(thread_id) => encode(
-                out,
-                prefix,
-                self.seq,
-                "RUN_FINISHED",
-                &[
-                    ("threadId", Field::Str(thread_id)),
-                    ("runId", run_id),
-                    ("outcome", outcome),
-                ],
-            ),
-            None => encode(
-                out,
-                prefix,
-                self.seq,
-                "RUN_FINISHED",
-                &[("runId", run_id), ("outcome", outcome)],
-            ),
+    /// (in both dialects: Console accepts its own `threadId` and does not read `runId`), and
+    /// takes the run's token usage (`usage[]`, when there is any; AG-UI dialect only).
+    fn run_finished(&mut self, out: &mut String, outcome: Field<'_>, usage: &[TokenUsage]) {
+        let usage = if self.is_agui() {
+            usage_json(usage)
+        } else {
+            None
+        };
+        let mut fields = Vec::with_capacity(4);
+        if let Some(thread_id) = &self.thread_id {
+            fields.push(("threadId", Field::Str(thread_id)));
         }
+        fields.push(("runId", Field::Str(&self.run_id)));
+        fields.push(("outcome", outcome));
+        if let Some(usage) = &usage {
+            fields.push(("usage", Field::Json(usage)));
+        }
+        encode(out, self.event_prefix(), self.seq, "RUN_FINISHED", &fields);
         self.seq += 1;
     }
 
-    fn error_frame(&mut self, out: &mut String, code: TurnErrorCode, message: &str) {
-        self.encode_next(
-            out,
-            "RUN_ERROR",
-            &[
-                ("message", Field::Str(message)),
-                ("code", Field::Str(code.as_str())),
-            ],
-        );
+    /// `RUN_ERROR`; in the AG-UI dialect with the run's token usage (`usage[]`), when there is
+    /// any.
+    fn error_frame(
+        &mut self,
+        out: &mut String,
+        code: TurnErrorCode,
+        message: &str,
+        usage: &[TokenUsage],
+    ) {
+        let usage = if self.is_agui() {
+            usage_json(usage)
+        } else {
+            None
+        };
+        let mut fields = vec![
+            ("message", Field::Str(message)),
+            ("code", Field::Str(code.as_str())),
+        ];
+        if let Some(usage) = &usage {
+            fields.push(("usage", Field::Json(usage)));
+        }
+        self.encode_next(out, "RUN_ERROR", &fields);
     }
+}
+
+/// AG-UI's `usage[]` of `usage`; `None` when empty (the field is left out).
+fn usage_json(usage: &[TokenUsage]) -> Option<Value> {
+    (!usage.is_empty()).then(|| Value::Array(usage.iter().map(TokenUsage::to_json).collect()))
 }
 
 impl Encoding for Console {
@@ -174,7 +193,7 @@ impl Encoding for Console {
 
     fn first_frame(w: &mut FrameWriter) {
         debug_assert_eq!(w.enc.seq, 0, "start() must come first");
-        if let Dialect::Agui { parent_run_id } = &w.enc.dialect {
+        if let Dialect::Agui { parent_run_id, .. } = &w.enc.dialect {
             let thread_id = w.enc.thread_id.clone().unwrap_or_default();
             let parent_run_id = parent_run_id.clone();
             let run_id = w.enc.run_id.clone();
@@ -225,6 +244,7 @@ impl Encoding for Console {
             AgentEvent::StepStarted(n) => w.step_started(&n),
             AgentEvent::StepFinished(n) => w.step_finished(&n),
             AgentEvent::ToolCallStart { id, name } => w.tool_call_start(&id, &name),
+            AgentEvent::ClientToolCallStart { id, name } => w.client_tool_call_start(&id, &name),
             AgentEvent::ToolCallArgs { id, delta } => w.tool_call_args(&id, &delta),
             AgentEvent::ToolCallEnd { id } => w.tool_call_end(&id),
             AgentEvent::ToolCallResult { id, content } => w.tool_call_result(&id, &content),
@@ -250,9 +270,16 @@ impl Encoding for Console {
         w.close_all();
         let mut encoded = String::new();
         match &ending {
-            Ending::Success => w
-                .enc
-                .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}")),
+            // AG-UI 1.0: a run that finished with calls left for the client names them.
+            Ending::Success if w.enc.is_agui() && !w.client_calls.is_empty() => {
+                let outcome = json!({"type": "success", "pendingToolCallIds": w.client_calls});
+                w.enc
+                    .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
+            }
+            Ending::Success => {
+                w.enc
+                    .run_finished(&mut encoded, Field::Raw("{\"type\":\"success\"}"), &w.usage)
+            }
             Ending::Interrupt(i) => {
                 let interrupt = if w.enc.is_agui() {
                     agui_interrupt(i.to_wire(), &w.enc.run_id)
@@ -260,17 +287,25 @@ impl Encoding for Console {
                     console_interrupt(i.to_wire(), &w.enc.run_id)
                 };
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
-                w.enc.run_finished(&mut encoded, Field::Json(&outcome));
+                w.enc
+                    .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
             }
-            Ending::Error { code, message } => w.enc.error_frame(&mut encoded, *code, message),
+            Ending::Error { code, message } => {
+                w.enc.error_frame(&mut encoded, *code, message, &w.usage);
+            }
         }
         (encoded, 1, ending)
     }
 
     fn error(w: &mut FrameWriter, code: TurnErrorCode) -> String {
         let mut out = String::new();
-        w.enc.error_frame(&mut out, code, code.user_message());
+        w.enc
+            .error_frame(&mut out, code, code.user_message(), &w.usage);
         out
+    }
+
+    fn reports_usage(w: &FrameWriter) -> bool {
+        w.enc.is_agui()
     }
 
     fn abort(w: &FrameWriter, out: &mut String, code: TurnErrorCode) {
@@ -328,7 +363,7 @@ impl Encoding for Console {
             &[("stepName", Field::Str(TURN_STEP))],
         );
         let code = TurnErrorCode::ReplayUnavailable;
-        w.enc.error_frame(&mut out, code, code.user_message());
+        w.enc.error_frame(&mut out, code, code.user_message(), &[]);
         out
     }
 }
@@ -374,7 +409,11 @@ impl Writer<Console> {
         limits: StreamLimits,
     ) -> Self {
         let mut w = Self::new(run_id, limits).with_thread_id(thread_id);
-        w.enc.dialect = Dialect::Agui { parent_run_id };
+        let run_tag = RunTag(run_tag(&w.enc.run_id));
+        w.enc.dialect = Dialect::Agui {
+            parent_run_id,
+            run_tag,
+        };
         w
     }
 
@@ -529,6 +568,16 @@ impl Writer<Console> {
         }
     }
 
+    /// Starts a call of a tool the client runs: a tool call like any other, which the run (in
+    /// the AG-UI dialect) leaves pending for the client unless a result for it follows.
+    pub fn client_tool_call_start(&mut self, id: &str, name: &str) {
+        let seen = self.enc.tools_seen.contains(id);
+        self.tool_call_start(id, name);
+        if !seen && self.enc.is_agui() && self.enc.tools_seen.contains(id) {
+            self.client_calls.push(id.to_owned());
+        }
+    }
+
     /// Streams part of a tool call's arguments (a string, typically JSON text).
     pub fn tool_call_args(&mut self, id: &str, delta: &str) {
         if self.is_finished() || delta.is_empty() || !self.enc.tools.iter().any(|t| t == id) {
@@ -555,6 +604,8 @@ impl Writer<Console> {
             return;
         }
         self.tool_call_end(id);
+        // Answered here: not left for the client.
+        self.client_calls.retain(|c| c != id);
         let message_id = format!("{id}-result");
         let fields = |content| {
             [
@@ -764,7 +815,10 @@ impl Writer<Console> {
 
     fn new_message_id(&mut self) -> MessageId {
         self.enc.next_message += 1;
-        MessageId::new(self.enc.next_message)
+        match &self.enc.dialect {
+            Dialect::Agui { run_tag, .. } => MessageId::tagged(self.enc.next_message, run_tag),
+            Dialect::Console => MessageId::new(self.enc.next_message),
+        }
     }
 
     /// Room for a field's content in a frame of this shape whose content is empty (written
@@ -917,17 +971,27 @@ impl EscapedPrefix {
     }
 }
 
-/// A message id runway makes, `m{n}`, kept inline (`Copy`): naming it in a frame allocates
-/// nothing.
+/// A message id runway makes, `m{n}` (in the AG-UI dialect `m{n}.{run tag}`), kept inline
+/// (`Copy`): naming it in a frame allocates nothing.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MessageId {
-    buf: [u8; 11],
+    buf: [u8; 24],
     len: u8,
 }
 
 impl MessageId {
+    /// `m{n}.{tag}`: unique in the thread, where `m{n}` is unique in the run only.
+    fn tagged(n: u32, tag: &RunTag) -> Self {
+        let mut id = Self::new(n);
+        let at = usize::from(id.len);
+        id.buf[at] = b'.';
+        id.buf[at + 1..at + 1 + tag.0.len()].copy_from_slice(&tag.0);
+        id.len += 1 + tag.0.len() as u8;
+        id
+    }
+
     pub(super) fn new(n: u32) -> Self {
-        let mut buf = [0u8; 11];
+        let mut buf = [0u8; 24];
         buf[0] = b'm';
         let mut len = 1;
         let mut digits = [0u8; 10];
@@ -952,7 +1016,7 @@ impl MessageId {
     }
 
     pub(super) fn as_str(&self) -> &str {
-        // Only ASCII digits after `m` are ever stored.
+        // Only ASCII (digits after `m`, then a dot and hex digits) is ever stored.
         std::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("m")
     }
 }

@@ -77,7 +77,8 @@ impl Encoding for Lowkey {
             AgentEvent::Reasoning(t) => w.reasoning(&t),
             AgentEvent::EndReasoning => w.end_reasoning(),
             AgentEvent::StepStarted(n) => w.step_started(&n),
-            AgentEvent::ToolCallStart { id, name } => w.tool_call_start(&id, &name),
+            AgentEvent::ToolCallStart { id, name }
+            | AgentEvent::ClientToolCallStart { id, name } => w.tool_call_start(&id, &name),
             AgentEvent::StepFinished(_)
             | AgentEvent::ToolCallArgs { .. }
             | AgentEvent::ToolCallEnd { .. }
