@@ -1,6 +1,6 @@
 //! SSM's `GetParameter` as one SigV4-signed JSON request: the only SSM call the function makes
-//! (at init, [`crate::ssm`]). SSM's own SDK crate, `aws-sdk-ssm`, cost 0.38 MB of the arm64
-//! package (0.12 MB gzip, BENCHMARKS.md "AWS Lambda") for this one call: its operation
+//! (at init, [`crate::ssm`]). SSM's own SDK crate, `aws-sdk-ssm`, cost 0.67 MB of the arm64
+//! package stripped (0.14 MB gzip, BENCHMARKS.md "AWS Lambda") for this one call: its operation
 //! serialisers, error types, endpoint rules and client plumbing. This is the same exchange with
 //! what the package links already: the credentials, region and endpoint settings of the
 //! shared [`SdkConfig`] ([`crate::sdk_config`]), `aws-sigv4` (the SDK's own signer) and the
