@@ -127,8 +127,9 @@ pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String
     let mut backoff = Duration::from_millis(200);
     let mut attempt = 1;
     loop {
-        // Boxed as `dyn Future`: nested in init's future, its type (signing, the exchange, the
-        // timeout) passes rustc's query depth limit in the `bootstrap` that awaits init.
+        // Boxed as `dyn Future`: the exchange's future type (signing, the request, the
+        // timeout) stays out of init's, whose nesting is at rustc's query depth limit already
+        // (see lib.rs). Once per attempt, at init only.
         let e = match get_parameter(sdk, &http, name).boxed().await {
             Ok(value) => return value.ok_or_else(|| "the parameter has no value".to_owned()),
             Err(e) => e,
