@@ -22,23 +22,32 @@ import subprocess
 import sys
 
 STD = {"core", "alloc", "std", "compiler_builtins", "hashbrown", "std_detect", "panic_unwind"}
-PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?=::)")
+# The first segment of each path in a demangled name: at its start, or after `<`, a space, `&`,
+# `(`, `,`, `*` or `[`.
+PATH_START = re.compile(r"(?:^|[<\s&(,*\[])([A-Za-z_][A-Za-z0-9_]*)::")
+# What llvm-nm leaves of Rust's legacy mangling inside a name.
+ESCAPES = {
+    "$LT$": "<", "$GT$": ">", "$u20$": " ", "$C$": ",", "$RF$": "&", "$BP$": "*",
+    "$u7b$": "{", "$u7d$": "}", "$LP$": "(", "$RP$": ")", "$u27$": "'", "$u5b$": "[",
+    "$u5d$": "]", "$u7e$": "~", "$u3b$": ";", "$u2b$": "+", "$u22$": '"', "$SP$": "@",
+}
+
+
+def readable(name: str) -> str:
+    for k, v in ESCAPES.items():
+        name = name.replace(k, v)
+    name = name.replace("..", "::")
+    return name[1:] if name.startswith("_<") else name
 
 
 def owner(name: str) -> str:
     if name.startswith("ring_core_") or name.startswith("ring_"):
         return "ring (C/asm)"
-    if name.startswith("_ZN") or name.startswith("_R"):
-        return "(mangled)"
-    crates = [m.group(0) for m in PATH.finditer(name)]
+    crates = [m.group(1) for m in PATH_START.finditer(name)]
     if not crates:
-        return "(not Rust: libc, C, linker)"
-    first = crates[0]
-    if first in STD:
-        outside = [c for c in crates[1:] if c not in STD and not c[0].isupper()]
-        if outside:
-            return outside[0]
-    return first
+        return "(not Rust: libc, C, data)"
+    outside = [c for c in crates if c not in STD]
+    return outside[0] if outside else "std (core, alloc)"
 
 
 def main() -> int:
@@ -55,12 +64,12 @@ def main() -> int:
     per_crate = collections.Counter()
     symbols = []
     for line in out.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 4:
+        m = re.match(r"^[0-9a-fA-F]+ ([0-9a-fA-F]+) (\S) (.*)$", line)
+        if not m:
             continue
-        size, kind, name = int(parts[1], 16), parts[2], parts[3]
+        size, kind, name = int(m.group(1), 16), m.group(2), m.group(3)
         # Demangled legacy names end with a hash (`::h0123…`); drop it.
-        name = re.sub(r"::h[0-9a-f]{16}$", "", name)
+        name = readable(re.sub(r"::h[0-9a-f]{16}$", "", name))
         crate = owner(name)
         per_crate[crate] += size
         symbols.append((size, kind, crate, name))
