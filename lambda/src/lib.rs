@@ -30,6 +30,11 @@
 //! on (and is billed) until the agent finishes or `RUNWAY_TURN_DEADLINE_SECS` cuts it; see
 //! `lambda/README.md`.
 #![warn(missing_docs)]
+// The future of `run_builtin` (init, then the runtime loop answering through the core) is
+// deeper than rustc's default query depth (128) lets it lay out, since SSM's SDK crate left
+// the build (`queries overflow the depth limit!`; which layouts are computed first, and so how
+// deep, depends on what else the crate holds). A compile-time limit only: no runtime effect.
+#![recursion_limit = "256"]
 
 mod body;
 pub mod emf;
@@ -44,6 +49,7 @@ mod sdk_config;
 mod sdk_http;
 mod settings;
 mod ssm;
+mod ssm_request;
 pub mod store;
 
 use std::convert::Infallible;

@@ -22,7 +22,8 @@ use aws_config::provider_config::ProviderConfig;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_ssm::config::{Credentials, SharedCredentialsProvider};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_types::sdk_config::SharedHttpClient;
 use aws_types::service_config::{LoadServiceConfig, ServiceConfigKey};
 
@@ -131,7 +132,7 @@ impl LoadServiceConfig for EndpointUrls {
 mod tests {
     use std::collections::HashMap;
 
-    use aws_sdk_ssm::config::ProvideCredentials;
+    use aws_credential_types::provider::ProvideCredentials;
 
     use super::*;
     use crate::ssm::read_parameter;
@@ -213,7 +214,8 @@ mod tests {
         assert!(other_requested.lock().unwrap().is_empty());
     }
 
-    /// The fake SSM sees the environment's access key in the request's signature.
+    /// The SSM endpoint sees the environment's access key in the request's signature, and its
+    /// session token.
     #[tokio::test]
     async fn requests_are_signed_with_the_environments_credentials() {
         let (url, heads) = signature_recorder().await;
@@ -222,11 +224,7 @@ mod tests {
             Arc::new(lookup(&[("AWS_ENDPOINT_URL", &url)])),
         );
         // The recorder answers nothing useful: only the request matters.
-        let _ = aws_sdk_ssm::Client::new(&sdk)
-            .get_parameter()
-            .name("/runway/auth")
-            .send()
-            .await;
+        let _ = read_parameter(&sdk, "/runway/auth").await;
         let heads = heads.lock().unwrap();
         let first = heads.first().expect("a request reached the endpoint");
         assert!(

@@ -4,7 +4,8 @@
 //! default aws-lc-rs. One crypto library in the package instead of two: about 1 MB less to
 //! upload and load at every cold start (BENCHMARKS.md, "AWS Lambda"). ring offers no
 //! post-quantum key exchange, which the SDK's default prefers; the TLS connections to
-//! DynamoDB and SSM use X25519 instead.
+//! DynamoDB use X25519 instead. SSM is reached through the agents' reqwest client
+//! (`crate::ssm_request`), also on ring.
 
 use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::Provider;

@@ -8,8 +8,11 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use aws_config::SdkConfig;
+use futures::FutureExt;
+use runway_core::http_client::ReqwestClient;
 
 use crate::init_error::InitError;
+use crate::ssm_request::{SsmError, get_parameter};
 
 /// The setting naming the SSM SecureString that holds the auth header set.
 pub(crate) const AUTH_PARAMETER: &str = "RUNWAY_AUTH_HEADERS_SSM_PARAMETER";
@@ -112,27 +115,23 @@ pub(crate) async fn read_secure_parameter(
         })
 }
 
-/// An SSM SecureString's value, retried on transient errors; the error never contains the
-/// value.
+/// An SSM SecureString's value ([`crate::ssm_request`]), retried on transient errors; the
+/// error never contains the value.
+///
+/// Up to [`SSM_ATTEMPTS`] times `sdk`'s own retry attempts (4 with the function's
+/// configuration: the attempts the SDK client's retries and this loop around it made together
+/// before), waiting 200 ms doubling up to 1 s, with jitter, between them.
 pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String, String> {
-    use aws_sdk_ssm::error::ProvideErrorMetadata;
-    let client = aws_sdk_ssm::Client::new(sdk);
+    let http = ReqwestClient::new();
+    let attempts = SSM_ATTEMPTS * sdk.retry_config().map_or(1, |r| r.max_attempts().max(1));
     let mut backoff = Duration::from_millis(200);
     let mut attempt = 1;
     loop {
-        let result = client
-            .get_parameter()
-            .name(name)
-            .with_decryption(true)
-            .send()
-            .await;
-        let e = match result {
-            Ok(out) => {
-                return out
-                    .parameter
-                    .and_then(|p| p.value)
-                    .ok_or_else(|| "the parameter has no value".to_owned());
-            }
+        // Boxed as `dyn Future`: the exchange's future type (signing, the request, the
+        // timeout) stays out of init's, whose nesting is at rustc's query depth limit already
+        // (see lib.rs). Once per attempt, at init only.
+        let e = match get_parameter(sdk, &http, name).boxed().await {
+            Ok(value) => return value.ok_or_else(|| "the parameter has no value".to_owned()),
             Err(e) => e,
         };
         // Retrying cannot help a parameter that does not exist or may not be read.
@@ -145,14 +144,13 @@ pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String
                     | "InvalidKeyId"
                     | "ValidationException"
             )
-        );
-        let detail = aws_sdk_ssm::error::DisplayErrorContext(&e).to_string();
-        if permanent || attempt >= SSM_ATTEMPTS {
-            return Err(format!("{detail} (after {attempt} attempt(s))"));
+        ) || matches!(e, SsmError::Request(_));
+        if permanent || attempt >= attempts {
+            return Err(format!("{e} (after {attempt} attempt(s))"));
         }
-        tracing::warn!(parameter = %name, attempt, error = %detail, "reading an SSM parameter failed: retrying");
+        tracing::warn!(parameter = %name, attempt, error = %e, "reading an SSM parameter failed: retrying");
         tokio::time::sleep(backoff + Duration::from_millis(fastrand::u64(0..100))).await;
-        backoff *= 2;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
         attempt += 1;
     }
 }
@@ -164,6 +162,8 @@ pub(crate) mod tests {
 
     use aws_config::retry::RetryConfig;
     use aws_config::{BehaviorVersion, Region};
+    use aws_credential_types::Credentials;
+    use aws_credential_types::provider::SharedCredentialsProvider;
 
     use super::*;
 
@@ -191,9 +191,109 @@ pub(crate) mod tests {
         move |k| map.get(k).cloned()
     }
 
-    /// A loopback stand-in for SSM: answers `GetParameter` with `ThrottlingException` for the
-    /// first `throttle` requests, then with the parameter of `parameters` (name, value) it
-    /// names, or `ParameterNotFound`. Returns its URL and the names asked for, in order.
+    /// The secret of each access key the tests sign with (`sdk_for`'s, and the Lambda
+    /// environment's of `sdk_config`'s tests).
+    const SECRETS: &[(&str, &str)] = &[("AKIDTEST", "secret"), ("ASIALAMBDAROLE", "role-secret")];
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn hmac(key: &[u8], data: &str) -> Vec<u8> {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+        ring::hmac::sign(&key, data.as_bytes()).as_ref().to_vec()
+    }
+
+    fn sha256(data: &[u8]) -> String {
+        hex(ring::digest::digest(&ring::digest::SHA256, data).as_ref())
+    }
+
+    /// Why the request (its head, lines after the request line, and body) is not a
+    /// `GetParameter` signed with SigV4 by a key of [`SECRETS`] for SSM in us-east-1, as AWS
+    /// checks it: the signature is computed here from the request as received, by the
+    /// algorithm of AWS's SigV4 documentation (not by the signer the code uses).
+    fn signature_problem(head: &str, body: &[u8]) -> Option<String> {
+        let mut lines = head.lines();
+        let request_line = lines.next().unwrap_or_default();
+        if request_line != "POST / HTTP/1.1" {
+            return Some(format!("request line {request_line:?}"));
+        }
+        let headers: BTreeMap<String, String> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let header = |k: &str| headers.get(k).map(String::as_str).unwrap_or_default();
+        if header("x-amz-target") != "AmazonSSM.GetParameter"
+            || header("content-type") != "application/x-amz-json-1.1"
+        {
+            return Some("not a JSON 1.1 AmazonSSM.GetParameter request".into());
+        }
+        let authorization = header("authorization");
+        let Some(fields) = authorization.strip_prefix("AWS4-HMAC-SHA256 ") else {
+            return Some("no SigV4 authorization".into());
+        };
+        let field = |name: &str| {
+            fields
+                .split(", ")
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or_default()
+        };
+        let scope: Vec<&str> = field("Credential").split('/').collect();
+        let [key_id, date, region, service, "aws4_request"] = scope[..] else {
+            return Some(format!("credential scope {scope:?}"));
+        };
+        if (region, service) != ("us-east-1", "ssm") {
+            return Some(format!("signed for {service} in {region}"));
+        }
+        let Some((_, secret)) = SECRETS.iter().find(|(k, _)| *k == key_id) else {
+            return Some(format!("unknown access key {key_id}"));
+        };
+        let amz_date = header("x-amz-date");
+        if !amz_date.starts_with(date) {
+            return Some("x-amz-date is not the scope's date".into());
+        }
+        let signed: Vec<&str> = field("SignedHeaders").split(';').collect();
+        for needed in ["content-type", "host", "x-amz-date", "x-amz-target"] {
+            if !signed.contains(&needed) {
+                return Some(format!("{needed} is not signed"));
+            }
+        }
+        if headers.contains_key("x-amz-security-token") && !signed.contains(&"x-amz-security-token")
+        {
+            return Some("the session token is not signed".into());
+        }
+        let canonical_headers: String = signed
+            .iter()
+            .map(|h| format!("{h}:{}\n", header(h)))
+            .collect();
+        let canonical = format!(
+            "POST\n/\n\n{canonical_headers}\n{}\n{}",
+            signed.join(";"),
+            sha256(body)
+        );
+        let to_sign = format!(
+            "AWS4-HMAC-SHA256\n{amz_date}\n{date}/{region}/{service}/aws4_request\n{}",
+            sha256(canonical.as_bytes())
+        );
+        let mut key = hmac(format!("AWS4{secret}").as_bytes(), date);
+        for part in [region, service, "aws4_request"] {
+            key = hmac(&key, part);
+        }
+        if hex(&hmac(&key, &to_sign)) != field("Signature") {
+            return Some("the signature does not match".into());
+        }
+        let request: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        if request["WithDecryption"] != true {
+            return Some("not read with decryption".into());
+        }
+        None
+    }
+
+    /// A loopback stand-in for SSM: checks each request's SigV4 signature
+    /// ([`signature_problem`]; `InvalidSignatureException` when wrong), answers `GetParameter`
+    /// with `ThrottlingException` for the first `throttle` requests, then with the parameter of
+    /// `parameters` (name, value) it names, or `ParameterNotFound`. Returns its URL and the
+    /// names asked for, in order.
     pub(crate) async fn fake_ssm(
         throttle: usize,
         parameters: &[(&str, &str)],
@@ -228,16 +328,22 @@ pub(crate) mod tests {
                                 })
                                 .unwrap_or(0);
                             if buf.len() >= end + 4 + len {
+                                let body = &buf[end + 4..end + 4 + len];
+                                let problem = signature_problem(&text[..end], body);
                                 let request: serde_json::Value =
-                                    serde_json::from_slice(&buf[end + 4..end + 4 + len])
-                                        .unwrap_or_default();
+                                    serde_json::from_slice(body).unwrap_or_default();
                                 let name = request["Name"].as_str().unwrap_or_default().to_owned();
                                 let n = {
                                     let mut seen = seen.lock().unwrap();
                                     seen.push(name.clone());
                                     seen.len() - 1
                                 };
-                                let (status, body) = if n < throttle {
+                                let (status, body) = if let Some(problem) = problem {
+                                    (
+                                        "400 Bad Request",
+                                        serde_json::json!({"__type": "InvalidSignatureException", "message": problem}),
+                                    )
+                                } else if n < throttle {
                                     (
                                         "400 Bad Request",
                                         serde_json::json!({"__type": "ThrottlingException", "message": "Rate exceeded"}),
@@ -284,9 +390,9 @@ pub(crate) mod tests {
             .http_client(crate::sdk_http::https_client())
             .region(Region::new("us-east-1"))
             .endpoint_url(endpoint)
-            .credentials_provider(aws_sdk_ssm::config::SharedCredentialsProvider::new(
-                aws_sdk_ssm::config::Credentials::new("AKIDTEST", "secret", None, None, "test"),
-            ))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "AKIDTEST", "secret", None, None, "test",
+            )))
             .retry_config(RetryConfig::standard().with_max_attempts(1))
             .build()
     }
@@ -299,6 +405,30 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(value, "X-API-Key: k1");
         assert_eq!(requested.lock().unwrap().len(), 3);
+    }
+
+    /// The stand-in's signature check fails a request signed with another secret, so the
+    /// tests that read through it prove the code's signature right.
+    #[tokio::test]
+    async fn a_request_signed_with_another_secret_is_refused() {
+        let (url, requested) = fake_ssm(0, &[("/runway/auth", "X-API-Key: k1")]).await;
+        let sdk = sdk_for(&url)
+            .into_builder()
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "AKIDTEST",
+                "not-the-secret",
+                None,
+                None,
+                "test",
+            )))
+            .build();
+        let e = read_parameter(&sdk, "/runway/auth").await.unwrap_err();
+        assert!(
+            e.contains("InvalidSignatureException") && e.contains("signature does not match"),
+            "{e}"
+        );
+        assert!(!e.contains("X-API-Key"), "{e}");
+        assert_eq!(requested.lock().unwrap().len(), SSM_ATTEMPTS as usize);
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
 //! The AWS SDK's HTTPS client (`lambda/src/sdk_http.rs`: rustls on ring) completes a real TLS
-//! handshake and verifies the server's certificate: an SSM client made from
+//! handshake and verifies the server's certificate: a DynamoDB client made from
 //! [`runway_lambda::sdk_config`], as the function makes it, calls TLS servers on 127.0.0.1.
 //! moto, the other tests' AWS, speaks plain HTTP, so nothing else covers this path.
 //!
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use aws_sdk_ssm::error::DisplayErrorContext;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -34,7 +34,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs
 /// Set (to the directory of the generated files) in the child's environment.
 const CHILD_DIR: &str = "RUNWAY_TEST_SDK_TLS_DIR";
 /// The value the trusted server answers with.
-const VALUE: &str = "read over TLS";
+const VALUE: &str = "read-over-tls";
 
 fn main() -> ExitCode {
     match std::env::var_os(CHILD_DIR) {
@@ -119,7 +119,7 @@ fn child(dir: &Path) -> ExitCode {
         let sdk = runway_lambda::sdk_config(get).await;
 
         let (trusted_port, trusted_requests) = serve(&dir.join("trusted")).await;
-        let value = get_parameter(&sdk, &format!("https://localhost:{trusted_port}"))
+        let value = list_tables(&sdk, &format!("https://localhost:{trusted_port}"))
             .await
             .unwrap_or_else(|e| panic!("the call to the trusted server failed: {e}"));
         assert_eq!(value, VALUE);
@@ -127,14 +127,14 @@ fn child(dir: &Path) -> ExitCode {
         println!("sdk_tls: the trusted server answered over TLS");
 
         let (untrusted_port, untrusted_requests) = serve(&dir.join("untrusted")).await;
-        let e = get_parameter(&sdk, &format!("https://localhost:{untrusted_port}"))
+        let e = list_tables(&sdk, &format!("https://localhost:{untrusted_port}"))
             .await
             .expect_err("a certificate from an unknown CA is refused");
         assert!(e.contains("UnknownIssuer"), "not a certificate error: {e}");
         assert_eq!(untrusted_requests.load(Ordering::SeqCst), 0);
         println!("sdk_tls: the untrusted certificate was refused: {e}");
 
-        let e = get_parameter(&sdk, &format!("https://127.0.0.1:{trusted_port}"))
+        let e = list_tables(&sdk, &format!("https://127.0.0.1:{trusted_port}"))
             .await
             .expect_err("a certificate without the host's name is refused");
         assert!(e.contains("NotValidForName"), "not a name error: {e}");
@@ -144,24 +144,22 @@ fn child(dir: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `GetParameter` through an SSM client made from the function's `sdk` config, at `endpoint`:
-/// the parameter's value, or the error with its sources.
-async fn get_parameter(sdk: &aws_config::SdkConfig, endpoint: &str) -> Result<String, String> {
-    let config = aws_sdk_ssm::config::Builder::from(sdk)
+/// `ListTables` through a DynamoDB client made from the function's `sdk` config, at
+/// `endpoint`: the first table's name, or the error with its sources.
+async fn list_tables(sdk: &aws_config::SdkConfig, endpoint: &str) -> Result<String, String> {
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
         .endpoint_url(endpoint)
         .build();
-    aws_sdk_ssm::Client::from_conf(config)
-        .get_parameter()
-        .name("/runway/tls")
-        .with_decryption(true)
+    aws_sdk_dynamodb::Client::from_conf(config)
+        .list_tables()
         .send()
         .await
-        .map(|out| out.parameter.and_then(|p| p.value).unwrap_or_default())
+        .map(|out| out.table_names.unwrap_or_default().join(","))
         .map_err(|e| DisplayErrorContext(&e).to_string())
 }
 
-/// A TLS server on 127.0.0.1 with the certificate `{path}.der`: answers every SSM
-/// `GetParameter` with [`VALUE`]. Its port, and the count of HTTP requests it has read.
+/// A TLS server on 127.0.0.1 with the certificate `{path}.der`: answers every DynamoDB
+/// `ListTables` with [`VALUE`] as the one table. Its port, and the count of HTTP requests it has read.
 async fn serve(path: &Path) -> (u16, Arc<AtomicUsize>) {
     let cert = CertificateDer::from(read(path.with_extension("der")));
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(read(
@@ -204,23 +202,21 @@ async fn serve(path: &Path) -> (u16, Arc<AtomicUsize>) {
     (port, requests)
 }
 
-/// SSM's answer to `GetParameter` (JSON 1.1 protocol), or 400 for any other request.
+/// DynamoDB's answer to `ListTables` (JSON 1.0 protocol), or 400 for any other request.
 fn answer(req: &hyper::Request<Incoming>) -> hyper::Response<String> {
     let target = req
         .headers()
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok());
-    if target != Some("AmazonSSM.GetParameter") {
+    if target != Some("DynamoDB_20120810.ListTables") {
         return hyper::Response::builder()
             .status(400)
             .body(format!("unexpected target {target:?}"))
             .expect("response");
     }
-    let body = serde_json::json!({
-        "Parameter": {"Name": "/runway/tls", "Type": "SecureString", "Value": VALUE, "Version": 1}
-    });
+    let body = serde_json::json!({ "TableNames": [VALUE] });
     hyper::Response::builder()
-        .header("content-type", "application/x-amz-json-1.1")
+        .header("content-type", "application/x-amz-json-1.0")
         .body(body.to_string())
         .expect("response")
 }

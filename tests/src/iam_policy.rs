@@ -5,7 +5,9 @@
 //!   `src/operation/` modules, located with `cargo metadata`).
 //! - [`calls_in`] finds the SDK operations the sources call: a zero-argument method call whose
 //!   name is one of those operations (`self.client.batch_get_item()`), outside comments and
-//!   string literals.
+//!   string literals; and the operations the code calls without an SDK crate, as a request of
+//!   AWS's JSON protocol it makes itself: a string literal naming the action's
+//!   `X-Amz-Target` (`"AmazonSSM.GetParameter"`, [`JSON_TARGETS`]).
 //! - [`required_actions`] turns them into IAM actions: `service:PascalCaseName`, except where
 //!   AWS authorises an operation by other actions (a DynamoDB transaction needs the action of
 //!   each kind of item it writes, found from the item builders in the code; reading a
@@ -177,7 +179,49 @@ fn method_calls(code: &str) -> Vec<(String, usize)> {
     calls
 }
 
-/// The SDK operations `sources` (`(file name, text)`) call.
+/// The `X-Amz-Target` prefix of each service whose JSON-protocol requests the code may make
+/// itself, and the service's IAM prefix.
+pub const JSON_TARGETS: &[(&str, &str)] =
+    &[("AmazonSSM.", "ssm"), ("DynamoDB_20120810.", "dynamodb")];
+
+/// The operations named as `X-Amz-Target` string literals (`"AmazonSSM.GetParameter"`) in
+/// `text`, outside comments: `(service, snake_case operation, line)`.
+fn json_target_calls(text: &str) -> Vec<(String, String, usize)> {
+    let mut calls = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or_default();
+        for (prefix, service) in JSON_TARGETS {
+            let quoted = format!("\"{prefix}");
+            for (i, _) in code.match_indices(&quoted) {
+                let rest = &code[i + quoted.len()..];
+                let action: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                if action.is_empty() || !rest[action.len()..].starts_with('"') {
+                    continue;
+                }
+                calls.push(((*service).to_owned(), snake_case(&action), n + 1));
+            }
+        }
+    }
+    calls
+}
+
+/// `GetParameter` → `get_parameter`.
+fn snake_case(pascal: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in pascal.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// The AWS operations `sources` (`(file name, text)`) call: through an SDK crate, or as a
+/// JSON-protocol request the code makes itself.
 ///
 /// # Panics
 /// If an operation name belongs to two services' SDKs: the scan cannot tell which one is
@@ -202,6 +246,13 @@ pub fn calls_in(sources: &[(String, String)], services: &ServiceOperations) -> V
                     at: format!("{file}:{line}"),
                 });
             }
+        }
+        for (service, operation, line) in json_target_calls(text) {
+            calls.insert(SdkCall {
+                service,
+                operation,
+                at: format!("{file}:{line}"),
+            });
         }
     }
     calls.into_iter().collect()
@@ -242,6 +293,13 @@ pub fn required_actions(calls: &[SdkCall], sources: &[(String, String)]) -> BTre
         .collect::<Vec<_>>()
         .join("\n");
     let squeezed: String = code.split_whitespace().collect();
+    // With the string literals: a JSON request body the code writes itself.
+    let raw: String = sources
+        .iter()
+        .flat_map(|(_, t)| t.split_whitespace())
+        .collect();
+    let decrypts =
+        squeezed.contains(".with_decryption(true)") || raw.contains("\"WithDecryption\":true");
     let mut out = BTreeSet::new();
     for call in calls {
         let because = format!("{} calls {}", call.at, call.operation);
@@ -281,7 +339,7 @@ pub fn required_actions(calls: &[SdkCall], sources: &[(String, String)]) -> BTre
             }
             ("ssm", op @ ("get_parameter" | "get_parameters" | "get_parameters_by_path")) => {
                 need(format!("ssm:{}", pascal_case(op)));
-                if squeezed.contains(".with_decryption(true)") {
+                if decrypts {
                     // A SecureString under a customer-managed key; the AWS-managed aws/ssm key
                     // needs no grant in the function's policy.
                     need("kms:Decrypt".into());
@@ -718,6 +776,40 @@ mod tests {
                 "kms:Decrypt",
                 "ssm:GetParameter"
             ]
+        );
+    }
+
+    /// A request the code signs and sends itself counts as its operation's call, with the
+    /// decryption its JSON body asks for.
+    #[test]
+    fn json_protocol_targets_in_the_code_become_actions() {
+        let src = r##"
+            // "AmazonSSM.DeleteParameter" in a comment
+            const TARGET: &str = "AmazonSSM.GetParameter";
+            let other = "AmazonSSM.GetParameterX2";
+            let prefix_only = "AmazonSSM.";
+            let body = serde_json::json!({"Name": name, "WithDecryption": true});
+        "##;
+        let sources = vec![("a.rs".to_owned(), src.to_owned())];
+        let calls = calls_in(&sources, &ServiceOperations::new());
+        let found: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|c| (c.service.as_str(), c.operation.as_str(), c.at.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("ssm", "get_parameter", "a.rs:3"),
+                ("ssm", "get_parameter_x2", "a.rs:4")
+            ]
+        );
+        let actions: BTreeSet<String> = required_actions(&calls[..1], &sources)
+            .into_iter()
+            .map(|r| r.action)
+            .collect();
+        assert_eq!(
+            actions.into_iter().collect::<Vec<_>>(),
+            ["kms:Decrypt", "ssm:GetParameter"]
         );
     }
 
