@@ -30,11 +30,6 @@
 //! on (and is billed) until the agent finishes or `RUNWAY_TURN_DEADLINE_SECS` cuts it; see
 //! `lambda/README.md`.
 #![warn(missing_docs)]
-// The future of `run_builtin` (init, then the runtime loop answering through the core) is
-// deeper than rustc's default query depth (128) lets it lay out, since SSM's SDK crate left
-// the build (`queries overflow the depth limit!`; which layouts are computed first, and so how
-// deep, depends on what else the crate holds). A compile-time limit only: no runtime effect.
-#![recursion_limit = "256"]
 
 mod body;
 pub mod emf;

@@ -5,10 +5,6 @@
 //! `RUNWAY_WORKERS`) naming each worker's agent, else `RUNWAY_AGENT` (`demo`, `echo`, `model` or
 //! `http-probe`), and everything [`runway_lambda::run`] reads.
 
-// The runtime's future holds `run_builtin`'s, deeper than rustc's default query depth lets it
-// lay out (see the crate's lib.rs). Compile time only.
-#![recursion_limit = "256"]
-
 #[tokio::main]
 async fn main() -> Result<(), runway_lambda::Error> {
     runway_lambda::run_builtin().await

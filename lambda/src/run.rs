@@ -42,10 +42,13 @@ pub async fn run_with_providers<A: Agent>(
 ) -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     crate::logging::init();
+    // Boxed: the caller's future (a team's `main`) holds a pointer, not the whole init and
+    // runtime loop, so its layout stays within rustc's default query depth (128) with no
+    // `recursion_limit` in the team's crate.
     if runway_agents::settings::workers_file_in_env() {
-        return serve_workers(agent, started).await;
+        return Box::pin(serve_workers(agent, started)).await;
     }
-    serve(agent, started, providers).await
+    Box::pin(serve(agent, started, providers)).await
 }
 
 /// [`run`] for this crate's own `bootstrap`: the workers of a workers file if one is set (it
@@ -59,15 +62,19 @@ pub async fn run_builtin() -> Result<(), lambda_http::Error> {
     let started = Instant::now();
     crate::logging::init();
     if runway_agents::settings::workers_file_in_env() {
-        return serve_workers(runway_core::Workers::new(), started).await;
+        return Box::pin(serve_workers(runway_core::Workers::new(), started)).await;
     }
-    let agent = builtin_agent(|k| std::env::var(k).ok(), std::env::vars_os()).await?;
+    let agent = Box::pin(builtin_agent(
+        |k| std::env::var(k).ok(),
+        std::env::vars_os(),
+    ))
+    .await?;
     // The tools file's OAuth providers, served with the agent.
     let providers = match &agent {
         BuiltinAgent::Model(model) => model.settings().providers.clone(),
         _ => Providers::new(),
     };
-    serve(agent, started, providers).await
+    Box::pin(serve(agent, started, providers)).await
 }
 
 /// Serves the workers of the workers file, with `agent` as `agent = "main"`: model workers
@@ -75,9 +82,9 @@ pub async fn run_builtin() -> Result<(), lambda_http::Error> {
 /// ([`LambdaModels`]).
 async fn serve_workers<A: Agent>(agent: A, started: Instant) -> Result<(), lambda_http::Error> {
     let get = |k: &str| std::env::var(k).ok();
-    let models = LambdaModels::start(&get, std::env::vars_os()).await?;
+    let models = Box::pin(LambdaModels::start(&get, std::env::vars_os())).await?;
     let workers = models.workers(agent, &get)?;
-    serve(workers, started, Providers::new()).await
+    Box::pin(serve(workers, started, Providers::new())).await
 }
 
 /// Initialises the app for `agent` (with connected accounts at `providers`) and answers
@@ -89,7 +96,7 @@ async fn serve<A: Agent>(
 ) -> Result<(), lambda_http::Error> {
     // var_os: a setting that is not UTF-8 fails init, never reads as "not set".
     let env = OsSettings::new(|k: &str| std::env::var_os(k));
-    let app = init_agent_with_providers(agent, |k| env.get(k), providers).await;
+    let app = Box::pin(init_agent_with_providers(agent, |k| env.get(k), providers)).await;
     env.check().map_err(|e| InitError::Config(e.to_string()))?;
     let app = app?;
     tracing::info!(
@@ -104,12 +111,15 @@ async fn serve<A: Agent>(
     loop {
         let handler = service_fn(move |req| {
             invocations.fetch_add(1, Ordering::Relaxed);
-            crate::handle(app, req)
+            // Boxed (one allocation per invocation): the runtime's future then holds a
+            // pointer, and every layout stays within rustc's default query depth (128), in
+            // this crate and in a team's `bootstrap` alike, with no `recursion_limit`.
+            Box::pin(crate::handle(app, req))
         });
         #[cfg(feature = "concurrent")]
-        let ended = lambda_http::run_with_streaming_response_concurrent(handler).await;
+        let ended = Box::pin(lambda_http::run_with_streaming_response_concurrent(handler)).await;
         #[cfg(not(feature = "concurrent"))]
-        let ended = lambda_http::run_with_streaming_response(handler).await;
+        let ended = Box::pin(lambda_http::run_with_streaming_response(handler)).await;
         let Err(e) = ended else {
             return Ok(());
         };
