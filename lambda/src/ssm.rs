@@ -128,8 +128,8 @@ pub(crate) async fn read_parameter(sdk: &SdkConfig, name: &str) -> Result<String
     let mut attempt = 1;
     loop {
         // Boxed as `dyn Future`: the exchange's future type (signing, the request, the
-        // timeout) stays out of init's, whose nesting is at rustc's query depth limit already
-        // (see lib.rs). Once per attempt, at init only.
+        // timeout) stays out of init's, which must fit rustc's default query depth (see
+        // run.rs). Once per attempt, at init only.
         let e = match get_parameter(sdk, &http, name).boxed().await {
             Ok(value) => return value.ok_or_else(|| "the parameter has no value".to_owned()),
             Err(e) => e,
