@@ -431,6 +431,46 @@ pub(crate) mod tests {
         assert_eq!(requested.lock().unwrap().len(), SSM_ATTEMPTS as usize);
     }
 
+    /// A 200 whose body is not SSM's JSON (a proxy's page) is a failed attempt, retried, and
+    /// never read as a parameter without a value.
+    #[tokio::test]
+    async fn a_success_that_is_not_json_is_a_failed_attempt() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let answered = Arc::new(Mutex::new(0usize));
+        let count = Arc::clone(&answered);
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let count = Arc::clone(&count);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let mut read = 0;
+                    // One request per connection is enough: the answer closes it.
+                    while !String::from_utf8_lossy(&buf[..read]).contains("WithDecryption") {
+                        match sock.read(&mut buf[read..]).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read += n,
+                        }
+                    }
+                    *count.lock().unwrap() += 1;
+                    let page = "<html>captive portal</html>";
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{page}",
+                        page.len()
+                    );
+                    let _ = sock.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        let e = read_parameter(&sdk_for(&url), "/runway/auth")
+            .await
+            .unwrap_err();
+        assert!(e.contains("not JSON"), "{e}");
+        assert!(!e.contains("has no value"), "{e}");
+        assert_eq!(*answered.lock().unwrap(), SSM_ATTEMPTS as usize);
+    }
+
     #[tokio::test]
     async fn a_failed_ssm_read_names_the_parameter() {
         let (url, requested) = fake_ssm(usize::MAX, &[]).await;

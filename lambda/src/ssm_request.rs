@@ -103,10 +103,17 @@ pub(crate) async fn get_parameter(
     let (status, body) = tokio::time::timeout(timeout, exchange)
         .await
         .map_err(|_| SsmError::Transport(format!("no answer within {timeout:?}")))??;
-    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     if !status.is_success() {
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         return Err(service_error(status.as_u16(), &json));
     }
+    // A success that is not SSM's JSON (a proxy's page, a cut answer) says nothing about the
+    // parameter: an attempt that failed, retried, never "the parameter has no value".
+    let json: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        SsmError::Transport(format!(
+            "SSM answered HTTP {status} with a body that is not JSON: {e}"
+        ))
+    })?;
     Ok(json["Parameter"]["Value"].as_str().map(str::to_owned))
 }
 
