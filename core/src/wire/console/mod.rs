@@ -10,6 +10,7 @@
 mod emit;
 mod final_frames;
 mod frame;
+mod message_id;
 mod messages;
 pub mod sse;
 mod state;

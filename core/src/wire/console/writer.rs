@@ -4,16 +4,16 @@
 //! abort tail) is in [`crate::wire::writer`]; this file holds Console's encoding (the
 //! [`Encoding`] the generic writer calls), the state it takes, and the writer's constructors.
 //! The rest of the encoding is in this folder, one job a file: what is open and how it is
-//! closed (`messages.rs`: text, reasoning, steps, tool calls), state, activities and files
-//! (`state.rs`), the final frames and interrupts (`final_frames.rs`), and frames kept within
-//! the limits (`emit.rs`).
+//! closed (`messages.rs`: text, reasoning, steps, tool calls; their ids in `message_id.rs`),
+//! state, activities and files (`state.rs`), the final frames and interrupts
+//! (`final_frames.rs`), and frames kept within the limits (`emit.rs`).
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use super::frame::{Field, encode};
-use super::messages::{MessageId, RunTag};
+use super::message_id::{MessageId, RunTag};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
 use crate::error::TurnErrorCode;
