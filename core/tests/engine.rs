@@ -226,6 +226,35 @@ async fn a_store_slower_than_its_timeout_is_a_run_error() {
     assert_eq!(agent.runs.load(Ordering::SeqCst), 0);
 }
 
+/// A turn whose usage write takes `delay`: what the client read, and how long the turn's body
+/// stayed open.
+async fn turn_with_usage_write_taking(delay: Duration) -> (Frames, Duration) {
+    let (app, _) = app();
+    app.store().delay(StoreCall::AddTally, delay);
+    let rt = app.runtime();
+    let before = rt.elapsed();
+    let f = app.send(turn("r", "0")).await;
+    assert_eq!(app.store().calls(StoreCall::AddTally), 1);
+    (f, rt.elapsed() - before)
+}
+
+#[tokio::test]
+async fn a_usage_write_that_never_completes_is_given_up_after_its_bound() {
+    // An hour of virtual time: as good as never.
+    let (f, open) = turn_with_usage_write_taking(Duration::from_secs(3600)).await;
+    // The final frame left at once; the body stayed open for the write until its bound (8 s).
+    assert!(f.is_success(), "{f:?}");
+    assert_eq!(f.received().took(), Duration::ZERO);
+    assert_eq!(open, Duration::from_secs(8));
+}
+
+#[tokio::test]
+async fn a_slow_usage_write_is_waited_for_within_its_bound() {
+    let (f, open) = turn_with_usage_write_taking(Duration::from_secs(3)).await;
+    assert!(f.is_success(), "{f:?}");
+    assert_eq!(open, Duration::from_secs(3));
+}
+
 #[tokio::test]
 async fn a_panic_is_a_run_error_and_the_service_goes_on() {
     let (app, _) = app();

@@ -177,7 +177,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
         }
         // Then the usage, while the body is still open (this driver holds it): on Lambda the
         // invocation ends with the body, and nothing after it is sure to run.
-        after_turn(self.engine, &plan.turn).await;
+        after_turn(&mut self.io, &plan.turn).await;
     }
 
     /// Claims the run; `None` if this delivery has already answered (a replay, a refusal, an

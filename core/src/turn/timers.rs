@@ -10,11 +10,16 @@
 //! | [`Timer::Heartbeat`] | `first_heartbeat` after the start, then `heartbeat` after each write | a keep-alive is sent |
 //! | [`Timer::Supersede`] | when the agent starts, `heartbeat` later, then backing off to [`MAX_SUPERSEDE_CHECK`] | the store is asked whether a newer turn arrived on the thread |
 //! | [`Timer::DuplicatePoll`] | when another delivery of the run is running, backing off to [`MAX_DUPLICATE_POLL`] | the claim is tried again |
+//! | [`Timer::UsageWrite`] | when the turn's usage is written, after its final frame, [`USAGE_WRITE_TIMEOUT`] later | the writes are given up (`USAGE_NOT_RECORDED`) and the body closes |
 
 use std::time::Duration;
 
 /// Longest wait on any single store call before the turn gives up on the store.
 pub(crate) const STORE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Longest wait on the usage writes after a turn (the turn has ended: this only bounds how
+/// long its body stays open).
+pub(crate) const USAGE_WRITE_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// After the turn's deadline, how long one send may still wait for a slow client to read (so
 /// the final frame reaches a client that is reading, just slowly).
@@ -44,16 +49,19 @@ pub(crate) enum Timer {
     Supersede,
     /// Time for a duplicate delivery to try the claim again.
     DuplicatePoll,
+    /// The usage writes after the turn give up.
+    UsageWrite,
 }
 
 impl Timer {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 7] = [
         Self::Deadline,
         Self::SendGrace,
         Self::StoreCall,
         Self::Heartbeat,
         Self::Supersede,
         Self::DuplicatePoll,
+        Self::UsageWrite,
     ];
 
     const fn bit(self) -> u8 {

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use futures::{FutureExt, pin_mut, select_biased};
 
 use crate::agent::{Protocol, Turn};
 use crate::keys::{usage_item, usage_part};
@@ -16,19 +15,24 @@ use crate::meter::turn_usage::TurnOutcome;
 use crate::meter::window::Windows;
 use crate::platform::runtime::Runtime;
 use crate::store::TurnStore;
-use crate::turn::engine::Engine;
-
-/// Longest wait on the usage writes after a turn (the turn has ended; this only bounds how
-/// long its body stays open).
-const RECORD_TIMEOUT: Duration = Duration::from_secs(8);
+use crate::turn::timers::{Timer, USAGE_WRITE_TIMEOUT, after};
+use crate::turn::wait::{TurnIo, Watch, Woke};
+use crate::wire::writer::Encoding;
 
 /// After a turn that was claimed (or refused): records its usage and hands its report to the
-/// deployment's metrics. A replayed or never-started turn has no outcome and is skipped.
-pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime>(engine: &Engine<A, S, R>, turn: &Turn) {
+/// deployment's metrics. A replayed or never-started turn has no outcome and is skipped. The
+/// writes are awaited in the turn's wait loop, bounded by [`Timer::UsageWrite`].
+#[allow(private_bounds)]
+pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime, E: Encoding>(
+    io: &mut TurnIo<'_, A, S, R, E>,
+    turn: &Turn,
+) {
     let Some(outcome) = turn.usage.outcome() else {
         return;
     };
-    let report = report_of(turn, &engine.policy, outcome, engine.rt.now_ms());
+    let engine = io.engine;
+    let now = io.now();
+    let report = report_of(turn, &engine.policy, outcome, now);
     let write_id = turn.usage.write_id();
     let budget_writes = turn.usage.unshared_budget_writes();
     let write = store_report(
@@ -37,13 +41,13 @@ pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime>(engine: &Engine<A, S
         &budget_writes,
         engine.config.usage_ttl,
         &write_id,
-    )
-    .fuse();
-    let timer = engine.rt.sleep(RECORD_TIMEOUT).fuse();
-    pin_mut!(write, timer);
-    select_biased! {
-        () = write => {}
-        () = timer => tracing::error!(code = "USAGE_NOT_RECORDED", "the usage writes timed out"),
+    );
+    io.timers
+        .set(Timer::UsageWrite, after(now, USAGE_WRITE_TIMEOUT));
+    let woke = io.wait(write, Watch::USAGE_WRITE).await;
+    io.timers.stop(Timer::UsageWrite);
+    if !matches!(woke, Woke::Done(())) {
+        tracing::error!(code = "USAGE_NOT_RECORDED", "the usage writes timed out");
     }
     engine.metrics.turn_ended(&report);
 }

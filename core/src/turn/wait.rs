@@ -1,7 +1,8 @@
 //! The one wait loop of a turn ([`TurnIo::wait`]): every await of the engine (a store call,
-//! the agent, a duplicate's backoff, the bytes going out) is this loop with its work and a
-//! [`Watch`] saying which timers and client events end it. [`TurnIo`] is what the loop works
-//! on: the bytes going out ([`Link`]), the turn's timers ([`TimerTable`]) and the one alarm.
+//! the agent, a duplicate's backoff, the bytes going out, the usage writes after the turn) is
+//! this loop with its work and a [`Watch`] saying which timers and client events end it.
+//! [`TurnIo`] is what the loop works on: the bytes going out ([`Link`]), the turn's timers
+//! ([`TimerTable`]) and the one alarm.
 //!
 //! Each round it:
 //! 1. moves queued bytes into the body; while they wait for room nothing else happens (the
@@ -88,6 +89,14 @@ impl Watch {
     /// The commit: nothing but its own timeout ends it.
     pub(crate) const COMMIT: Self = Self {
         ends: TimerSet::NONE,
+        heartbeats: false,
+        disconnect: false,
+        stall: false,
+    };
+    /// The usage writes after the final frame: their own timeout ends them, nothing else
+    /// (the client may have gone; the usage is still the deployment's).
+    pub(crate) const USAGE_WRITE: Self = Self {
+        ends: TimerSet::of(&[Timer::UsageWrite]),
         heartbeats: false,
         disconnect: false,
         stall: false,

@@ -7,11 +7,17 @@
 //! ([`sse`]). The route is [`Runway::console_turn`](crate::adapter::Runway::console_turn); the
 //! request and frame types an agent sees stay in [`crate::protocol`].
 
+mod emit;
+mod final_frames;
 mod frame;
+mod message_id;
+mod messages;
 pub mod sse;
+mod state;
 mod writer;
 
-pub use writer::{Console, FrameWriter, STATE_KEYS, TURN_STEP};
+pub use state::STATE_KEYS;
+pub use writer::{Console, FrameWriter, TURN_STEP};
 
 #[cfg(test)]
 mod agui_tests;

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::writer::MessageId;
+use super::message_id::MessageId;
 use super::{FrameWriter, TURN_STEP};
 use crate::error::TurnErrorCode;
 use crate::protocol::{ChoiceOption, Ending, Interrupt, ReviewItem, StreamLimits};
