@@ -90,6 +90,9 @@ pub struct RunAgentInput {
     pub parent_run_id: Option<String>,
     /// The conversation as the client has it, oldest first.
     pub messages: Vec<InputMessage>,
+    /// `messages` exactly as sent (ids, tool calls and content parts kept): what the
+    /// `MESSAGES_SNAPSHOT` before an interrupt repeats, so applying it loses nothing.
+    pub sent_messages: Vec<Value>,
     /// The client's view of the agent's state (`null` when absent).
     pub state: Value,
     /// Tools the client offers and runs itself (validated: [`ClientTool::list_from`]).
@@ -200,11 +203,13 @@ impl RunAgentInput {
             None | Some(Value::Null) => None,
             Some(_) => Some(run_id_field(obj, "parentRunId")?),
         };
-        let messages = list(obj, "messages", true)?
+        let sent_messages = list(obj, "messages", true)?;
+        let messages = sent_messages
             .iter()
             .enumerate()
             .map(|(i, m)| input_message(m, i))
             .collect::<Result<Vec<_>, _>>()?;
+        let sent_messages = sent_messages.to_vec();
         let tools = ClientTool::list_from(list(obj, "tools", false)?)?;
         let context = list(obj, "context", false)?
             .iter()
@@ -260,6 +265,7 @@ impl RunAgentInput {
             run_id,
             parent_run_id,
             messages,
+            sent_messages,
             state: obj.get("state").cloned().unwrap_or(Value::Null),
             tools,
             context,

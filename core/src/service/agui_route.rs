@@ -161,7 +161,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             input.thread_id.clone(),
             input.parent_run_id.clone(),
             self.config().limits,
-        );
+        )
+        .with_client_view(input.sent_messages, input.state);
         let plan = TurnPlan {
             run_key,
             thread_key,

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
+use super::client_view::ClientView;
 use super::frame::{Field, encode};
 use super::sse::HEARTBEAT;
 use crate::agent::output::AgentEvent;
@@ -103,6 +104,9 @@ pub struct Console {
     artifacts: Vec<Value>,
     state_file_urls: HashSet<String>,
     custom_file_urls: HashSet<String>,
+    /// What the AG-UI client holds as the run goes (its messages and state), for the snapshots
+    /// before an interrupt; `None` for Console, which keeps its own.
+    view: Option<Box<ClientView>>,
 }
 
 impl Console {
@@ -289,6 +293,9 @@ impl Encoding for Console {
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
                 w.enc
                     .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
+                // Encoded first so the snapshots leave room for it (no event ids in AG-UI:
+                // the order of the sequence numbers does not show).
+                w.snapshot_client_view(encoded.len());
             }
             Ending::Error { code, message } => {
                 w.enc.error_frame(&mut encoded, *code, message, &w.usage);
@@ -390,6 +397,7 @@ impl Writer<Console> {
                 artifacts: Vec::new(),
                 state_file_urls: HashSet::new(),
                 custom_file_urls: HashSet::new(),
+                view: None,
             },
         )
     }
@@ -415,6 +423,19 @@ impl Writer<Console> {
             run_tag,
         };
         w
+    }
+
+    /// Follows what the AG-UI client holds (it sent `messages` and `state`) so that a run ending
+    /// with an interrupt sends `STATE_SNAPSHOT` and `MESSAGES_SNAPSHOT` before its
+    /// `RUN_FINISHED`, as AG-UI's interrupt rules ask (`client_view.rs`). AG-UI dialect only:
+    /// Console's writer ignores it.
+    #[must_use]
+    pub fn with_client_view(mut self, messages: Vec<Value>, state: Value) -> Self {
+        if self.enc.is_agui() {
+            let max = self.limits.max_frame_bytes;
+            self.enc.view = Some(Box::new(ClientView::new(messages, state, max)));
+        }
+        self
     }
 
     /// Names the turn's `threadId` on `RUN_FINISHED`, as AG-UI 1.0 requires: Console's turns
@@ -458,6 +479,9 @@ impl Writer<Console> {
                     return;
                 }
                 self.enc.text = Some(id);
+                if let Some(view) = &mut self.enc.view {
+                    view.message_started(id.as_str(), "assistant");
+                }
                 if !self.answer.is_empty() {
                     self.keep_answer("\n\n");
                 }
@@ -467,6 +491,9 @@ impl Writer<Console> {
         if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", id.as_str(), delta) {
             self.answered = true;
             self.keep_answer(delta);
+            if let Some(view) = &mut self.enc.view {
+                view.message_content(id.as_str(), delta);
+            }
         }
     }
 
@@ -507,10 +534,17 @@ impl Writer<Console> {
                     return;
                 }
                 self.enc.reasoning = Some(id);
+                if let Some(view) = &mut self.enc.view {
+                    view.message_started(id.as_str(), "reasoning");
+                }
                 id
             }
         };
-        self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", id.as_str(), delta);
+        if self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", id.as_str(), delta)
+            && let Some(view) = &mut self.enc.view
+        {
+            view.message_content(id.as_str(), delta);
+        }
     }
 
     /// Closes the current reasoning message.
@@ -565,6 +599,9 @@ impl Writer<Console> {
         ) {
             self.enc.tools.push(id.to_owned());
             self.enc.tools_seen.insert(id.to_owned());
+            if let Some(view) = &mut self.enc.view {
+                view.tool_call_started(id, name);
+            }
         }
     }
 
@@ -583,7 +620,11 @@ impl Writer<Console> {
         if self.is_finished() || delta.is_empty() || !self.enc.tools.iter().any(|t| t == id) {
             return;
         }
-        self.emit_split("TOOL_CALL_ARGS", "toolCallId", id, delta);
+        if self.emit_split("TOOL_CALL_ARGS", "toolCallId", id, delta)
+            && let Some(view) = &mut self.enc.view
+        {
+            view.tool_call_args(id, delta);
+        }
     }
 
     /// Ends a tool call's arguments.
@@ -626,7 +667,11 @@ impl Writer<Console> {
                 &truncated
             }
         };
-        self.emit("TOOL_CALL_RESULT", &fields(content));
+        if self.emit("TOOL_CALL_RESULT", &fields(content))
+            && let Some(view) = &mut self.enc.view
+        {
+            view.tool_result(id, &message_id, content);
+        }
     }
 
     /// `ACTIVITY_SNAPSHOT`.
@@ -685,7 +730,11 @@ impl Writer<Console> {
         }
         if self.enc.is_agui() {
             // AG-UI state is the agent's own: any JSON value, carried as it is.
-            self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))]);
+            if self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))])
+                && let Some(view) = &mut self.enc.view
+            {
+                view.state_snapshot(snapshot);
+            }
             return;
         }
         let Value::Object(obj) = snapshot else {
@@ -737,7 +786,11 @@ impl Writer<Console> {
             return;
         }
         let delta = Value::Array(kept);
-        self.emit("STATE_DELTA", &[("delta", Field::Json(&delta))]);
+        if self.emit("STATE_DELTA", &[("delta", Field::Json(&delta))])
+            && let Some(view) = &mut self.enc.view
+        {
+            view.state_delta(&delta);
+        }
     }
 
     /// Announces a file the agent hosts: appended to this turn's `artifacts` and sent as a
@@ -749,10 +802,13 @@ impl Writer<Console> {
         }
         self.enc.artifacts.push(artifact);
         let artifacts = std::mem::take(&mut self.enc.artifacts);
-        self.emit(
+        if self.emit(
             "STATE_SNAPSHOT",
             &[("snapshot", Field::Artifacts(&artifacts))],
-        );
+        ) && let Some(view) = &mut self.enc.view
+        {
+            view.artifacts(&artifacts);
+        }
         self.enc.artifacts = artifacts;
     }
 
@@ -799,6 +855,45 @@ impl Writer<Console> {
         }
         for name in std::mem::take(&mut self.enc.steps).iter().rev() {
             self.push_unchecked("STEP_FINISHED", &[("stepName", Field::Str(name))]);
+        }
+    }
+
+    /// AG-UI's interrupt rule: `STATE_SNAPSHOT` and `MESSAGES_SNAPSHOT` before the
+    /// interrupting `RUN_FINISHED`, what the client holds now ([`ClientView`]). Each is sent
+    /// only if it fits in a frame and leaves room for the final frame; a snapshot left out is
+    /// logged (the client's own state and messages are still right: the snapshots repeat them).
+    fn snapshot_client_view(&mut self, final_bytes: usize) {
+        let Some(view) = self.enc.view.take() else {
+            return;
+        };
+        let (state, messages) = view.into_snapshots();
+        let state = [("snapshot", Field::Json(&state))];
+        self.push_if_fits("STATE_SNAPSHOT", &state, final_bytes);
+        match messages {
+            Some(messages) => {
+                let messages = [("messages", Field::Json(&messages))];
+                self.push_if_fits("MESSAGES_SNAPSHOT", &messages, final_bytes);
+            }
+            None => {
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "MESSAGES_SNAPSHOT left out: the thread's messages outgrew a frame");
+            }
+        }
+    }
+
+    /// Writes a frame if it fits in the limits with `final_bytes` (one frame) still to come;
+    /// otherwise leaves it out (logged) without ending the turn.
+    fn push_if_fits(&mut self, ty: &str, fields: &[(&str, Field<'_>)], final_bytes: usize) {
+        let mark = self.encode_frame(ty, fields);
+        let len = self.ledger.len_since(mark);
+        let limits = &self.limits;
+        if len <= limits.max_frame_bytes
+            && self.ledger.stream_bytes() + len + final_bytes <= limits.max_stream_bytes
+            && self.ledger.frames() + 2 <= limits.max_frames
+        {
+            self.ledger.keep_since(mark);
+        } else {
+            self.ledger.discard_since(mark);
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), frame = ty, bytes = len, "snapshot left out: it does not fit in the limits");
         }
     }
 
