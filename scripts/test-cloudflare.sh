@@ -18,6 +18,7 @@ step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 
 cf_ensure_all
 scripts/setup-mcp.sh
+scripts/setup-agui.sh
 scripts/setup-oauth.sh
 
 # One wasm build serves the whole suite: the repo's Worker with the model agent, which

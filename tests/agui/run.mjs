@@ -11,7 +11,7 @@
 // A case with `tools` offers them (client-side tools); with `toolResult`, when a run finishes
 // with calls pending for the client, a next run sends that text as each call's result.
 // Prints one JSON report on stdout: per case, whether the client accepted the run, how many
-// frames came and how many were schema-valid (with the first problems), what the client warned
+// frames came (and the bodies they came in) and how many were schema-valid (with the first problems), what the client warned
 // about (`[ag-ui]` lines: material it stripped or repaired), the events' types,
 // the run's outcome and the client's resulting messages (and any MESSAGES_SNAPSHOT's, with the
 // client's messages when each run finished).
@@ -131,7 +131,8 @@ async function runCase(c) {
   }
   const frames = [];
   let comments = 0;
-  for (const body of await Promise.all(bodies)) {
+  const texts = await Promise.all(bodies);
+  for (const body of texts) {
     frames.push(...dataFrames(body));
     comments += body.split("\n").filter((l) => l.startsWith(":")).length;
   }
@@ -166,6 +167,8 @@ async function runCase(c) {
     warnings,
     runError,
     rawFrames: c.keepFrames ? frames : undefined,
+    // Each response body as received (one per run): what ag-ui-validate judges.
+    bodies: texts,
     messages: agent.messages.map((m) => ({
       id: m.id,
       role: m.role,

@@ -581,6 +581,118 @@ pub fn check_reports(reports: &[Value]) -> Vec<String> {
     failures
 }
 
+/// The AG-UI venv's Python, with the conformance validator (`scripts/setup-agui.sh`).
+fn agui_venv_python() -> std::path::PathBuf {
+    let cache = std::env::var_os("RUNWAY_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/runway")
+        });
+    cache.join("agui-venv/bin/python")
+}
+
+/// Severities of an `ag-ui-validate` finding that fail the suite: its errors and warnings
+/// (its `info` findings are advice, such as "events carry no timestamps").
+const FAILING_SEVERITIES: [&str; 2] = ["error", "warning"];
+
+/// Runs the AG-UI conformance validator `ag-ui-validate` (PyPI, pinned in
+/// tests/agui/requirements.txt) over every response body of `reports` (one run each), in one
+/// process (tests/agui/conformance.py): its report (`checked` streams, `events`, `findings`).
+pub async fn ag_ui_validate(reports: &[Value]) -> Result<Value, String> {
+    let python = agui_venv_python();
+    if !python.exists() {
+        return Err(format!(
+            "{} is missing: run scripts/setup-agui.sh first",
+            python.display()
+        ));
+    }
+    let streams: Vec<(String, &str)> = reports
+        .iter()
+        .flat_map(|r| {
+            let name = r["name"].as_str().unwrap_or_default().to_owned();
+            r["bodies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(n, b)| (format!("{name} #{}", n + 1), b.as_str().unwrap_or_default()))
+        })
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui");
+    let mut child = Command::new(&python)
+        .arg("conformance.py")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let input = serde_json::to_vec(&streams).map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, &input)
+        .await
+        .map_err(|e| format!("conformance.py: {e}"))?;
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .map_err(|_| "conformance.py did not finish within 120 s".to_owned())?
+        .map_err(|e| format!("conformance.py: {e}"))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "conformance.py printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    if report["checked"].as_u64() != Some(streams.len() as u64) {
+        return Err(format!("conformance.py: unexpected report {report}"));
+    }
+    Ok(report)
+}
+
+/// `ag-ui-validate` over every run of `reports`: each error or warning it reports is a failure.
+pub async fn conformance_failures(reports: &[Value]) -> Vec<String> {
+    let report = match ag_ui_validate(reports).await {
+        Ok(r) => r,
+        Err(e) => return vec![format!("ag-ui-validate: {e}")],
+    };
+    let failures: Vec<String> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            FAILING_SEVERITIES
+                .iter()
+                .any(|s| f["severity"].as_str() == Some(s))
+        })
+        .map(|f| {
+            format!(
+                "ag-ui-validate {}: {} {} at event {} ({}): {}",
+                f["label"], f["severity"], f["rule"], f["eventIndex"], f["eventType"], f["message"]
+            )
+        })
+        .collect();
+    let mut advice: Vec<String> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] == "info")
+        .filter_map(|f| f["rule"].as_str().map(str::to_owned))
+        .collect();
+    advice.sort();
+    advice.dedup();
+    println!(
+        "ag-ui-validate {}: {} runs, {} events, {} findings failing the suite (of {}; advice only: {advice:?})",
+        report["version"],
+        report["checked"],
+        report["events"],
+        failures.len(),
+        report["findings"].as_array().map_or(0, Vec::len)
+    );
+    failures
+}
+
 /// The turns `/usage` counts for `workspace` (every worker), read until it reaches `want`
 /// (usage may be recorded just after the stream ends) or 10 s pass.
 pub async fn usage_turns(client: &Client, workspace: &str, want: u64) -> Result<u64, String> {
@@ -725,6 +837,7 @@ pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
         Err(e) => return vec![format!("agui: {e}")],
     };
     let mut failures = check_reports(&reports);
+    failures.extend(conformance_failures(&reports).await);
     // Every run of the cases but the replay and the one in ws-agui.
     let runs = reports.iter().map(runs_of).sum::<usize>() as u64;
     let want = runs.saturating_sub(2);
