@@ -1,7 +1,8 @@
 //! AG-UI 1.0 (`POST {base}/agui`, issue 28), checked on every adapter with the official client:
 //! `@ag-ui/client` 1.0.0's `HttpAgent.runAgent` (parse, verify, apply) over the demo agent's
 //! turns, every frame checked against `@ag-ui/core` 1.0.0's `EventSchema` (tests/agui/run.mjs,
-//! installed by scripts/setup-agui.sh).
+//! installed by scripts/setup-agui.sh) and every run's stream by the conformance validator
+//! `ag-ui-validate` ([`conformance_failures`]: tests/agui/conformance.py, one process for all).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
