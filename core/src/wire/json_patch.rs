@@ -1,8 +1,10 @@
 //! JSON Patch (RFC 6902, over RFC 6901 pointers) as an AG-UI client applies a `STATE_DELTA`:
 //! the AG-UI dialect of the frame writer follows the state its client holds, so the
 //! `STATE_SNAPSHOT` it sends before an interrupt is the state the client would have
-//! (`wire/console/client_view.rs`). A patch applies whole or not at all, as the official client's
-//! (`fast-json-patch`'s `applyPatch` with validation: on an error the state stays as it was).
+//! (`wire/console/client_view.rs`). The client applies a patch whole or not at all
+//! (`fast-json-patch`'s `applyPatch` with validation: on an error its state stays as it was);
+//! [`apply`] patches in place, without copying the document, and on an error leaves it partly
+//! patched: the caller then knows the client's state no longer (`ClientView` stops sending it).
 
 use serde_json::Value;
 
@@ -10,20 +12,19 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PatchError(pub String);
 
-/// Applies `patch` (an array of operations) to a copy of `doc`; returns the patched copy.
+/// Applies `patch` (an array of operations) to `doc`, in place.
 ///
 /// # Errors
 /// A [`PatchError`] when `patch` is not an array of valid operations, a path does not resolve,
-/// or a `test` fails.
-pub(crate) fn apply(doc: &Value, patch: &Value) -> Result<Value, PatchError> {
+/// or a `test` fails; `doc` is then partly patched (the operations before the failing one).
+pub(crate) fn apply(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let ops = patch
         .as_array()
         .ok_or_else(|| PatchError("a patch is an array".into()))?;
-    let mut out = doc.clone();
     for (i, op) in ops.iter().enumerate() {
-        apply_one(&mut out, op).map_err(|e| PatchError(format!("operation {i}: {e}")))?;
+        apply_one(doc, op).map_err(|e| PatchError(format!("operation {i}: {e}")))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 fn apply_one(doc: &mut Value, op: &Value) -> Result<(), String> {
@@ -172,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_rfcs_operations_apply() {
-        let doc = json!({"todos": [{"t": "a"}], "n": 1, "a/b": {"~x": 0}});
+        let mut doc = json!({"todos": [{"t": "a"}], "n": 1, "a/b": {"~x": 0}});
         let patch = json!([
             {"op": "add", "path": "/todos/-", "value": {"t": "b"}},
             {"op": "add", "path": "/todos/0", "value": {"t": "z"}},
@@ -182,18 +183,17 @@ mod tests {
             {"op": "move", "from": "/a~1b/~0x", "path": "/moved"},
             {"op": "test", "path": "/m", "value": 2}
         ]);
+        apply(&mut doc, &patch).unwrap();
         assert_eq!(
-            apply(&doc, &patch).unwrap(),
+            doc,
             json!({"todos": [{"t": "z"}, {"t": "b"}], "n": 2, "m": 2, "a/b": {}, "moved": 0})
         );
-        assert_eq!(
-            apply(&doc, &json!([{"op": "add", "path": "", "value": [1]}])).unwrap(),
-            json!([1])
-        );
+        apply(&mut doc, &json!([{"op": "add", "path": "", "value": [1]}])).unwrap();
+        assert_eq!(doc, json!([1]));
     }
 
     #[test]
-    fn a_patch_that_fails_anywhere_changes_nothing() {
+    fn a_patch_that_does_not_apply_is_an_error() {
         let doc = json!({"n": 1});
         for bad in [
             json!([{"op": "replace", "path": "/n", "value": 2}, {"op": "remove", "path": "/x"}]),
@@ -205,14 +205,14 @@ mod tests {
             json!([{"op": "move", "from": "", "path": "/n/x"}]),
             json!({"op": "add"}),
         ] {
-            assert!(apply(&doc, &bad).is_err(), "{bad}");
+            assert!(apply(&mut doc.clone(), &bad).is_err(), "{bad}");
         }
         let list = json!([1, 2]);
         for bad in ["/2", "/01", "/-"] {
             let patch = json!([{"op": "replace", "path": bad, "value": 0}]);
-            assert!(apply(&list, &patch).is_err(), "{bad}");
+            assert!(apply(&mut list.clone(), &patch).is_err(), "{bad}");
         }
         let past_end = json!([{"op": "add", "path": "/3", "value": 0}]);
-        assert!(apply(&list, &past_end).is_err());
+        assert!(apply(&mut list.clone(), &past_end).is_err());
     }
 }

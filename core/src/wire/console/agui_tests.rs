@@ -484,3 +484,20 @@ fn a_snapshot_that_does_not_fit_is_left_out_and_the_question_still_asked() {
     assert!(!t.contains(&"MESSAGES_SNAPSHOT".to_owned()), "{t:?}");
     assert_eq!(t.last().unwrap(), "RUN_FINISHED");
 }
+
+#[test]
+fn after_a_delta_the_client_could_not_apply_no_state_snapshot_is_guessed() {
+    let mut w = FrameWriter::agui("r1", "t1", None, StreamLimits::default())
+        .with_client_view(vec![], json!({"n": 1}));
+    w.start();
+    w.state_delta(json!([{"op": "remove", "path": "/missing"}]));
+    w.finish(approval());
+    let out = w.take_output() + &w.take_final().unwrap();
+    let t = types(&out);
+    assert_eq!(
+        t.iter().filter(|t| *t == "STATE_SNAPSHOT").count(),
+        0,
+        "{t:?}"
+    );
+    assert!(t.contains(&"MESSAGES_SNAPSHOT".to_owned()), "{t:?}");
+}

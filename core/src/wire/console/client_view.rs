@@ -24,7 +24,9 @@ use crate::wire::json_patch;
 pub(super) struct ClientView {
     /// `None` once the messages outgrew `max_bytes`: no messages snapshot then.
     messages: Option<Vec<Value>>,
-    state: Value,
+    /// `None` once a `STATE_DELTA` failed to apply: the client kept the state it had, this
+    /// view has it partly patched, so no state snapshot then.
+    state: Option<Value>,
     /// About how many bytes `messages` are as JSON.
     bytes: usize,
     max_bytes: usize,
@@ -44,7 +46,7 @@ impl ClientView {
         };
         let mut view = Self {
             messages: Some(messages),
-            state,
+            state: Some(state),
             bytes: 0,
             max_bytes,
         };
@@ -133,28 +135,31 @@ impl ClientView {
 
     /// A `STATE_SNAPSHOT`: the client's state becomes `snapshot`.
     pub(super) fn state_snapshot(&mut self, snapshot: Value) {
-        self.state = snapshot;
+        self.state = Some(snapshot);
     }
 
     /// The `STATE_SNAPSHOT` runway sends for hosted files: `{"artifacts": [...]}`.
     pub(super) fn artifacts(&mut self, artifacts: &[Value]) {
         let mut state = Map::new();
         state.insert("artifacts".into(), Value::Array(artifacts.to_vec()));
-        self.state = Value::Object(state);
+        self.state = Some(Value::Object(state));
     }
 
-    /// A `STATE_DELTA`: applied whole, or (as the client does) not at all.
+    /// A `STATE_DELTA`, applied in place (no copy of the state per delta). One that does not
+    /// apply the client skips whole; this view is then partly patched and stops following the
+    /// state until the next `STATE_SNAPSHOT`.
     pub(super) fn state_delta(&mut self, patch: &Value) {
-        match json_patch::apply(&self.state, patch) {
-            Ok(state) => self.state = state,
-            Err(e) => {
-                tracing::warn!(error = %e.0, "STATE_DELTA does not apply to the client's state: it keeps the state it had");
-            }
+        if let Some(state) = &mut self.state
+            && let Err(e) = json_patch::apply(state, patch)
+        {
+            tracing::warn!(error = %e.0, "STATE_DELTA does not apply to the client's state: no state snapshot until the next one");
+            self.state = None;
         }
     }
 
-    /// The state and (when they stayed within the bound) the messages, for the snapshots.
-    pub(super) fn into_snapshots(self) -> (Value, Option<Value>) {
+    /// The state (unless a delta failed since the last snapshot) and the messages (when they
+    /// stayed within the bound), for the snapshots.
+    pub(super) fn into_snapshots(self) -> (Option<Value>, Option<Value>) {
         (self.state, self.messages.map(Value::Array))
     }
 
@@ -194,9 +199,23 @@ mod tests {
         v.tool_call_started("c2", "clock");
         v.tool_result("c1", "c1-result", "12:00");
         v.state_delta(&json!([{"op": "replace", "path": "/n", "value": 2}]));
-        v.state_delta(&json!([{"op": "remove", "path": "/missing"}]));
+        v.state_delta(
+            &json!([{"op": "add", "path": "/m", "value": 1}, {"op": "remove", "path": "/x"}]),
+        );
+        assert_eq!(
+            v.state, None,
+            "a delta that failed: the client's state is not known"
+        );
+        v.state_delta(&json!([{"op": "add", "path": "/m", "value": 1}]));
+        assert_eq!(v.state, None);
+        v.state_snapshot(json!({"n": 3}));
+        v.state_delta(&json!([{"op": "replace", "path": "/n", "value": 4}]));
         let (state, messages) = v.into_snapshots();
-        assert_eq!(state, json!({"n": 2}));
+        assert_eq!(
+            state,
+            Some(json!({"n": 4})),
+            "known again from the next snapshot"
+        );
         let messages = messages.unwrap();
         let ids: Vec<&str> = messages
             .as_array()

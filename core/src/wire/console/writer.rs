@@ -867,8 +867,15 @@ impl Writer<Console> {
             return;
         };
         let (state, messages) = view.into_snapshots();
-        let state = [("snapshot", Field::Json(&state))];
-        self.push_if_fits("STATE_SNAPSHOT", &state, final_bytes);
+        match state {
+            Some(state) => {
+                let state = [("snapshot", Field::Json(&state))];
+                self.push_if_fits("STATE_SNAPSHOT", &state, final_bytes);
+            }
+            None => {
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "STATE_SNAPSHOT left out: a STATE_DELTA did not apply to the client's state");
+            }
+        }
         match messages {
             Some(messages) => {
                 let messages = [("messages", Field::Json(&messages))];
