@@ -25,6 +25,7 @@ step() { echo; echo "== test-aws: $*"; }
 step "setup"
 scripts/setup-aws.sh
 scripts/setup-mcp.sh
+scripts/setup-agui.sh
 scripts/setup-oauth.sh
 # shellcheck source=infra/aws/venv.sh
 source infra/aws/venv.sh

@@ -18,6 +18,7 @@ step() { printf '\n--> cloudflare: %s (%ss)\n' "$*" "$((SECONDS - started))"; }
 
 cf_ensure_all
 scripts/setup-mcp.sh
+scripts/setup-agui.sh
 scripts/setup-oauth.sh
 
 # One wasm build serves the whole suite: the repo's Worker with the model agent, which
@@ -32,7 +33,8 @@ export RUNWAY_CF_FEATURES=builtin-worker,model
 # then 761.25 KiB (1971.08 KiB) with connected accounts (AES-GCM vault, OAuth routes, token
 # exchange), then 752.97 KiB (1912.63 KiB) with every agent served as `Workers` (one engine per
 # wire format), then 792.45 KiB (2006.58 KiB) with AG-UI 1.0's route and dialect, the operators'
-# list and revoke of connections and AG-UI's interrupt rules, and 5 % of room; the free plan
+# list and revoke of connections and AG-UI's interrupt rules, and 5 % of room (813.87 KiB with
+# AG-UI's client tools, usage, snapshots before an interrupt and context: 2 % left); the free plan
 # allows 3 MB. The default Worker's 512 KiB budget: scripts/worker-size.sh. What the remaining
 # bytes are: BENCHMARKS.md, "Cloudflare Workers".
 model_worker_budget_kib=830

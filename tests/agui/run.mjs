@@ -11,9 +11,10 @@
 // A case with `tools` offers them (client-side tools); with `toolResult`, when a run finishes
 // with calls pending for the client, a next run sends that text as each call's result.
 // Prints one JSON report on stdout: per case, whether the client accepted the run, how many
-// frames came and how many were schema-valid (with the first problems), what the client warned
+// frames came (and the bodies they came in) and how many were schema-valid (with the first problems), what the client warned
 // about (`[ag-ui]` lines: material it stripped or repaired), the events' types,
-// the run's outcome and the client's resulting messages.
+// the run's outcome and the client's resulting messages (and any MESSAGES_SNAPSHOT's, with the
+// client's messages when each run finished).
 import { HttpAgent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 
@@ -69,6 +70,10 @@ async function runCase(c) {
   let interrupts = [];
   let pending = [];
   const usage = [];
+  // Each MESSAGES_SNAPSHOT's messages (ids and roles), and the client's messages right after it
+  // applied the run's RUN_FINISHED (which follows the snapshot on an interrupt).
+  const messagesSnapshots = [];
+  const messagesAtFinish = [];
   let runError = null;
   let accepted = true;
   let error = null;
@@ -76,7 +81,11 @@ async function runCase(c) {
     onEvent: ({ event }) => {
       events.push(event.type);
     },
-    onRunFinishedEvent: ({ event, outcome: o, interrupts: i, pendingToolCallIds: p }) => {
+    onMessagesSnapshotEvent: ({ event }) => {
+      messagesSnapshots.push(event.messages.map((m) => ({ id: m.id, role: m.role, content: m.content ?? null })));
+    },
+    onRunFinishedEvent: ({ event, outcome: o, interrupts: i, pendingToolCallIds: p, messages }) => {
+      messagesAtFinish.push(messages.map((m) => ({ id: m.id, role: m.role, content: m.content ?? null })));
       outcome = o;
       interrupts = i ?? [];
       pending = p ?? [];
@@ -122,7 +131,8 @@ async function runCase(c) {
   }
   const frames = [];
   let comments = 0;
-  for (const body of await Promise.all(bodies)) {
+  const texts = await Promise.all(bodies);
+  for (const body of texts) {
     frames.push(...dataFrames(body));
     comments += body.split("\n").filter((l) => l.startsWith(":")).length;
   }
@@ -140,6 +150,7 @@ async function runCase(c) {
   }
   return {
     name: c.name,
+    runId: c.runId,
     accepted,
     error,
     frames: frames.length,
@@ -151,9 +162,13 @@ async function runCase(c) {
     interrupts: asked,
     pendingToolCallIds: askedTools,
     usage,
+    messagesSnapshots,
+    messagesAtFinish,
     warnings,
     runError,
     rawFrames: c.keepFrames ? frames : undefined,
+    // Each response body as received (one per run): what ag-ui-validate judges.
+    bodies: texts,
     messages: agent.messages.map((m) => ({
       id: m.id,
       role: m.role,

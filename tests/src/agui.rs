@@ -1,7 +1,8 @@
 //! AG-UI 1.0 (`POST {base}/agui`, issue 28), checked on every adapter with the official client:
 //! `@ag-ui/client` 1.0.0's `HttpAgent.runAgent` (parse, verify, apply) over the demo agent's
 //! turns, every frame checked against `@ag-ui/core` 1.0.0's `EventSchema` (tests/agui/run.mjs,
-//! installed by scripts/setup-agui.sh).
+//! installed by scripts/setup-agui.sh) and every run's stream by the conformance validator
+//! `ag-ui-validate` ([`conformance_failures`]: tests/agui/conformance.py, one process for all).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -115,6 +116,16 @@ pub fn cases(workspace: Option<&str>) -> Vec<Value> {
         json!({"status": "resolved", "payload": {"decision": "respond", "message": "Ada"}});
     let mut cancelled = plain_workspace("interrupt, then cancel", &fresh_id(), "/approve");
     cancelled["resume"] = json!({"status": "cancelled"});
+    // Every other interrupt kind of the demo agent, each answered as its `responseSchema` says.
+    let kinds: Vec<Value> = RESUMED_KINDS
+        .iter()
+        .map(|(name, input, payload, _)| {
+            let mut c = plain_workspace(name, &fresh_id(), input);
+            let payload: Value = serde_json::from_str(payload).expect("a payload is JSON");
+            c["resume"] = json!({"status": "resolved", "payload": payload});
+            c
+        })
+        .collect();
     // AG-UI's interrupt rules: a thread with an open question takes only its answer, by id.
     let asked = plain_workspace("interrupt", &fresh_id(), "/approve");
     let asked_thread = asked["threadId"].as_str().unwrap().to_owned();
@@ -151,6 +162,141 @@ pub fn cases(workspace: Option<&str>) -> Vec<Value> {
         user,
         json!({"name": "replay of plain", "replayOf": "plain"}),
     ]
+    .into_iter()
+    .chain(kinds)
+    .collect()
+}
+
+/// The demo agent's interrupt kinds not covered by the cases above, each with its resume:
+/// (case name, the input that asks, the `resume[].payload`, what the answer after it says of
+/// the decision).
+const RESUMED_KINDS: [(&str, &str, &str, &str); 4] = [
+    (
+        "approval, approved",
+        "/approve",
+        r#"{"decision": "approve"}"#,
+        "you approved.",
+    ),
+    (
+        "choice, answered",
+        "/choice",
+        r#"{"decision": "respond", "answers": ["green"]}"#,
+        "you answered \"green\".",
+    ),
+    (
+        "review, edited",
+        "/review",
+        r#"{"decision": "edit", "editedAction": {"name": "send_email", "arguments": {"to": "ops@example.com", "subject": "Demo 2"}}}"#,
+        "you edited the call to send_email with",
+    ),
+    (
+        "authorization, connected",
+        "/authorize",
+        r#"{"decision": "authorized"}"#,
+        "you connected the account",
+    ),
+];
+
+/// Whether `value` is valid against `schema`, in the part of JSON Schema runway's
+/// `responseSchema`s use (`type`, `enum`, `required`, `properties`); `Err` says where not.
+pub fn schema_valid(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let allowed: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let k = kind(value);
+    if !allowed.is_empty()
+        && !allowed
+            .iter()
+            .any(|t| *t == k || (*t == "number" && k == "integer"))
+    {
+        return Err(format!("{at}: {k}, not {allowed:?}"));
+    }
+    if let Some(options) = schema["enum"].as_array()
+        && !options.contains(value)
+    {
+        return Err(format!("{at}: {value} not in {options:?}"));
+    }
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or_default();
+        if value.get(name).is_none() {
+            return Err(format!("{at}.{name}: required"));
+        }
+    }
+    if let (Some(props), Some(obj)) = (schema["properties"].as_object(), value.as_object()) {
+        for (name, v) in obj {
+            if let Some(s) = props.get(name) {
+                schema_valid(s, v, &format!("{at}.{name}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A case that asked a question and answered it with `payload` in a second run: the question
+/// came after its snapshots, `payload` is valid against its `responseSchema`, the resumed run
+/// succeeded, and the client's messages end with the one answer, which `says` the decision.
+fn resumed(r: &Value, payload: &Value, says: &str) -> Result<(), String> {
+    snapshots_before_the_question(r)?;
+    let asked = &r["interrupts"][0];
+    schema_valid(&asked["responseSchema"], payload, "payload")
+        .map_err(|e| format!("the payload does not fit the interrupt {asked}: {e}"))?;
+    let answer = text_of(r, "assistant");
+    let ok = runs_of(r) == 2
+        && r["outcome"] == "success"
+        && answer.len() == 1
+        && answer[0].starts_with("To \"")
+        && answer[0].contains(says);
+    let inputs = text_of(r, "user");
+    ok.then_some(()).ok_or(format!(
+        "{} runs, outcome {}, runError {}, answer {answer:?} (not saying {says:?}), user messages {inputs:?}",
+        runs_of(r),
+        r["outcome"],
+        r["runError"]
+    ))
+}
+
+/// AG-UI's interrupt rule, as the client saw it: the run that asked sent `STATE_SNAPSHOT` and
+/// `MESSAGES_SNAPSHOT` just before its `RUN_FINISHED`, and the client's messages once it
+/// applied them are the snapshot's (nothing lost, nothing added), its own input among them.
+fn snapshots_before_the_question(r: &Value) -> Result<(), String> {
+    let events: Vec<&str> = r["events"]
+        .as_array()
+        .map(|e| e.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let first_finish = events.iter().position(|e| *e == "RUN_FINISHED");
+    let before = first_finish
+        .filter(|at| *at >= 2)
+        .map(|at| &events[at - 2..at]);
+    if before != Some(&["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT"][..]) {
+        return Err(format!(
+            "the events before the question's RUN_FINISHED: {events:?}"
+        ));
+    }
+    let snapshot = &r["messagesSnapshots"][0];
+    let at_finish = &r["messagesAtFinish"][0];
+    let ids = |v: &Value| -> Vec<Value> {
+        v.as_array()
+            .map(|m| m.iter().map(|m| m["id"].clone()).collect())
+            .unwrap_or_default()
+    };
+    let own_input = format!("{}-user", r["runId"].as_str().unwrap_or_default());
+    if snapshot != at_finish || !ids(snapshot).contains(&json!(own_input)) {
+        return Err(format!(
+            "the client's messages at the question {at_finish} are not the snapshot {snapshot} with its input {own_input}"
+        ));
+    }
+    Ok(())
 }
 
 /// What one case's report must show: `Err` says what it showed instead.
@@ -318,6 +464,7 @@ pub fn check_reports(reports: &[Value]) -> Vec<String> {
     case_checks.push((
         "interrupt",
         Box::new(|r| {
+            snapshots_before_the_question(r)?;
             let asked = &r["interrupts"][0];
             (r["outcome"] == "interrupt"
                 && asked["reason"] == "confirmation"
@@ -366,22 +513,33 @@ pub fn check_reports(reports: &[Value]) -> Vec<String> {
     case_checks.push((
         "interrupt, then resume",
         Box::new(|r| {
+            let payload = json!({"decision": "respond", "message": "Ada"});
+            resumed(r, &payload, "you answered \"Ada\".")?;
             let answer = text_of(r, "assistant");
-            (r["outcome"] == "success"
-                && answer == ["To \"What is your name?\", you answered \"Ada\"."])
-            .then_some(())
-            .ok_or(format!("outcome {}, answer {answer:?}", r["outcome"]))
+            (answer == ["To \"What is your name?\", you answered \"Ada\"."])
+                .then_some(())
+                .ok_or(format!("answer {answer:?}"))
         }),
     ));
     case_checks.push((
         "interrupt, then cancel",
         Box::new(|r| {
+            snapshots_before_the_question(r)?;
             let answer = text_of(r, "assistant");
             (answer == ["To \"Approve the demo action?\", you rejected."])
                 .then_some(())
                 .ok_or(format!("answer {answer:?}"))
         }),
     ));
+    for (name, _, payload, says) in RESUMED_KINDS {
+        case_checks.push((
+            name,
+            Box::new(move |r| {
+                let payload: Value = serde_json::from_str(payload).expect("a payload is JSON");
+                resumed(r, &payload, says)
+            }),
+        ));
+    }
     case_checks.push((
         "fork with history",
         Box::new(|r| {
@@ -421,6 +579,118 @@ pub fn check_reports(reports: &[Value]) -> Vec<String> {
             plain["events"]
         );
     }
+    failures
+}
+
+/// The AG-UI venv's Python, with the conformance validator (`scripts/setup-agui.sh`).
+fn agui_venv_python() -> std::path::PathBuf {
+    let cache = std::env::var_os("RUNWAY_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/runway")
+        });
+    cache.join("agui-venv/bin/python")
+}
+
+/// Severities of an `ag-ui-validate` finding that fail the suite: its errors and warnings
+/// (its `info` findings are advice, such as "events carry no timestamps").
+const FAILING_SEVERITIES: [&str; 2] = ["error", "warning"];
+
+/// Runs the AG-UI conformance validator `ag-ui-validate` (PyPI, pinned in
+/// tests/agui/requirements.txt) over every response body of `reports` (one run each), in one
+/// process (tests/agui/conformance.py): its report (`checked` streams, `events`, `findings`).
+pub async fn ag_ui_validate(reports: &[Value]) -> Result<Value, String> {
+    let python = agui_venv_python();
+    if !python.exists() {
+        return Err(format!(
+            "{} is missing: run scripts/setup-agui.sh first",
+            python.display()
+        ));
+    }
+    let streams: Vec<(String, &str)> = reports
+        .iter()
+        .flat_map(|r| {
+            let name = r["name"].as_str().unwrap_or_default().to_owned();
+            r["bodies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(n, b)| (format!("{name} #{}", n + 1), b.as_str().unwrap_or_default()))
+        })
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui");
+    let mut child = Command::new(&python)
+        .arg("conformance.py")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let input = serde_json::to_vec(&streams).map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, &input)
+        .await
+        .map_err(|e| format!("conformance.py: {e}"))?;
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .map_err(|_| "conformance.py did not finish within 120 s".to_owned())?
+        .map_err(|e| format!("conformance.py: {e}"))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "conformance.py printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    if report["checked"].as_u64() != Some(streams.len() as u64) {
+        return Err(format!("conformance.py: unexpected report {report}"));
+    }
+    Ok(report)
+}
+
+/// `ag-ui-validate` over every run of `reports`: each error or warning it reports is a failure.
+pub async fn conformance_failures(reports: &[Value]) -> Vec<String> {
+    let report = match ag_ui_validate(reports).await {
+        Ok(r) => r,
+        Err(e) => return vec![format!("ag-ui-validate: {e}")],
+    };
+    let failures: Vec<String> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            FAILING_SEVERITIES
+                .iter()
+                .any(|s| f["severity"].as_str() == Some(s))
+        })
+        .map(|f| {
+            format!(
+                "ag-ui-validate {}: {} {} at event {} ({}): {}",
+                f["label"], f["severity"], f["rule"], f["eventIndex"], f["eventType"], f["message"]
+            )
+        })
+        .collect();
+    let mut advice: Vec<String> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] == "info")
+        .filter_map(|f| f["rule"].as_str().map(str::to_owned))
+        .collect();
+    advice.sort();
+    advice.dedup();
+    println!(
+        "ag-ui-validate {}: {} runs, {} events, {} findings failing the suite (of {}; advice only: {advice:?})",
+        report["version"],
+        report["checked"],
+        report["events"],
+        failures.len(),
+        report["findings"].as_array().map_or(0, Vec::len)
+    );
     failures
 }
 
@@ -568,6 +838,7 @@ pub async fn run_all<T: Target>(target: &mut T) -> Vec<String> {
         Err(e) => return vec![format!("agui: {e}")],
     };
     let mut failures = check_reports(&reports);
+    failures.extend(conformance_failures(&reports).await);
     // Every run of the cases but the replay and the one in ws-agui.
     let runs = reports.iter().map(runs_of).sum::<usize>() as u64;
     let want = runs.saturating_sub(2);

@@ -9,6 +9,7 @@ pub mod agui;
 pub mod approval_checks;
 mod checks;
 pub mod client;
+pub mod client_tool_checks;
 pub mod fail_closed;
 pub mod generated_crate;
 pub mod http_probe;

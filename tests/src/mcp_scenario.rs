@@ -140,11 +140,14 @@ impl McpBench {
             calls(&[("call_slow", "orders_slow", r#"{"seconds":30}"#)]),
             answer("It took too long."),
         ]);
-        // The approval checks' requests (`crate::approval_checks`, which a runtime's other
-        // model checks may run first) are answered by their own model; the rest in order.
+        // The approval checks' and the client tool check's requests (`crate::approval_checks`,
+        // `crate::client_tool_checks`, which a runtime's other model checks may run first) are
+        // answered by their own model; the rest in order.
         let script = std::sync::Mutex::new(std::collections::VecDeque::from(script));
         let model = ScriptedServer::start(move |r| {
-            crate::approval_checks::approvals_model(r).unwrap_or_else(|| {
+            let own = crate::approval_checks::approvals_model(r)
+                .or_else(|| crate::client_tool_checks::client_tool_model(r));
+            own.unwrap_or_else(|| {
                 script.lock().unwrap().pop_front().unwrap_or_else(|| {
                     Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
                 })

@@ -1,17 +1,18 @@
 //! The model agent (`RUNWAY_AGENT=model`) on Workers, under `wrangler dev`: the Worker calls an
 //! OpenAI-compatible endpoint in this test (loopback, replaying chunk sequences) with `fetch`,
 //! streams the text as it arrives, runs parallel HTTP tools, pauses for approval and goes on
-//! after `resume`, and retries a 429 that came before the first token; and it uses the tools
+//! after `resume`, retries a 429 that came before the first token, and leaves an AG-UI client's
+//! own tool for the client (issue 28); and it uses the tools
 //! of real MCP servers; and a tool acting as the user who connected an account.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
 use std::time::Duration;
 
-use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TurnStream, start_local_worker, target_auth};
+use runway_e2e::{approval_checks, client_tool_checks};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-worker-test-3b81";
@@ -200,6 +201,9 @@ async fn checks(
     //    (claimed in the thread's Durable Object).
     approval_checks::an_edit_lands_on_the_call_it_names(&client, tools).await;
     approval_checks::concurrent_approvals_run_the_call_once(&client, tools).await;
+
+    // 5. Issue 28: an AG-UI client's own tool, called by the model and run by the client.
+    client_tool_checks::a_client_tool_round_trip(worker.base_url(), model).await;
 }
 
 /// `/notes.txt`, `/pixel.png`, and `/hop` (a redirect to a private address).
@@ -261,9 +265,12 @@ async fn the_model_agent_on_workers_streams_runs_tools_and_asks_for_approval() {
             chunk::finish("stop"),
         ]),
     ]));
-    // The approval checks' requests are answered by their own model; the rest from the script.
+    // The approval checks' and the client tool check's requests are answered by their own
+    // model; the rest from the script.
     let model = ScriptedServer::start(move |r| {
-        approval_checks::approvals_model(r).unwrap_or_else(|| {
+        let own = approval_checks::approvals_model(r)
+            .or_else(|| client_tool_checks::client_tool_model(r));
+        own.unwrap_or_else(|| {
             script.lock().unwrap().pop_front().unwrap_or_else(|| {
                 Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))
             })

@@ -1,7 +1,8 @@
 //! The model agent (`RUNWAY_AGENT=model`) in the real `bootstrap` under cargo-lambda's emulator
 //! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
-//! round trip, attachments downloaded once and kept in the table, a connected account (the
+//! round trip, an AG-UI client's own tool (issue 28), attachments downloaded once and kept in
+//! the table, a connected account (the
 //! real OAuth server of [`runway_e2e::oauth_flow`], its tokens in the table's vault); and MCP
 //! tools of real MCP servers.
 //!
@@ -10,7 +11,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use runway_e2e::approval_checks;
 use runway_e2e::client::{fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
 use runway_e2e::oauth_flow::{
@@ -18,6 +18,7 @@ use runway_e2e::oauth_flow::{
 };
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
+use runway_e2e::{approval_checks, client_tool_checks};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -218,6 +219,8 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
     let function = AgentProcess::start(cmd, Duration::from_secs(900)).await;
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
         checks(&function, &bench.model, &tools, &files).await;
+        // Issue 28: an AG-UI client's own tool, called by the model and run by the client.
+        client_tool_checks::a_client_tool_round_trip(function.base_url(), &bench.model).await;
         let client = Client::new(function.base_url(), target_auth());
         // Issue 27: the card, the popup at the real provider, the pending call run as the
         // user with the token from the DynamoDB vault; forged and replayed callbacks refused.

@@ -44,7 +44,8 @@ async fn the_official_client_accepts_every_run_and_every_frame_is_schema_valid()
         "AG-UI: {accepted} of {} cases ({runs} runs) accepted by @ag-ui/client; {valid} of {frames} frames valid against @ag-ui/core EventSchema",
         reports.len()
     );
-    let failures = agui::check_reports(&reports);
+    let mut failures = agui::check_reports(&reports);
+    failures.extend(agui::conformance_failures(&reports).await);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Usage is counted as for Console turns: per workspace (forwardedProps.workspaceId, else
     // `default`): every run but the replay and the one in ws-agui.
@@ -88,4 +89,47 @@ async fn invalid_input_is_a_4xx_json_error_and_auth_is_the_same_as_runs() {
     assert_eq!(status, 401, "{body}");
     let (status, _) = client.raw(reqwest::Method::GET, "/agui", Vec::new()).await;
     assert_eq!(status, 405);
+}
+
+/// The suite's `ag-ui-validate` run fails on what the validator reports: a run whose text has
+/// no start and which never finishes is two failures; a clean run is none (its `info` advice,
+/// such as the missing timestamps, does not fail).
+#[tokio::test]
+async fn ag_ui_validate_fails_the_suite_on_a_broken_run_and_passes_a_clean_one() {
+    let frames = |events: &[serde_json::Value]| {
+        events
+            .iter()
+            .map(|e| format!("data: {e}\n\n"))
+            .collect::<String>()
+    };
+    let started = json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"});
+    let broken = frames(&[
+        started.clone(),
+        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"}),
+    ]);
+    let clean = frames(&[
+        started,
+        json!({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}),
+        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"}),
+        json!({"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+        json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"}}),
+    ]);
+    let failures = agui::conformance_failures(&[
+        json!({"name": "broken", "bodies": [broken]}),
+        json!({"name": "clean", "bodies": [clean]}),
+    ])
+    .await;
+    assert_eq!(failures.len(), 2, "{failures:#?}");
+    assert!(
+        failures.iter().all(|f| f.contains("\"broken #1\"")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures.iter().any(|f| f.contains("AGUI101")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures.iter().any(|f| f.contains("AGUI003")),
+        "{failures:#?}"
+    );
 }

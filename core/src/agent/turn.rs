@@ -8,7 +8,7 @@ use crate::agent::turn_connections::{
 use crate::error::StoreError;
 use crate::http_client::Http;
 use crate::meter::TurnUsage;
-use crate::protocol::{Attachment, ClientTool, ClientToolResult, Resume};
+use crate::protocol::{Attachment, ClientTool, ClientToolResult, ContextEntry, Resume};
 
 /// Which wire protocol the turn arrived on. The agent rarely needs to know: runway renders its
 /// output for either.
@@ -61,6 +61,8 @@ pub struct Turn {
     pub(crate) client_tools: Vec<ClientTool>,
     /// What [`Turn::client_tool_results`] lists.
     pub(crate) client_tool_results: Vec<ClientToolResult>,
+    /// What [`Turn::client_context`] lists.
+    pub(crate) client_context: Vec<ContextEntry>,
 }
 
 impl Turn {
@@ -220,6 +222,17 @@ impl Turn {
     /// wrote instead). The results are not in [`Turn::input`].
     pub fn client_tool_results(&self) -> &[ClientToolResult] {
         &self.client_tool_results
+    }
+
+    /// What the client tells the agent about itself for this run (AG-UI's
+    /// `RunAgentInput.context`, CopilotKit's readables: the page the user is on, the record
+    /// open, as description/value pairs), in the order sent; at most
+    /// [`MAX_CLIENT_CONTEXT_BYTES`](crate::protocol::MAX_CLIENT_CONTEXT_BYTES) together.
+    /// Console and Lowkey turns have none. Not stored: a client sends its context with every
+    /// run. The model agent gives it to the model as one system message after its system
+    /// prompt.
+    pub fn client_context(&self) -> &[ContextEntry] {
+        &self.client_context
     }
 
     /// True for Console's Test-button threads (`validate-<16 hex>`), kept only briefly.

@@ -13,7 +13,9 @@ use super::json_kind::json_kind;
 use super::resume::{Decision, Resume};
 use super::run_request::{MAX_ID_LEN, validate_id};
 use crate::error::BadRequest;
-use crate::protocol::{ClientTool, ClientToolResult, MAX_CLIENT_TOOL_RESULT_BYTES, Message, Role};
+use crate::protocol::{
+    ClientTool, ClientToolResult, ContextEntry, MAX_CLIENT_TOOL_RESULT_BYTES, Message, Role,
+};
 
 /// The workspace a run without `forwardedProps.workspaceId` is counted in.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -90,12 +92,16 @@ pub struct RunAgentInput {
     pub parent_run_id: Option<String>,
     /// The conversation as the client has it, oldest first.
     pub messages: Vec<InputMessage>,
+    /// `messages` exactly as sent (ids, tool calls and content parts kept): what the
+    /// `MESSAGES_SNAPSHOT` before an interrupt repeats, so applying it loses nothing.
+    pub sent_messages: Vec<Value>,
     /// The client's view of the agent's state (`null` when absent).
     pub state: Value,
     /// Tools the client offers and runs itself (validated: [`ClientTool::list_from`]).
     pub tools: Vec<ClientTool>,
-    /// Context entries (`description`, `value`).
-    pub context: Vec<(String, String)>,
+    /// Context entries (`description`, `value`), at most
+    /// [`crate::protocol::MAX_CLIENT_CONTEXT_BYTES`] together.
+    pub context: Vec<ContextEntry>,
     /// `forwardedProps`, as sent (`null` when absent).
     pub forwarded_props: Value,
     /// Answers to the previous run's interrupts (kept as sent).
@@ -200,25 +206,15 @@ impl RunAgentInput {
             None | Some(Value::Null) => None,
             Some(_) => Some(run_id_field(obj, "parentRunId")?),
         };
-        let messages = list(obj, "messages", true)?
+        let sent_messages = list(obj, "messages", true)?;
+        let messages = sent_messages
             .iter()
             .enumerate()
             .map(|(i, m)| input_message(m, i))
             .collect::<Result<Vec<_>, _>>()?;
+        let sent_messages = sent_messages.to_vec();
         let tools = ClientTool::list_from(list(obj, "tools", false)?)?;
-        let context = list(obj, "context", false)?
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let field = |f: &str| match c.get(f) {
-                    Some(Value::String(s)) => Ok(s.clone()),
-                    _ => Err(BadRequest::new(format!(
-                        "context[{i}].{f} must be a string"
-                    ))),
-                };
-                Ok((field("description")?, field("value")?))
-            })
-            .collect::<Result<Vec<_>, BadRequest>>()?;
+        let context = ContextEntry::list_from(list(obj, "context", false)?)?;
         let resume = list(obj, "resume", false)?.to_vec();
         for (i, entry) in resume.iter().enumerate() {
             if !entry.get("interruptId").is_some_and(Value::is_string) {
@@ -260,6 +256,7 @@ impl RunAgentInput {
             run_id,
             parent_run_id,
             messages,
+            sent_messages,
             state: obj.get("state").cloned().unwrap_or(Value::Null),
             tools,
             context,

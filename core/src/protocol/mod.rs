@@ -5,6 +5,7 @@
 
 pub mod agui;
 mod attachment;
+mod client_context;
 mod client_tool;
 mod ending;
 mod health;
@@ -18,6 +19,7 @@ mod resume;
 mod run_request;
 
 pub use attachment::{Attachment, SecretUrl};
+pub use client_context::{ContextEntry, MAX_CLIENT_CONTEXT_BYTES};
 pub use client_tool::{
     ClientTool, ClientToolResult, MAX_CLIENT_TOOL_DESCRIPTION_BYTES, MAX_CLIENT_TOOL_NAME_LEN,
     MAX_CLIENT_TOOL_PARAMETERS_BYTES, MAX_CLIENT_TOOL_RESULT_BYTES, MAX_CLIENT_TOOLS,

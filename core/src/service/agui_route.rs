@@ -18,6 +18,8 @@
 //!   ([`crate::Turn::client_tool_results`], not in the input text; each must answer a call
 //!   left pending, `TOOL_RESULT_UNMATCHED` otherwise). runway's own tool results, which the
 //!   client holds as `tool` messages named `{toolCallId}-result`, are the agent's side;
+//! - `context` reaches the agent as [`crate::Turn::client_context`] (bounded: a 400 over
+//!   [`crate::protocol::MAX_CLIENT_CONTEXT_BYTES`]), for this run only, not stored;
 //! - the final event carries `usage[]`: the tokens the model endpoint reported, per provider
 //!   and model.
 
@@ -161,7 +163,8 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             input.thread_id.clone(),
             input.parent_run_id.clone(),
             self.config().limits,
-        );
+        )
+        .with_client_view(input.sent_messages, input.state);
         let plan = TurnPlan {
             run_key,
             thread_key,
@@ -188,6 +191,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 usage: TurnUsage::keeping_model_rows(),
                 client_tools: input.tools,
                 client_tool_results: tool_results,
+                client_context: input.context,
             },
         };
         self.stream(writer, plan, span)

@@ -94,6 +94,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 usage: Default::default(),
                 client_tools: Vec::new(),
                 client_tool_results: Vec::new(),
+                client_context: Vec::new(),
             },
         };
         // The fingerprint in every event_id: a RUN_ID_REUSED answer never repeats an id of

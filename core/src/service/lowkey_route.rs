@@ -93,6 +93,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 usage: Default::default(),
                 client_tools: Vec::new(),
                 client_tool_results: Vec::new(),
+                client_context: Vec::new(),
             },
         };
         let writer = NdjsonWriter::new(self.config().limits);

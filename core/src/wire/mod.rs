@@ -7,10 +7,12 @@
 //! way.
 //!
 //! Beside them: the ledger of a turn's output and counts ([`ledger`]), the recording a replay
-//! sends and its process-wide bound ([`recorder`], [`recording`]), and JSON string encoding
+//! sends and its process-wide bound ([`recorder`], [`recording`]), JSON Patch as an AG-UI client
+//! applies it ([`json_patch`]), and JSON string encoding
 //! ([`json_text`]).
 
 pub(crate) mod console;
+pub(crate) mod json_patch;
 pub(crate) mod json_text;
 pub(crate) mod ledger;
 pub(crate) mod lowkey;

@@ -8,6 +8,8 @@ mod answer_stream;
 mod approvals;
 mod call_error;
 #[cfg(test)]
+mod client_context_tests;
+#[cfg(test)]
 mod client_tools_tests;
 mod model_call;
 mod tool_calls;

@@ -1,4 +1,5 @@
-//! Model calls: the request (system prompt, transcript, images, tools), sending it, and
+//! Model calls: the request (system prompt, the client's context, transcript, images, tools),
+//! sending it, and
 //! attempting it again with backoff while nothing has reached the user.
 
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::model::toolbox::Toolbox;
 use crate::model::transcript::{ChatMessage, Transcript, truncate};
 use runway_core::adapter::Runtime;
 use runway_core::http_client::{Http, HttpError, HttpResponse};
+use runway_core::protocol::ContextEntry;
 use runway_core::{AgentError, Output, Turn, TurnUsage};
 
 /// Attempts at reaching the model before its first token (the first plus retries).
@@ -31,8 +33,12 @@ const PLATFORM_NOTICE_RULE: &str = "A user message may contain a notice line fro
     platform (for example about a file it could not attach). It is not the user's words: do \
     not repeat it back; if it matters, say briefly that a file could not be attached.";
 
-/// What one model call is asked: the conversation so far, its images and the tools offered.
+/// What one model call is asked: the client's context, the conversation so far, its images and
+/// the tools offered.
+#[derive(Clone, Copy)]
 struct RoundPrompt<'a, 't> {
+    /// The client's context as one system message's text ([`context_message`]), if any.
+    context: Option<&'a str>,
     transcript: &'a Transcript,
     images: &'a Images,
     tools: &'a Toolbox<'t>,
@@ -52,6 +58,7 @@ impl<R: Runtime> ModelAgent<R> {
     ) -> Result<Round, AgentError> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
+        let context = context_message(turn.client_context());
         loop {
             // Saved with an empty partial answer that the stream then extends in place: if the
             // turn is cut mid-answer, the next turn finds what the user saw.
@@ -61,6 +68,7 @@ impl<R: Runtime> ModelAgent<R> {
             let http = turn.http().clone();
             let usage = turn.usage().clone();
             let prompt = RoundPrompt {
+                context: context.as_deref(),
                 transcript: t,
                 images,
                 tools,
@@ -119,9 +127,15 @@ impl<R: Runtime> ModelAgent<R> {
         }
     }
 
-    fn request_body(&self, t: &Transcript, images: &Images, tools: &Toolbox<'_>) -> Value {
+    fn request_body(&self, prompt: &RoundPrompt<'_, '_>) -> Value {
+        let RoundPrompt {
+            context,
+            transcript: t,
+            images,
+            tools,
+        } = *prompt;
         let s = &self.settings;
-        let mut messages = Vec::with_capacity(t.messages.len() + 1);
+        let mut messages = Vec::with_capacity(t.messages.len() + 2);
         let mut system = match &s.system_prompt {
             Some(p) => format!("{p}\n\n{PLATFORM_NOTICE_RULE}"),
             None => PLATFORM_NOTICE_RULE.to_owned(),
@@ -131,6 +145,9 @@ impl<R: Runtime> ModelAgent<R> {
             system.push_str(note);
         }
         messages.push(json!({"role": "system", "content": system}));
+        if let Some(context) = context {
+            messages.push(json!({"role": "system", "content": context}));
+        }
         messages.extend(t.messages.iter().map(|m| match m {
             ChatMessage::User { content, files } if !files.is_empty() => {
                 json!({"role": "user", "content": user_content(content, files, images)})
@@ -232,13 +249,14 @@ impl<R: Runtime> ModelAgent<R> {
         log: &LogBudget,
     ) -> Result<Round, (RoundError, String)> {
         let s = &self.settings;
+        // Serialized here: its size is the estimate's prompt if the call is cut unreported.
+        let body = serde_json::to_vec(&self.request_body(&prompt)).unwrap_or_default();
         let RoundPrompt {
             transcript: t,
-            images,
+            images: _,
             tools,
+            context: _,
         } = prompt;
-        // Serialized here: its size is the estimate's prompt if the call is cut unreported.
-        let body = serde_json::to_vec(&self.request_body(t, images, tools)).unwrap_or_default();
         // Counts the call once however this returns or is dropped (the user stopped the turn).
         let mut meter = CallMeter::new(usage.clone(), s.provider(), &s.model, body.len());
         let response = self
@@ -248,4 +266,23 @@ impl<R: Runtime> ModelAgent<R> {
         self.read_answer(response, meter, out, state, (tools, t), log)
             .await
     }
+}
+
+/// The client's context (AG-UI's `RunAgentInput.context`, [`Turn::client_context`]) as the
+/// text of one system message, sent after the system prompt: each entry's description, then
+/// its value. `None` when the client sent none (Console and Lowkey turns never do).
+fn context_message(entries: &[ContextEntry]) -> Option<String> {
+    if entries.is_empty() {
+        return None;
+    }
+    let mut text = String::from(
+        "Context from the user's application (each entry: what it is, then its value):",
+    );
+    for e in entries {
+        text.push_str("\n\n");
+        text.push_str(&e.description);
+        text.push_str(":\n");
+        text.push_str(&e.value);
+    }
+    Some(text)
 }

@@ -398,3 +398,106 @@ fn message_ids_are_unique_in_the_thread_not_only_in_the_run() {
     w.text("one");
     assert!(w.take_output().contains("\"messageId\":\"m1\""));
 }
+
+fn approval() -> Ending {
+    Ending::Interrupt(Interrupt::Approval {
+        prompt: "Go?".into(),
+    })
+}
+
+/// AG-UI's interrupt rule: the client's state and messages, as the run left them, come in
+/// `STATE_SNAPSHOT` and `MESSAGES_SNAPSHOT` before the interrupting `RUN_FINISHED`.
+#[test]
+fn an_interrupt_is_preceded_by_the_state_and_messages_snapshots() {
+    let sent = vec![
+        json!({"id": "u1", "role": "user", "content": [{"type": "text", "text": "go"}]}),
+        json!({"id": "u2", "role": "user", "content": "and?"}),
+    ];
+    let mut w = FrameWriter::agui("r1", "t1", None, StreamLimits::default())
+        .with_client_view(sent.clone(), json!({"todos": []}));
+    w.start();
+    w.text("Checking.");
+    w.tool_call_start("c1", "clock");
+    w.tool_call_args("c1", "{}");
+    w.tool_call_result("c1", "12:00");
+    w.state_delta(json!([{"op": "add", "path": "/todos/-", "value": "ask"}]));
+    w.finish(approval());
+    let mut out = w.take_output();
+    out.push_str(&w.take_final().unwrap());
+    let f = frames(&out);
+    let n = f.len();
+    assert_eq!(
+        types(&out)[n - 3..],
+        ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    );
+    assert_eq!(f[n - 3]["snapshot"], json!({"todos": ["ask"]}));
+    let messages = f[n - 2]["messages"].as_array().unwrap();
+    assert_eq!(messages[..2], sent[..], "the client's own, as sent");
+    let text_id = f
+        .iter()
+        .find(|f| f["type"] == "TEXT_MESSAGE_START")
+        .unwrap()["messageId"]
+        .clone();
+    assert_eq!(
+        messages[2..],
+        [
+            json!({"id": text_id, "role": "assistant", "content": "Checking."}),
+            json!({"id": "c1", "role": "assistant", "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "clock", "arguments": "{}"}}
+            ]}),
+            json!({"id": "c1-result", "toolCallId": "c1", "role": "tool", "content": "12:00"}),
+        ]
+    );
+    // A replay sends them too.
+    assert!(w.recording().contains("MESSAGES_SNAPSHOT"));
+}
+
+#[test]
+fn only_an_interrupt_sends_the_snapshots_and_console_never_does() {
+    let view = |w: FrameWriter| w.with_client_view(vec![], json!({}));
+    let mut done = view(FrameWriter::agui("r1", "t1", None, StreamLimits::default()));
+    done.start();
+    done.text("hi");
+    done.finish(Ending::Success);
+    let out = done.take_output() + &done.take_final().unwrap();
+    assert!(!out.contains("SNAPSHOT"), "{out}");
+    let mut console = view(FrameWriter::new("r1", StreamLimits::default()));
+    console.start();
+    console.finish(approval());
+    let out = console.take_output() + &console.take_final().unwrap();
+    assert!(!out.contains("SNAPSHOT"), "{out}");
+}
+
+#[test]
+fn a_snapshot_that_does_not_fit_is_left_out_and_the_question_still_asked() {
+    let limits = StreamLimits {
+        max_frame_bytes: 2048,
+        ..StreamLimits::default()
+    };
+    let big = vec![json!({"id": "u1", "role": "user", "content": "x".repeat(4096)})];
+    let mut w = FrameWriter::agui("r1", "t1", None, limits).with_client_view(big, json!({}));
+    w.start();
+    w.finish(approval());
+    let out = w.take_output() + &w.take_final().unwrap();
+    let t = types(&out);
+    assert!(t.contains(&"STATE_SNAPSHOT".to_owned()));
+    assert!(!t.contains(&"MESSAGES_SNAPSHOT".to_owned()), "{t:?}");
+    assert_eq!(t.last().unwrap(), "RUN_FINISHED");
+}
+
+#[test]
+fn after_a_delta_the_client_could_not_apply_no_state_snapshot_is_guessed() {
+    let mut w = FrameWriter::agui("r1", "t1", None, StreamLimits::default())
+        .with_client_view(vec![], json!({"n": 1}));
+    w.start();
+    w.state_delta(json!([{"op": "remove", "path": "/missing"}]));
+    w.finish(approval());
+    let out = w.take_output() + &w.take_final().unwrap();
+    let t = types(&out);
+    assert_eq!(
+        t.iter().filter(|t| *t == "STATE_SNAPSHOT").count(),
+        0,
+        "{t:?}"
+    );
+    assert!(t.contains(&"MESSAGES_SNAPSHOT".to_owned()), "{t:?}");
+}

@@ -4,6 +4,7 @@
 
 use super::frame::{Field, encode};
 use super::writer::Console;
+use crate::protocol::LogId;
 use crate::wire::json_text::escaped_pieces;
 use crate::wire::writer::Writer;
 
@@ -76,5 +77,27 @@ impl Writer<Console> {
         let mark = self.ledger.mark();
         self.enc.encode_next(self.ledger.out(), ty, fields);
         mark
+    }
+
+    /// Writes a frame if it fits in the limits with `final_bytes` (one frame) still to come;
+    /// otherwise leaves it out (logged) without ending the turn.
+    pub(super) fn push_if_fits(
+        &mut self,
+        ty: &str,
+        fields: &[(&str, Field<'_>)],
+        final_bytes: usize,
+    ) {
+        let mark = self.encode_frame(ty, fields);
+        let len = self.ledger.len_since(mark);
+        let limits = &self.limits;
+        if len <= limits.max_frame_bytes
+            && self.ledger.stream_bytes() + len + final_bytes <= limits.max_stream_bytes
+            && self.ledger.frames() + 2 <= limits.max_frames
+        {
+            self.ledger.keep_since(mark);
+        } else {
+            self.ledger.discard_since(mark);
+            tracing::warn!(run_id = %LogId(&self.enc.run_id), frame = ty, bytes = len, "snapshot left out: it does not fit in the limits");
+        }
     }
 }

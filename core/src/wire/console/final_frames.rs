@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 use super::frame::{Field, encode};
 use super::writer::{Console, TURN_STEP};
 use crate::error::TurnErrorCode;
-use crate::protocol::Ending;
 use crate::protocol::agui::{TokenUsage, interrupt_id};
+use crate::protocol::{Ending, LogId};
 use crate::wire::writer::Writer;
 
 impl Console {
@@ -89,6 +89,9 @@ impl Writer<Console> {
                 let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
                 w.enc
                     .run_finished(&mut encoded, Field::Json(&outcome), &w.usage);
+                // Encoded first so the snapshots leave room for it (no event ids in AG-UI:
+                // the order of the sequence numbers does not show).
+                w.snapshot_client_view(encoded.len());
             }
             Ending::Error { code, message } => {
                 w.enc.error_frame(&mut encoded, *code, message, &w.usage);
@@ -98,6 +101,37 @@ impl Writer<Console> {
     }
 
     /// `RUN_ERROR` with `code`'s message for the user.
+    /// AG-UI's interrupt rule: `STATE_SNAPSHOT` and `MESSAGES_SNAPSHOT` before the
+    /// interrupting `RUN_FINISHED`, what the client holds now ([`ClientView`]). Each is sent
+    /// only if it fits in a frame and leaves room for the final frame; a snapshot left out is
+    /// logged (the client's own state and messages are still right: the snapshots repeat them).
+    ///
+    /// [`ClientView`]: super::client_view::ClientView
+    fn snapshot_client_view(&mut self, final_bytes: usize) {
+        let Some(view) = self.enc.view.take() else {
+            return;
+        };
+        let (state, messages) = view.into_snapshots();
+        match state {
+            Some(state) => {
+                let state = [("snapshot", Field::Json(&state))];
+                self.push_if_fits("STATE_SNAPSHOT", &state, final_bytes);
+            }
+            None => {
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "STATE_SNAPSHOT left out: a STATE_DELTA did not apply to the client's state");
+            }
+        }
+        match messages {
+            Some(messages) => {
+                let messages = [("messages", Field::Json(&messages))];
+                self.push_if_fits("MESSAGES_SNAPSHOT", &messages, final_bytes);
+            }
+            None => {
+                tracing::warn!(run_id = %LogId(&self.enc.run_id), "MESSAGES_SNAPSHOT left out: the thread's messages outgrew a frame");
+            }
+        }
+    }
+
     pub(super) fn run_error(&mut self, code: TurnErrorCode) -> String {
         let mut out = String::new();
         self.enc

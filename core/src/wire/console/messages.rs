@@ -33,6 +33,9 @@ impl Writer<Console> {
                     return;
                 }
                 self.enc.text = Some(id);
+                if let Some(view) = &mut self.enc.view {
+                    view.message_started(id.as_str(), "assistant");
+                }
                 if !self.answer.is_empty() {
                     self.keep_answer("\n\n");
                 }
@@ -42,6 +45,9 @@ impl Writer<Console> {
         if self.emit_split("TEXT_MESSAGE_CONTENT", "messageId", id.as_str(), delta) {
             self.answered = true;
             self.keep_answer(delta);
+            if let Some(view) = &mut self.enc.view {
+                view.message_content(id.as_str(), delta);
+            }
         }
     }
 
@@ -82,10 +88,17 @@ impl Writer<Console> {
                     return;
                 }
                 self.enc.reasoning = Some(id);
+                if let Some(view) = &mut self.enc.view {
+                    view.message_started(id.as_str(), "reasoning");
+                }
                 id
             }
         };
-        self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", id.as_str(), delta);
+        if self.emit_split("REASONING_MESSAGE_CONTENT", "messageId", id.as_str(), delta)
+            && let Some(view) = &mut self.enc.view
+        {
+            view.message_content(id.as_str(), delta);
+        }
     }
 
     /// Closes the current reasoning message.
@@ -140,6 +153,9 @@ impl Writer<Console> {
         ) {
             self.enc.tools.push(id.to_owned());
             self.enc.tools_seen.insert(id.to_owned());
+            if let Some(view) = &mut self.enc.view {
+                view.tool_call_started(id, name);
+            }
         }
     }
 
@@ -158,7 +174,11 @@ impl Writer<Console> {
         if self.is_finished() || delta.is_empty() || !self.enc.tools.iter().any(|t| t == id) {
             return;
         }
-        self.emit_split("TOOL_CALL_ARGS", "toolCallId", id, delta);
+        if self.emit_split("TOOL_CALL_ARGS", "toolCallId", id, delta)
+            && let Some(view) = &mut self.enc.view
+        {
+            view.tool_call_args(id, delta);
+        }
     }
 
     /// Ends a tool call's arguments.
@@ -201,7 +221,11 @@ impl Writer<Console> {
                 &truncated
             }
         };
-        self.emit("TOOL_CALL_RESULT", &fields(content));
+        if self.emit("TOOL_CALL_RESULT", &fields(content))
+            && let Some(view) = &mut self.enc.view
+        {
+            view.tool_result(id, &message_id, content);
+        }
     }
 
     /// Closes everything open without limit checks: the reserve kept by [`Writer::keep_frame`]

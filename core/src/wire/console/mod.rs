@@ -7,6 +7,7 @@
 //! ([`sse`]). The route is [`Runway::console_turn`](crate::adapter::Runway::console_turn); the
 //! request and frame types an agent sees stay in [`crate::protocol`].
 
+mod client_view;
 mod emit;
 mod final_frames;
 mod frame;

@@ -70,7 +70,11 @@ impl Writer<Console> {
         }
         if self.enc.is_agui() {
             // AG-UI state is the agent's own: any JSON value, carried as it is.
-            self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))]);
+            if self.emit("STATE_SNAPSHOT", &[("snapshot", Field::Json(&snapshot))])
+                && let Some(view) = &mut self.enc.view
+            {
+                view.state_snapshot(snapshot);
+            }
             return;
         }
         let Value::Object(obj) = snapshot else {
@@ -122,7 +126,11 @@ impl Writer<Console> {
             return;
         }
         let delta = Value::Array(kept);
-        self.emit("STATE_DELTA", &[("delta", Field::Json(&delta))]);
+        if self.emit("STATE_DELTA", &[("delta", Field::Json(&delta))])
+            && let Some(view) = &mut self.enc.view
+        {
+            view.state_delta(&delta);
+        }
     }
 
     /// Announces a file the agent hosts: appended to this turn's `artifacts` and sent as a
@@ -134,10 +142,13 @@ impl Writer<Console> {
         }
         self.enc.artifacts.push(artifact);
         let artifacts = std::mem::take(&mut self.enc.artifacts);
-        self.emit(
+        if self.emit(
             "STATE_SNAPSHOT",
             &[("snapshot", Field::Artifacts(&artifacts))],
-        );
+        ) && let Some(view) = &mut self.enc.view
+        {
+            view.artifacts(&artifacts);
+        }
         self.enc.artifacts = artifacts;
     }
 

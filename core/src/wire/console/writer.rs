@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::client_view::ClientView;
 use super::frame::{Field, encode};
 use super::message_id::{MessageId, RunTag};
 use super::sse::HEARTBEAT;
@@ -98,6 +99,9 @@ pub struct Console {
     pub(super) artifacts: Vec<Value>,
     pub(super) state_file_urls: HashSet<String>,
     pub(super) custom_file_urls: HashSet<String>,
+    /// What the AG-UI client holds as the run goes (its messages and state), for the snapshots
+    /// before an interrupt; `None` for Console, which keeps its own.
+    pub(super) view: Option<Box<ClientView>>,
 }
 
 impl Console {
@@ -256,6 +260,7 @@ impl Writer<Console> {
                 artifacts: Vec::new(),
                 state_file_urls: HashSet::new(),
                 custom_file_urls: HashSet::new(),
+                view: None,
             },
         )
     }
@@ -281,6 +286,19 @@ impl Writer<Console> {
             run_tag,
         };
         w
+    }
+
+    /// Follows what the AG-UI client holds (it sent `messages` and `state`) so that a run ending
+    /// with an interrupt sends `STATE_SNAPSHOT` and `MESSAGES_SNAPSHOT` before its
+    /// `RUN_FINISHED`, as AG-UI's interrupt rules ask (`client_view.rs`). AG-UI dialect only:
+    /// Console's writer ignores it.
+    #[must_use]
+    pub fn with_client_view(mut self, messages: Vec<Value>, state: Value) -> Self {
+        if self.enc.is_agui() {
+            let max = self.limits.max_frame_bytes;
+            self.enc.view = Some(Box::new(ClientView::new(messages, state, max)));
+        }
+        self
     }
 
     /// Names the turn's `threadId` on `RUN_FINISHED`, as AG-UI 1.0 requires: Console's turns
