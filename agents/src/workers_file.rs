@@ -47,6 +47,7 @@ use crate::model::mcp::may_offer;
 use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
 use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+use crate::toml_settings;
 
 /// The name a workers file gives the one agent a binary serves in code
 /// (`runway::serve(MyAgent)`): `agent = "main"`.
@@ -267,12 +268,14 @@ pub fn load_workers<R: Runtime + Clone>(
             reason,
         }
     };
-    let raw: RawFile = toml::from_str(source).map_err(|e: toml::de::Error| {
-        err_at(
-            e.span().map_or(0, |s| s.start),
-            e.message().trim().to_owned(),
-        )
-    })?;
+    let raw: RawFile = toml_settings::parse(source)
+        .and_then(toml_settings::read)
+        .map_err(|e| {
+            err_at(
+                e.span().map_or(0, |s| s.start),
+                e.message().trim().to_owned(),
+            )
+        })?;
     if raw.workers.is_empty() {
         return Err(err_at(
             0,

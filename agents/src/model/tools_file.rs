@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
+use crate::toml_settings;
 use runway_core::connect::provider::{
     Endpoints, Provider, ProviderEndpoints, Providers, provider_url,
 };
@@ -123,13 +124,14 @@ pub fn parse_tools(
             reason,
         }
     };
-    let de_err = |e: toml::de::Error| {
+    let de_err = |e: toml_settings::Error| {
         let offset = e.span().map_or(0, |s| s.start);
         err_at(offset, e.message().trim().to_owned())
     };
+    let doc = toml_settings::parse(source).map_err(de_err)?;
     // Headers are read as a table (any names), the rest strictly.
-    let headers: RawHeaders = toml::from_str(source).map_err(de_err)?;
-    let raw: RawFile = toml::from_str(source).map_err(de_err)?;
+    let headers: RawHeaders = toml_settings::read(doc.clone()).map_err(de_err)?;
+    let raw: RawFile = toml_settings::read(doc).map_err(de_err)?;
     let mut tools = Vec::new();
     for (i, t) in raw.tools.into_iter().enumerate() {
         let name = t.name.get_ref().trim().to_owned();
