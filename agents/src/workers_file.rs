@@ -109,14 +109,35 @@ struct Usd(f64);
 
 impl<'de> Deserialize<'de> for Usd {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if v.is_finite() && v >= 0.0 {
-            Ok(Self(v))
-        } else {
-            Err(serde::de::Error::custom(format!(
-                "{v} is not an amount in US dollars: use a number of 0 or more"
-            )))
+        /// Checked in the visitor, inside the deserializer's call: the error is placed at the
+        /// value (`toml_settings` places errors made there).
+        struct Dollars;
+        impl serde::de::Visitor<'_> for Dollars {
+            type Value = Usd;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an amount in US dollars")
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Usd, E> {
+                if v.is_finite() && v >= 0.0 {
+                    Ok(Usd(v))
+                } else {
+                    Err(E::custom(format!(
+                        "{v} is not an amount in US dollars: use a number of 0 or more"
+                    )))
+                }
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Usd, E> {
+                self.visit_f64(v as f64)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Usd, E> {
+                self.visit_f64(v as f64)
+            }
         }
+        d.deserialize_f64(Dollars)
     }
 }
 

@@ -247,6 +247,14 @@ pub fn parse_tools(
         });
     }
     let mut mcp = Vec::new();
+    if let Some(m) = raw.mcp.first().filter(|_| !cfg!(feature = "mcp")) {
+        return Err(err_at(
+            m.name.span().start,
+            "[[mcp]]: this build has no MCP client (runway-agents' `mcp` feature, on by \
+             default, is off): remove the entry or build with the feature"
+                .into(),
+        ));
+    }
     for (i, m) in raw.mcp.into_iter().enumerate() {
         let table = headers.mcp.get(i).and_then(|h| h.headers.as_ref());
         let server = parse_mcp(m, table, setting, &|key| raw.providers.contains_key(key))
@@ -678,6 +686,29 @@ url = "https://shop.example.com/refunds"
 headers = { Authorization = "Bearer ${SHOP_TOKEN}" }
 approval = true
 "#;
+
+    /// Issue 26: a build without the `mcp` feature refuses `[[mcp]]` where it is written,
+    /// naming the feature (never a server silently left without its tools). Runs in such a
+    /// build: `cargo test -p runway-agents --no-default-features --features model --lib
+    /// without_the_mcp_feature`.
+    #[cfg(not(feature = "mcp"))]
+    #[test]
+    fn without_the_mcp_feature_an_mcp_server_is_refused_with_its_line() {
+        let src = "[[tools]]\nname = \"t\"\nmethod = \"GET\"\nurl = \"https://a.example/x\"\n\n\
+                   [[mcp]]\nname = \"crm\"\nurl = \"https://mcp.acme.example/mcp\"\n";
+        let e = parse_tools(src, "tools.toml", &settings).expect_err("no MCP client");
+        assert_eq!((e.line, e.column), (7, 8), "{e}");
+        assert!(e.reason.contains("`mcp` feature"), "{e}");
+        let http_only =
+            "[[tools]]\nname = \"t\"\nmethod = \"GET\"\nurl = \"https://a.example/x\"\n";
+        assert_eq!(
+            parse_tools(http_only, "tools.toml", &settings)
+                .unwrap()
+                .tools
+                .len(),
+            1
+        );
+    }
 
     fn settings(name: &str) -> Option<String> {
         (name == "SHOP_TOKEN").then(|| "tok-123".to_owned())

@@ -102,6 +102,9 @@ pub(crate) struct McpServers {
 
 impl McpServers {
     pub(crate) fn new(servers: &[McpServer]) -> Self {
+        if !cfg!(feature = "mcp") {
+            return Self::default();
+        }
         let kept = servers
             .iter()
             .cloned()
@@ -151,6 +154,11 @@ impl McpServers {
         redactor: &Redactor,
         providers: &Providers,
     ) -> McpCatalog {
+        // Built without MCP: no tools file names a server (`parse_tools` refuses one), and
+        // none of the client below is compiled in.
+        if !cfg!(feature = "mcp") {
+            return McpCatalog::default();
+        }
         let person = self.acts_as_users().then(|| person_of(turn)).flatten();
         let listed = futures::future::join_all(self.kept.iter().enumerate().map(|(i, kept)| {
             let timeout = call_timeout(http, kept.server(), default_timeout);
@@ -285,7 +293,10 @@ impl McpServers {
         max_bytes: usize,
         redactor: &Redactor,
     ) -> Result<String, TokenRefused> {
-        let Some(connection) = self.connection(tool.server, person) else {
+        let Some(connection) = self
+            .connection(tool.server, person)
+            .filter(|_| cfg!(feature = "mcp"))
+        else {
             return Ok(format!("Error: there is no tool named {:?}.", tool.name));
         };
         if tool.auth.is_some() && bearer.is_none() {
