@@ -85,21 +85,6 @@ pub struct ToolsFileError {
     pub reason: String,
 }
 
-/// Each entry's `headers` table with its span (a `${NAME}` problem points at it).
-#[derive(Deserialize)]
-struct RawHeaders {
-    #[serde(default)]
-    tools: Vec<HeadersOnly>,
-    #[serde(default)]
-    mcp: Vec<HeadersOnly>,
-}
-
-#[derive(Deserialize)]
-struct HeadersOnly {
-    #[serde(default)]
-    headers: Option<Spanned<toml::Table>>,
-}
-
 /// Parses and checks a tools file. `origin` names it in errors; `setting` reads `${NAME}`
 /// references in header values (a reference to a setting that is not set is an error: a tool
 /// must not silently run without its credentials).
@@ -128,12 +113,11 @@ pub fn parse_tools(
         let offset = e.span().map_or(0, |s| s.start);
         err_at(offset, e.message().trim().to_owned())
     };
-    let doc = toml_settings::parse(source).map_err(de_err)?;
-    // Headers are read as a table (any names), the rest strictly.
-    let headers: RawHeaders = toml_settings::read(doc.clone()).map_err(de_err)?;
-    let raw: RawFile = toml_settings::read(doc).map_err(de_err)?;
+    let raw: RawFile = toml_settings::parse(source)
+        .and_then(toml_settings::read)
+        .map_err(de_err)?;
     let mut tools = Vec::new();
-    for (i, t) in raw.tools.into_iter().enumerate() {
+    for t in raw.tools {
         let name = t.name.get_ref().trim().to_owned();
         if name.is_empty()
             || name.len() > 64
@@ -203,7 +187,7 @@ pub fn parse_tools(
                 ));
             }
         }
-        let tool_headers = match headers.tools.get(i).and_then(|h| h.headers.as_ref()) {
+        let tool_headers = match &t.headers {
             Some(table) => {
                 read_headers(table.get_ref(), setting).map_err(|r| err_at(table.span().start, r))?
             }
@@ -255,9 +239,8 @@ pub fn parse_tools(
                 .into(),
         ));
     }
-    for (i, m) in raw.mcp.into_iter().enumerate() {
-        let table = headers.mcp.get(i).and_then(|h| h.headers.as_ref());
-        let server = parse_mcp(m, table, setting, &|key| raw.providers.contains_key(key))
+    for m in raw.mcp {
+        let server = parse_mcp(m, setting, &|key| raw.providers.contains_key(key))
             .map_err(|(at, r)| err_at(at, r))?;
         if let Some(e) = mcp_name_conflict(&server.0, &tools, &mcp) {
             return Err(err_at(server.1, e));
@@ -356,7 +339,6 @@ fn mcp_name_conflict(server: &McpServer, tools: &[HttpTool], mcp: &[McpServer]) 
 /// One `[[mcp]]` entry, and where its name is; or where and why it is refused.
 fn parse_mcp(
     m: RawMcp,
-    headers: Option<&Spanned<toml::Table>>,
     setting: &dyn Fn(&str) -> Option<String>,
     is_provider: &dyn Fn(&str) -> bool,
 ) -> Result<(McpServer, usize), (usize, String)> {
@@ -423,7 +405,7 @@ fn parse_mcp(
             Some(Duration::from_secs_f64(secs))
         }
     };
-    let headers = match headers {
+    let headers = match &m.headers {
         Some(table) => {
             read_headers(table.get_ref(), setting).map_err(|r| (table.span().start, r))?
         }
@@ -516,8 +498,9 @@ struct RawMcp {
     name: Spanned<String>,
     url: Spanned<String>,
     /// Read again through [`RawHeaders`], with its span.
-    #[serde(default, rename = "headers")]
-    _headers: Option<toml::Table>,
+    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
+    #[serde(default)]
+    headers: Option<Spanned<toml::Table>>,
     #[serde(default)]
     tools: Option<Spanned<Vec<String>>>,
     #[serde(default)]
@@ -550,8 +533,9 @@ struct RawTool {
     method: Spanned<String>,
     url: Spanned<String>,
     /// Read again through [`RawHeaders`], with its span.
-    #[serde(default, rename = "headers")]
-    _headers: Option<toml::Table>,
+    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
+    #[serde(default)]
+    headers: Option<Spanned<toml::Table>>,
     #[serde(default)]
     approval: bool,
     #[serde(default)]
