@@ -33,7 +33,7 @@ export RUNWAY_CF_FEATURES=builtin-worker,model
 # exchange), then 752.97 KiB (1912.63 KiB) with every agent served as `Workers` (one engine per
 # wire format), then 792.45 KiB (2006.58 KiB) with AG-UI 1.0's route and dialect, the operators'
 # list and revoke of connections and AG-UI's interrupt rules, then 811.39 KiB as issue 26 found
-# it, then 781.62 KiB (1938.35 KiB) once the tools and workers files were read through
+# it, then 778.44 KiB (1928.00 KiB) once the tools and workers files were read through
 # runway-agents' own deserializer over toml's parse (toml_settings.rs), and 20 KiB of room; the
 # free plan allows 3 MB. Without the default features (Lowkey, AG-UI, connected accounts, MCP:
 # a model Worker serving Console only) it is smaller still (BENCHMARKS.md). The default Worker's
