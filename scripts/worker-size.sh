@@ -2,8 +2,10 @@
 # The repo's Worker's upload size, as `wrangler deploy --dry-run` (offline) reports it, for both
 # builds: the default one (`builtin-worker`: demo, echo, http-probe; what `npx wrangler deploy`
 # from cloudflare/ uploads), which must stay within this project's 512 KiB gzip budget, and the
-# one with the model agent (`builtin-worker,model`, the build scripts/test-cloudflare.sh tests).
-# Two release builds of the Worker (several minutes each on 2 cores): not part of CI, which
+# one with the model agent (`builtin-worker,model`, the build scripts/test-cloudflare.sh tests),
+# and that one without runway-cloudflare's default features (Lowkey, AG-UI, connected accounts,
+# MCP): a model Worker serving Console only, the common pilot (README, "Cargo features").
+# Three release builds of the Worker (several minutes each on 2 cores): not part of CI, which
 # builds the model Worker only; BENCHMARKS.md quotes what this prints.
 #
 #   scripts/worker-size.sh
@@ -16,14 +18,16 @@ default_budget_kib=512
 cf_ensure_all
 # cf_build builds; the [build] command of the dry runs then keeps what it built.
 export RUNWAY_CF_PREBUILT=1
-for features in builtin-worker builtin-worker,model; do
+for build in builtin-worker builtin-worker,model builtin-worker,model/console-only; do
+  features="${build%/*}"
   # The dry run runs wrangler.toml's [build] command, which builds with RUNWAY_CF_FEATURES:
   # set for cf_build alone, the dry run rebuilt and measured the default build each time.
   # RUNWAY_CF_PREBUILT=1 (exported above) makes it measure this build as it is.
-  export RUNWAY_CF_FEATURES="$features"
+  export RUNWAY_CF_FEATURES="$features" RUNWAY_CF_NO_DEFAULT_FEATURES=
+  [ "$build" = "$features" ] || RUNWAY_CF_NO_DEFAULT_FEATURES=1
   cf_build
   cf_upload_size >/dev/null
-  printf '%-22s %s\n' "$features:" "$CF_UPLOAD"
+  printf '%-36s %s\n' "$build:" "$CF_UPLOAD"
   if [ "$features" = builtin-worker ]; then
     default_gzip="$CF_UPLOAD_GZIP_KIB"
   fi

@@ -29,6 +29,8 @@ mod model;
 pub mod settings;
 pub mod start_up_file;
 #[cfg(feature = "model")]
+mod toml_settings;
+#[cfg(feature = "model")]
 mod workers_file;
 
 pub use builtin::BuiltinAgent;

@@ -47,6 +47,7 @@ use crate::model::mcp::may_offer;
 use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
 use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
+use crate::toml_settings;
 
 /// The name a workers file gives the one agent a binary serves in code
 /// (`runway::serve(MyAgent)`): `agent = "main"`.
@@ -108,14 +109,35 @@ struct Usd(f64);
 
 impl<'de> Deserialize<'de> for Usd {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if v.is_finite() && v >= 0.0 {
-            Ok(Self(v))
-        } else {
-            Err(serde::de::Error::custom(format!(
-                "{v} is not an amount in US dollars: use a number of 0 or more"
-            )))
+        /// Checked in the visitor, inside the deserializer's call: the error is placed at the
+        /// value (`toml_settings` places errors made there).
+        struct Dollars;
+        impl serde::de::Visitor<'_> for Dollars {
+            type Value = Usd;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an amount in US dollars")
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Usd, E> {
+                if v.is_finite() && v >= 0.0 {
+                    Ok(Usd(v))
+                } else {
+                    Err(E::custom(format!(
+                        "{v} is not an amount in US dollars: use a number of 0 or more"
+                    )))
+                }
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Usd, E> {
+                self.visit_f64(v as f64)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Usd, E> {
+                self.visit_f64(v as f64)
+            }
         }
+        d.deserialize_f64(Dollars)
     }
 }
 
@@ -267,12 +289,14 @@ pub fn load_workers<R: Runtime + Clone>(
             reason,
         }
     };
-    let raw: RawFile = toml::from_str(source).map_err(|e: toml::de::Error| {
-        err_at(
-            e.span().map_or(0, |s| s.start),
-            e.message().trim().to_owned(),
-        )
-    })?;
+    let raw: RawFile = toml_settings::parse(source)
+        .and_then(toml_settings::read)
+        .map_err(|e| {
+            err_at(
+                e.span().map_or(0, |s| s.start),
+                e.message().trim().to_owned(),
+            )
+        })?;
     if raw.workers.is_empty() {
         return Err(err_at(
             0,

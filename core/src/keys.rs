@@ -52,6 +52,7 @@ pub fn thread_key(agent_id: &str, thread_id: &str) -> String {
 }
 
 /// The thread of a Lowkey session of `agent_id`.
+#[cfg_attr(not(feature = "lowkey"), allow(dead_code))]
 pub(crate) fn lowkey_thread_key(agent_id: &str, session_id: &str) -> String {
     format!(
         "lowkey/{}",
@@ -60,6 +61,7 @@ pub(crate) fn lowkey_thread_key(agent_id: &str, session_id: &str) -> String {
 }
 
 /// The thread `thread_id` of `agent_id` over AG-UI.
+#[cfg_attr(not(feature = "agui"), allow(dead_code))]
 pub(crate) fn agui_thread_key(agent_id: &str, thread_id: &str) -> String {
     format!("agui/{}/{}", storage_id(agent_id), storage_id(thread_id))
 }
@@ -70,11 +72,13 @@ pub(crate) fn console_run_key(run_id: &str) -> String {
 }
 
 /// The turn `turn_id` of the Lowkey session `session_id`.
+#[cfg_attr(not(feature = "lowkey"), allow(dead_code))]
 pub(crate) fn lowkey_run_key(session_id: &str, turn_id: &str) -> String {
     format!("lowkey/{}/{}", storage_id(session_id), storage_id(turn_id))
 }
 
 /// The run `run_id` of `agent_id` over AG-UI.
+#[cfg_attr(not(feature = "agui"), allow(dead_code))]
 pub(crate) fn agui_run_key(agent_id: &str, run_id: &str) -> String {
     format!("agui/{}/{}", storage_id(agent_id), storage_id(run_id))
 }

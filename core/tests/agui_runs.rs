@@ -1,6 +1,8 @@
 //! AG-UI runs through `Runway::handle`, in process: the worker named in the path
 //! (`POST /agui/{agentId}`), and the workspace from `forwardedProps.workspaceId` choosing a
 //! per-workspace override as a Console turn's `workspaceId` does.
+// Served only in a build with runway-core's `agui` feature (on by default).
+#![cfg(feature = "agui")]
 
 use std::sync::Arc;
 

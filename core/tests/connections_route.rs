@@ -3,6 +3,8 @@
 //! never a token, and revoking one user's connections: each token handed back to its
 //! provider's revocation endpoint (RFC 7009, scripted here), then deleted, whatever the
 //! provider answered.
+// Served only in a build with runway-core's `connect` feature (on by default).
+#![cfg(feature = "connect")]
 
 use std::time::Duration;
 

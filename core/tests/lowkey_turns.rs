@@ -1,5 +1,7 @@
 //! Lowkey: whole turns through `Runway::handle`, in process, with the demo agent: every event
 //! checked against Lowkey's JSON Schema.
+// Served only in a build with runway-core's `lowkey` feature (on by default).
+#![cfg(feature = "lowkey")]
 
 use std::time::Duration;
 

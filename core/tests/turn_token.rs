@@ -2,6 +2,8 @@
 //! not, and, unlike `Turn::connection`, no card: a user who is not connected costs one vault
 //! read and writes nothing (the model agent asks it on every turn that lists an MCP server
 //! with `auth`).
+// Served only in a build with runway-core's `connect` feature (on by default).
+#![cfg(feature = "connect")]
 
 use runway_core::adapter::{Config, TurnStore};
 use runway_core::connect::provider::{Endpoints, Provider, ProviderEndpoints, Providers};

@@ -154,9 +154,14 @@ cf_ensure_all() {
 # The repo's own Worker is built with the cargo features in RUNWAY_CF_FEATURES, by default
 # `builtin-worker` (the demo, echo and http-probe agents: what `npx wrangler deploy` from
 # cloudflare/ uploads); `builtin-worker,model` adds the model agent.
+# RUNWAY_CF_NO_DEFAULT_FEATURES=1 builds without runway-cloudflare's default features.
 cf_build() {
   local features=()
   [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features "${RUNWAY_CF_FEATURES:-builtin-worker}")
+  # RUNWAY_CF_NO_DEFAULT_FEATURES=1: without runway-cloudflare's default features (Lowkey,
+  # AG-UI, connected accounts), e.g. a Worker serving Console only (BENCHMARKS.md).
+  [ "$CF_CRATE" = "$CF_PINS" ] && [ "${RUNWAY_CF_NO_DEFAULT_FEATURES:-}" = 1 ] &&
+    features+=(--no-default-features)
   # ${a[@]+...}: an empty array under `set -u` is an error in macOS's bash 3.2.
   cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]+${features[*]}})"
   (cd "$CF_CRATE" && worker-build --release ${features[@]+"${features[@]}"}) >&2

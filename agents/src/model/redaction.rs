@@ -109,6 +109,7 @@ impl Redactor {
     /// cut). Only what can be kept is redacted: a secret reaching into the first `max` bytes
     /// ends within `max` + the longest secret, so the rest (up to 8 MiB of a tool result) is
     /// dropped unread.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn redact_and_cut(&self, text: &str, max: usize) -> String {
         let longest = self.secrets.first().map_or(0, String::len);
         let mut end = max.saturating_add(longest);

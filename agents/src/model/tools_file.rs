@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
+use crate::toml_settings;
 use runway_core::connect::provider::{
     Endpoints, Provider, ProviderEndpoints, Providers, provider_url,
 };
@@ -84,21 +85,6 @@ pub struct ToolsFileError {
     pub reason: String,
 }
 
-/// Each entry's `headers` table with its span (a `${NAME}` problem points at it).
-#[derive(Deserialize)]
-struct RawHeaders {
-    #[serde(default)]
-    tools: Vec<HeadersOnly>,
-    #[serde(default)]
-    mcp: Vec<HeadersOnly>,
-}
-
-#[derive(Deserialize)]
-struct HeadersOnly {
-    #[serde(default)]
-    headers: Option<Spanned<toml::Table>>,
-}
-
 /// Parses and checks a tools file. `origin` names it in errors; `setting` reads `${NAME}`
 /// references in header values (a reference to a setting that is not set is an error: a tool
 /// must not silently run without its credentials).
@@ -123,15 +109,15 @@ pub fn parse_tools(
             reason,
         }
     };
-    let de_err = |e: toml::de::Error| {
+    let de_err = |e: toml_settings::Error| {
         let offset = e.span().map_or(0, |s| s.start);
         err_at(offset, e.message().trim().to_owned())
     };
-    // Headers are read as a table (any names), the rest strictly.
-    let headers: RawHeaders = toml::from_str(source).map_err(de_err)?;
-    let raw: RawFile = toml::from_str(source).map_err(de_err)?;
+    let raw: RawFile = toml_settings::parse(source)
+        .and_then(toml_settings::read)
+        .map_err(de_err)?;
     let mut tools = Vec::new();
-    for (i, t) in raw.tools.into_iter().enumerate() {
+    for t in raw.tools {
         let name = t.name.get_ref().trim().to_owned();
         if name.is_empty()
             || name.len() > 64
@@ -201,7 +187,7 @@ pub fn parse_tools(
                 ));
             }
         }
-        let tool_headers = match headers.tools.get(i).and_then(|h| h.headers.as_ref()) {
+        let tool_headers = match &t.headers {
             Some(table) => {
                 read_headers(table.get_ref(), setting).map_err(|r| err_at(table.span().start, r))?
             }
@@ -245,9 +231,16 @@ pub fn parse_tools(
         });
     }
     let mut mcp = Vec::new();
-    for (i, m) in raw.mcp.into_iter().enumerate() {
-        let table = headers.mcp.get(i).and_then(|h| h.headers.as_ref());
-        let server = parse_mcp(m, table, setting, &|key| raw.providers.contains_key(key))
+    if let Some(m) = raw.mcp.first().filter(|_| !cfg!(feature = "mcp")) {
+        return Err(err_at(
+            m.name.span().start,
+            "[[mcp]]: this build has no MCP client (runway-agents' `mcp` feature, on by \
+             default, is off): remove the entry or build with the feature"
+                .into(),
+        ));
+    }
+    for m in raw.mcp {
+        let server = parse_mcp(m, setting, &|key| raw.providers.contains_key(key))
             .map_err(|(at, r)| err_at(at, r))?;
         if let Some(e) = mcp_name_conflict(&server.0, &tools, &mcp) {
             return Err(err_at(server.1, e));
@@ -346,7 +339,6 @@ fn mcp_name_conflict(server: &McpServer, tools: &[HttpTool], mcp: &[McpServer]) 
 /// One `[[mcp]]` entry, and where its name is; or where and why it is refused.
 fn parse_mcp(
     m: RawMcp,
-    headers: Option<&Spanned<toml::Table>>,
     setting: &dyn Fn(&str) -> Option<String>,
     is_provider: &dyn Fn(&str) -> bool,
 ) -> Result<(McpServer, usize), (usize, String)> {
@@ -413,7 +405,7 @@ fn parse_mcp(
             Some(Duration::from_secs_f64(secs))
         }
     };
-    let headers = match headers {
+    let headers = match &m.headers {
         Some(table) => {
             read_headers(table.get_ref(), setting).map_err(|r| (table.span().start, r))?
         }
@@ -506,8 +498,9 @@ struct RawMcp {
     name: Spanned<String>,
     url: Spanned<String>,
     /// Read again through [`RawHeaders`], with its span.
-    #[serde(default, rename = "headers")]
-    _headers: Option<toml::Table>,
+    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
+    #[serde(default)]
+    headers: Option<Spanned<toml::Table>>,
     #[serde(default)]
     tools: Option<Spanned<Vec<String>>>,
     #[serde(default)]
@@ -540,8 +533,9 @@ struct RawTool {
     method: Spanned<String>,
     url: Spanned<String>,
     /// Read again through [`RawHeaders`], with its span.
-    #[serde(default, rename = "headers")]
-    _headers: Option<toml::Table>,
+    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
+    #[serde(default)]
+    headers: Option<Spanned<toml::Table>>,
     #[serde(default)]
     approval: bool,
     #[serde(default)]
@@ -676,6 +670,29 @@ url = "https://shop.example.com/refunds"
 headers = { Authorization = "Bearer ${SHOP_TOKEN}" }
 approval = true
 "#;
+
+    /// Issue 26: a build without the `mcp` feature refuses `[[mcp]]` where it is written,
+    /// naming the feature (never a server silently left without its tools). Runs in such a
+    /// build: `cargo test -p runway-agents --no-default-features --features model --lib
+    /// without_the_mcp_feature`.
+    #[cfg(not(feature = "mcp"))]
+    #[test]
+    fn without_the_mcp_feature_an_mcp_server_is_refused_with_its_line() {
+        let src = "[[tools]]\nname = \"t\"\nmethod = \"GET\"\nurl = \"https://a.example/x\"\n\n\
+                   [[mcp]]\nname = \"crm\"\nurl = \"https://mcp.acme.example/mcp\"\n";
+        let e = parse_tools(src, "tools.toml", &settings).expect_err("no MCP client");
+        assert_eq!((e.line, e.column), (7, 8), "{e}");
+        assert!(e.reason.contains("`mcp` feature"), "{e}");
+        let http_only =
+            "[[tools]]\nname = \"t\"\nmethod = \"GET\"\nurl = \"https://a.example/x\"\n";
+        assert_eq!(
+            parse_tools(http_only, "tools.toml", &settings)
+                .unwrap()
+                .tools
+                .len(),
+            1
+        );
+    }
 
     fn settings(name: &str) -> Option<String> {
         (name == "SHOP_TOKEN").then(|| "tok-123".to_owned())

@@ -15,6 +15,9 @@
 //! {base}/connections`, behind the header set): revoking hands the token back to the
 //! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
 
+// Built without the `connect` feature, nothing serves these (the engine reads no connections).
+#![cfg_attr(not(feature = "connect"), allow(dead_code))]
+
 pub mod accounts;
 pub mod discovery;
 pub(crate) mod pkce;
@@ -114,6 +117,13 @@ pub enum ConnectionsError {
          give one of them another key"
     )]
     ProviderClash(String, String, String),
+    /// A provider is configured, but this build has no connected accounts (runway-core's
+    /// `connect` feature is off).
+    #[error(
+        "provider {0:?} is configured but this build has no connected accounts: build with \
+         runway-core's `connect` feature (on by default), or remove the provider"
+    )]
+    NotBuilt(String),
 }
 
 /// The providers, the vault key and the HTTP client token endpoints are reached with.

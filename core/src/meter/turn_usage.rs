@@ -176,6 +176,7 @@ impl State {
 impl TurnUsage {
     /// A turn's usage that also keeps the reported tokens per provider and model
     /// ([`TurnUsage::by_model`]): for a protocol whose final frame reports them (AG-UI).
+    #[cfg_attr(not(feature = "agui"), allow(dead_code))]
     pub(crate) fn keeping_model_rows() -> Self {
         let usage = Self::default();
         usage.lock().keep_models = true;

@@ -11,14 +11,18 @@
 //! (`https://agent.example.com/fpt/runs`, or cargo-lambda's `/lambda-url/bootstrap/runs`).
 
 pub(crate) mod access;
+#[cfg(feature = "agui")]
 mod agui_route;
 pub(crate) mod auth;
 pub(crate) mod config;
+#[cfg(feature = "connect")]
 mod connect_route;
+#[cfg(feature = "connect")]
 mod connections_route;
 mod console_route;
 pub(crate) mod hosted_files;
 pub(crate) mod intake;
+#[cfg(feature = "lowkey")]
 mod lowkey_route;
 pub(crate) mod os_settings;
 pub(crate) mod refusal_log;
@@ -162,12 +166,25 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             .downcast_ref::<Workers>()
             .map(|w| w.worker_providers().clone())
             .unwrap_or_default();
-        engine.connections = crate::connect::Connections::new(
-            providers,
-            per_worker,
-            self.config.vault_key.clone(),
-            self.http.clone(),
-        )?;
+        #[cfg(feature = "connect")]
+        {
+            engine.connections = crate::connect::Connections::new(
+                providers,
+                per_worker,
+                self.config.vault_key.clone(),
+                self.http.clone(),
+            )?;
+        }
+        // Built without connected accounts: a provider is refused at start-up (never a turn
+        // that cannot reach the account it was configured for).
+        #[cfg(not(feature = "connect"))]
+        if let Some(p) = providers
+            .iter()
+            .chain(per_worker.values().flat_map(|ps| ps.iter()))
+            .next()
+        {
+            return Err(crate::connect::ConnectionsError::NotBuilt(p.key.clone()));
+        }
         Ok(self)
     }
 
@@ -263,18 +280,24 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 }
                 return Reply::Full(self.serve_file(token, name).await);
             }
+            #[cfg(feature = "connect")]
             Some(Route::Connect { id }) => {
                 if method != http::Method::GET {
                     return Reply::Full(method_not_allowed("GET"));
                 }
                 return Reply::Full(self.connect_route(id).await);
             }
+            #[cfg(feature = "connect")]
             Some(Route::Callback) => {
                 if method != http::Method::GET {
                     return Reply::Full(method_not_allowed("GET"));
                 }
                 let query = req.uri().query().unwrap_or("").to_owned();
                 return Reply::Full(self.callback_route(&query).await);
+            }
+            #[cfg(not(feature = "connect"))]
+            Some(Route::Connect { .. } | Route::Callback) => {
+                return Reply::Full(not_built("connected accounts", "connect"));
             }
             Some(r) => r,
             None => {
@@ -295,10 +318,19 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 Reply::Full(json_response(200, &self.health()))
             }
             Route::Runs => self.console_route(&req),
+            #[cfg(feature = "lowkey")]
             Route::LowkeyTurn => self.lowkey_route(&req),
+            #[cfg(not(feature = "lowkey"))]
+            Route::LowkeyTurn => Reply::Full(not_built("Lowkey's protocol", "lowkey")),
+            #[cfg(feature = "agui")]
             Route::Agui { agent_id } => self.agui_route(&req, agent_id),
+            #[cfg(not(feature = "agui"))]
+            Route::Agui { .. } => Reply::Full(not_built("AG-UI", "agui")),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
+            #[cfg(feature = "connect")]
             Route::Connections => Reply::Full(self.connections_route(&req).await),
+            #[cfg(not(feature = "connect"))]
+            Route::Connections => Reply::Full(not_built("connected accounts", "connect")),
             Route::File { .. } | Route::Connect { .. } | Route::Callback => {
                 unreachable!("answered above")
             }
@@ -375,6 +407,24 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
 /// `RUNWAY_PUBLIC_URL` is unset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformOrigin(pub String);
+
+/// The answer to a route of a part this build left out (a cargo feature of runway-core that is
+/// off): 404 with `{"error"}` naming the part and the feature, so an operator sees at once that
+/// the deployment, not the request, is missing something.
+#[cfg(any(
+    not(feature = "lowkey"),
+    not(feature = "agui"),
+    not(feature = "connect")
+))]
+fn not_built(part: &str, feature: &str) -> http::Response<Bytes> {
+    json_error(
+        404,
+        &format!(
+            "this deployment was built without {part}: it needs runway-core's `{feature}` \
+             feature (on by default; see the README's \"Cargo features\")"
+        ),
+    )
+}
 
 /// `{"error": message}` with `status`.
 pub fn json_error(status: u16, message: &str) -> http::Response<Bytes> {

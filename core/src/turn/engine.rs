@@ -33,7 +33,9 @@ pub(crate) struct Engine<A, S, R> {
     pub(crate) metrics: Arc<dyn TurnMetrics>,
     /// When a store call last failed (0: never).
     last_store_error_ms: AtomicU64,
-    /// Connected accounts (none: no provider configured).
+    /// Connected accounts (none: no provider configured). Read through
+    /// [`Engine::connections`].
+    #[cfg_attr(not(feature = "connect"), allow(dead_code))]
     pub(crate) connections: Option<Connections>,
 }
 
@@ -51,6 +53,15 @@ impl<A, S, R: Runtime> Engine<A, S, R> {
             last_store_error_ms: AtomicU64::new(0),
             connections: None,
         }
+    }
+
+    /// Connected accounts, if any provider is configured. Always none in a build without
+    /// the `connect` feature, so none of the vault's code is compiled into it.
+    pub(crate) fn connections(&self) -> Option<&Connections> {
+        #[cfg(feature = "connect")]
+        return self.connections.as_ref();
+        #[cfg(not(feature = "connect"))]
+        None
     }
 
     /// Remembers that a store call failed just now.
@@ -121,7 +132,7 @@ where
         provider: &'a str,
     ) -> BoxFuture<'a, Result<Connection, ConnectionError>> {
         Box::pin(async move {
-            match &self.connections {
+            match self.connections() {
                 Some(c) => c.for_turn(&self.store, &self.rt, scope, provider).await,
                 None => Err(ConnectionError::NotConfigured),
             }
@@ -134,7 +145,7 @@ where
         provider: &'a str,
     ) -> BoxFuture<'a, Result<Option<AccessToken>, ConnectionError>> {
         Box::pin(async move {
-            match &self.connections {
+            match self.connections() {
                 Some(c) => {
                     c.token_for_turn(&self.store, &self.rt, scope, provider)
                         .await
@@ -152,7 +163,7 @@ where
         retry: Rejected,
     ) -> BoxFuture<'a, Result<Connection, ConnectionError>> {
         Box::pin(async move {
-            match &self.connections {
+            match self.connections() {
                 Some(c) => {
                     c.rejected(&self.store, &self.rt, scope, provider, token, retry)
                         .await

@@ -102,6 +102,15 @@ pub(crate) struct McpServers {
 
 impl McpServers {
     pub(crate) fn new(servers: &[McpServer]) -> Self {
+        #[cfg(not(feature = "mcp"))]
+        if !servers.is_empty() {
+            // `parse_tools` refuses `[[mcp]]` in such a build: settings made in code are
+            // refused the same way, loudly, never served without their tools.
+            tracing::error!(
+                "MCP servers configured, but this build has no MCP client (runway-agents' `mcp` feature); they are not used"
+            );
+            return Self::default();
+        }
         let kept = servers
             .iter()
             .cloned()
@@ -140,6 +149,26 @@ impl McpServers {
     /// (a 401 renews it once, as a call's would); a user without a usable connection (or a
     /// turn without a user) is offered the server's stand-in tool `{server}_connect_account`
     /// instead: calling it ends the turn with the `authorization` card, the call pending.
+    ///
+    /// Built without the `mcp` feature there is no server to list (`parse_tools` refuses
+    /// one), and none of the client is compiled in.
+    #[cfg(not(feature = "mcp"))]
+    #[allow(clippy::too_many_arguments, clippy::unused_async)]
+    pub(crate) async fn catalog(
+        &self,
+        _turn: &Turn,
+        _http: &Http,
+        _now_ms: u64,
+        _default_timeout: Duration,
+        _taken: &[&str],
+        _redactor: &Redactor,
+        _providers: &Providers,
+    ) -> McpCatalog {
+        McpCatalog::default()
+    }
+
+    /// Lists every server's tools: the `catalog` above, as built with the `mcp` feature.
+    #[cfg(feature = "mcp")]
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn catalog(
         &self,
@@ -273,6 +302,26 @@ impl McpServers {
     ///
     /// # Errors
     /// [`TokenRefused`]: sent with `bearer`, the request was answered 401.
+    /// Built without the `mcp` feature no server is configured (no tool of one is offered),
+    /// and no client is compiled in.
+    #[cfg(not(feature = "mcp"))]
+    #[allow(clippy::too_many_arguments, clippy::unused_async)]
+    pub(crate) async fn call(
+        &self,
+        _http: &Http,
+        tool: &McpTool,
+        _arguments: &str,
+        _bearer: Option<&AccessToken>,
+        _person: Option<&Person>,
+        _default_timeout: Duration,
+        _max_bytes: usize,
+        _redactor: &Redactor,
+    ) -> Result<String, TokenRefused> {
+        Ok(format!("Error: there is no tool named {:?}.", tool.name))
+    }
+
+    /// Runs `tool`: the `call` above, as built with the `mcp` feature.
+    #[cfg(feature = "mcp")]
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call(
         &self,

@@ -7,6 +7,10 @@
 //! task outliving the turn would escape the turn's deadline and cancellation. So the transport
 //! here is hand-written over the turn's `Http`, the same on every runtime.
 
+// Built without the `mcp` feature, the client below is never called (`McpServers` lists no
+// server), so its code is not compiled into the binary.
+#![cfg_attr(not(feature = "mcp"), allow(dead_code, unused_imports))]
+
 mod call_result;
 mod connection;
 mod deadline;
