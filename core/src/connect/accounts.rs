@@ -162,6 +162,8 @@ impl AccountsAccess<'_> {
             .flatten();
         let connections = found
             .into_iter()
+            // runway's own client registrations (MCP servers' authorization) are no one's.
+            .filter(|c| !crate::connect::client_registration::is_registration(&c.key))
             .map(|c| {
                 let tokens = self.open(&c.key, &c.sealed);
                 self.row(c.key, tokens.as_ref(), now_ms)

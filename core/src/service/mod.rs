@@ -215,7 +215,9 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // them (see `crate::connect`).
         if matches!(
             route,
-            Some(Route::File { .. } | Route::Connect { .. } | Route::Callback)
+            Some(
+                Route::File { .. } | Route::Connect { .. } | Route::Callback | Route::ClientDocument
+            )
         ) {
             return Ok(());
         }
@@ -276,6 +278,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 let query = req.uri().query().unwrap_or("").to_owned();
                 return Reply::Full(self.callback_route(&query).await);
             }
+            Some(Route::ClientDocument) => {
+                if method != http::Method::GET && method != http::Method::HEAD {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                let base = self.public_base_url(&req);
+                return Reply::Full(self.client_document_route(&base));
+            }
             Some(r) => r,
             None => {
                 return Reply::Full(json_error(
@@ -299,7 +308,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::Agui { agent_id } => self.agui_route(&req, agent_id),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
             Route::Connections => Reply::Full(self.connections_route(&req).await),
-            Route::File { .. } | Route::Connect { .. } | Route::Callback => {
+            Route::File { .. } | Route::Connect { .. } | Route::Callback | Route::ClientDocument => {
                 unreachable!("answered above")
             }
         }
