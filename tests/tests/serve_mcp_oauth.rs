@@ -1,0 +1,224 @@
+//! `[[mcp]] auth = "oauth"` end to end on `runway serve` (issue 27): an MCP server with its own
+//! authorization, as the MCP authorization spec has it — the Python MCP SDK's `AuthSettings`
+//! (protected resource metadata, RFC 9728; a 401 challenge naming it), checking each token by
+//! introspection at a real OAuth server (oidc-provider from npm, [`runway_e2e::oauth_flow`])
+//! and taking only tokens whose audience is itself. runway is given nothing but the server's
+//! URL: it finds the OAuth server, registers itself there (RFC 7591) once for the deployment,
+//! and asks for tokens with the server as `resource` (RFC 8707).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id};
+use runway_e2e::mcp_servers::McpServerProcess;
+use runway_e2e::oauth_flow::{
+    Browser, CLIENT_SECRET, VAULT_KEY, free_port, oauth_server, registrations,
+};
+use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
+use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+/// What the card's links and the provider's redirect name (mapped onto the loopback server, as
+/// a reverse proxy would).
+const PUBLIC: &str = "https://agent.runway.test";
+const AUTH: (&str, &str) = ("x-api-key", "console-key-1");
+
+async fn serve(data_dir: &Path, model: &str, mcp_url: &str) -> (AgentProcess, Client) {
+    let tools = format!("[[mcp]]\nname = \"orders\"\nurl = \"{mcp_url}\"\nauth = \"oauth\"\n");
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_MODEL_BASE_URL", format!("{model}/v1"))
+        .env("RUNWAY_MODEL", "test-model")
+        .env("RUNWAY_TOOLS", tools)
+        .env("RUNWAY_VAULT_KEY", VAULT_KEY)
+        .env("RUNWAY_PUBLIC_URL", PUBLIC)
+        .env("RUNWAY_AUTH_HEADERS", format!("{}: {}", AUTH.0, AUTH.1))
+        .env("RUNWAY_LOG", "warn")
+        .env_remove("RUNWAY_TOOLS_FILE")
+        .env_remove("RUNWAY_WORKERS_FILE");
+    let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let client = Client::new(
+        process.base_url(),
+        vec![(AUTH.0.to_owned(), AUTH.1.to_owned())],
+    );
+    (process, client)
+}
+
+fn body(thread: &str, user: Option<&str>, resume: Option<&str>) -> Value {
+    let mut b = json!({
+        "protocolVersion": "1",
+        "runId": fresh_id(),
+        "threadId": thread,
+        "agentId": AGENT_ID,
+        "workspaceId": WORKSPACE_ID,
+        "input": if resume.is_some() { "" } else { "What are my orders?" },
+    });
+    if let Some(u) = user {
+        b["userId"] = json!(u);
+    }
+    if let Some(d) = resume {
+        b["resume"] = json!({"interruptId": "x", "decision": d});
+    }
+    b
+}
+
+/// The card's link, if the turn ended with the `authorization` card (for the MCP server
+/// `orders`: its name is the card's provider).
+fn card(t: &TurnStream) -> Option<String> {
+    let last = t.last();
+    let i = &last["outcome"]["interrupts"][0];
+    (i["kind"] == "authorization").then(|| {
+        assert_eq!(i["provider"], "orders");
+        let link = i["authorizeUrl"].as_str().unwrap().to_owned();
+        assert!(link.starts_with(&format!("{PUBLIC}/connect/")), "{link}");
+        link
+    })
+}
+
+/// For a new request, a call of `orders_my_orders` if offered, else of the stand-in
+/// `orders_connect_account`; after the stand-in's result, the tool if offered now; after any
+/// other result, a sentence quoting it.
+fn model(r: &Recorded) -> Reply {
+    let body = r.json();
+    let offered = |name: &str| {
+        body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == name))
+    };
+    let call = |name: &str| {
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, &format!("call_{}", fresh_id()), name, "{}"),
+            chunk::finish("tool_calls"),
+        ])
+    };
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    if last["role"] == "tool" {
+        let result = last["content"].as_str().unwrap_or_default();
+        if result.contains("is connected") && offered("orders_my_orders") {
+            return call("orders_my_orders");
+        }
+        return Reply::sse(&[
+            chunk::role(),
+            chunk::text(&format!("Tool said: {result}")),
+            chunk::finish("stop"),
+        ]);
+    }
+    if offered("orders_my_orders") {
+        call("orders_my_orders")
+    } else {
+        call("orders_connect_account")
+    }
+}
+
+/// `user` gets the card, connects in the popup, and the pending call runs as them.
+async fn connects(client: &Client, user: &str) {
+    let thread = fresh_id();
+    let t = client.turn(&body(&thread, Some(user), None)).await;
+    let link = card(&t).unwrap_or_else(|| panic!("{user}'s card: {:?}", t.frames));
+    let mut browser = Browser::new(PUBLIC, client.base());
+    let back = browser.authorize(&link, user, false).await;
+    let (status, page) = browser.callback(&back).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("orders is connected"), "{page}");
+    let t = client
+        .turn(&body(&thread, Some(user), Some("authorized")))
+        .await;
+    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
+    assert!(
+        t.text().contains(&format!("Orders of {user}")),
+        "{}",
+        t.text()
+    );
+}
+
+#[tokio::test]
+async fn an_mcp_server_with_its_own_authorization_on_serve() {
+    let port = free_port();
+    let oauth = format!("http://127.0.0.1:{port}");
+    let _oauth_server = oauth_server(port, &format!("{PUBLIC}/callback")).await;
+    let work: PathBuf = free_data_dir("mcp-oauth");
+    let data_dir = work.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let log = work.join("tokens.log");
+    let mcp = McpServerProcess::oauth(&oauth, CLIENT_SECRET, &log).await;
+    let checked = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let scripted = ScriptedServer::start(model).await;
+    let (process, client) = serve(&data_dir, &scripted.base_url, &mcp.url()).await;
+
+    // An MCP server has `auth = "oauth"`: the deployment serves its Client ID Metadata
+    // Document (publicly), naming its own URL and the callback.
+    let doc: Value = reqwest::get(format!("{}/oauth-client.json", client.base()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["client_id"], format!("{PUBLIC}/oauth-client.json"));
+    assert_eq!(doc["redirect_uris"][0], format!("{PUBLIC}/callback"));
+
+    // 1. No connection: the card; no token reached the server. No user: a tool error.
+    let t = client.turn(&body(&fresh_id(), None, None)).await;
+    assert!(card(&t).is_none(), "{:?}", t.frames);
+    assert!(t.text().contains("needs a signed-in user"), "{}", t.text());
+    assert_eq!(registrations(&oauth).await, 0);
+    // 2. Alice connects in the popup: runway registered itself once, and her pending call
+    // runs as her, with a token whose audience is the MCP server (the server checks it).
+    connects(&client, "alice").await;
+    assert_eq!(registrations(&oauth).await, 1, "one registration");
+    let seen = checked();
+    let resource = mcp.url();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|s| *s == format!("alice {resource}")),
+        "{seen:?}"
+    );
+    // 3. Bob gets the card (not alice's token), connects: the same registration.
+    connects(&client, "bob").await;
+    assert_eq!(registrations(&oauth).await, 1, "reused by a second connect");
+    assert!(
+        checked()
+            .iter()
+            .all(|s| s == &format!("alice {resource}") || s == &format!("bob {resource}")),
+        "{:?}",
+        checked()
+    );
+
+    // 4. After a restart of `runway serve`: alice's connection still works, and carol's
+    // connect reuses the registration kept in the store.
+    process.stop().await;
+    let (process, client) = serve(&data_dir, &scripted.base_url, &mcp.url()).await;
+    let t = client.turn(&body(&fresh_id(), Some("alice"), None)).await;
+    assert!(t.text().contains("Orders of alice"), "{}", t.text());
+    connects(&client, "carol").await;
+    assert_eq!(registrations(&oauth).await, 1, "reused after a restart");
+    // Operators see people's connections, not runway's registration.
+    let listed: Value = reqwest::Client::new()
+        .get(format!("{}/connections", client.base()))
+        .header(AUTH.0, AUTH.1)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rows = listed["connections"].as_array().unwrap();
+    let mut users: Vec<&str> = rows.iter().map(|r| r["userId"].as_str().unwrap()).collect();
+    users.sort_unstable();
+    assert_eq!(users, ["alice", "bob", "carol"], "{listed}");
+    assert!(rows.iter().all(|r| r["provider"] == "mcp:orders"), "{listed}");
+    process.stop().await;
+    mcp.stop().await;
+}
