@@ -91,7 +91,10 @@ impl McpServerProcess {
         let port = free_port();
         let command = vec![
             installed(&venv_python()).display().to_string(),
-            repo().join("tests/mcp/oauth_server.py").display().to_string(),
+            repo()
+                .join("tests/mcp/oauth_server.py")
+                .display()
+                .to_string(),
             port.to_string(),
             oauth.to_owned(),
             "--secret".to_owned(),

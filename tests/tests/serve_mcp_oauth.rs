@@ -218,7 +218,10 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
     let mut users: Vec<&str> = rows.iter().map(|r| r["userId"].as_str().unwrap()).collect();
     users.sort_unstable();
     assert_eq!(users, ["alice", "bob", "carol"], "{listed}");
-    assert!(rows.iter().all(|r| r["provider"] == "mcp:orders"), "{listed}");
+    assert!(
+        rows.iter().all(|r| r["provider"] == "mcp:orders"),
+        "{listed}"
+    );
     process.stop().await;
     mcp.stop().await;
 }

@@ -752,7 +752,8 @@ auth = "acme"
     /// be https (or loopback http); a `[providers.oauth]` or a key with `:` is refused.
     #[test]
     fn an_mcp_server_with_its_own_oauth_is_a_provider_of_its_own() {
-        let src = "[[mcp]]\nname = \"orders\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"\n";
+        let src =
+            "[[mcp]]\nname = \"orders\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"\n";
         let file = parse_tools(src, "t.toml", &settings).unwrap();
         assert_eq!(file.mcp[0].auth.as_deref(), Some("mcp:orders"));
         let p = file.providers.get("mcp:orders").unwrap();

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::connect::CALLBACK_PATH;
 use crate::connect::discovery::{DiscoveryError, ServerMetadata, bounded_json};
 use crate::connect::vault::VaultKey;
-use crate::connect::CALLBACK_PATH;
 use crate::http_client::{HttpClient, HttpRequest};
 use crate::platform::runtime::Runtime;
 use crate::store::{ConnectionKey, TurnStore};
@@ -93,7 +93,6 @@ pub fn client_document(public_base_url: &str) -> serde_json::Value {
 /// # Errors
 /// [`DiscoveryError::NoRegistration`] when the server offers no way in,
 /// [`DiscoveryError::Registration`] when registering failed.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn client_for<S: TurnStore, R: Runtime>(
     store: &S,
     rt: &R,

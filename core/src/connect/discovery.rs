@@ -139,10 +139,7 @@ pub(crate) async fn discover_server<R: Runtime>(
         };
         return Ok(ServerMetadata {
             endpoints: ProviderEndpoints {
-                authorize_url: endpoint(
-                    metadata.authorization_endpoint,
-                    "authorization_endpoint",
-                )?,
+                authorize_url: endpoint(metadata.authorization_endpoint, "authorization_endpoint")?,
                 token_url: endpoint(metadata.token_endpoint, "token_endpoint")?,
             },
             registration_endpoint: metadata

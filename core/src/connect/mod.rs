@@ -264,15 +264,19 @@ impl Connections {
         }
         let found = match &p.endpoints {
             Endpoints::Given(_) => unreachable!("answered above"),
-            Endpoints::Issuer(issuer) => discovery::discover(&self.http, rt, issuer)
-                .await
-                .map(|endpoints| Resolved {
-                    endpoints,
-                    provider: p.clone(),
-                    resource: None,
-                    issuer: None,
-                }),
-            Endpoints::McpServer(server) => self.discover_mcp(store, rt, p, server, redirect_uri).await,
+            Endpoints::Issuer(issuer) => {
+                discovery::discover(&self.http, rt, issuer)
+                    .await
+                    .map(|endpoints| Resolved {
+                        endpoints,
+                        provider: p.clone(),
+                        resource: None,
+                        issuer: None,
+                    })
+            }
+            Endpoints::McpServer(server) => {
+                self.discover_mcp(store, rt, p, server, redirect_uri).await
+            }
         };
         match &found {
             Ok(r) => {
@@ -393,7 +397,10 @@ impl Connections {
         provider: &str,
     ) -> Result<Connection, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
-        if let Some(token) = self.usable(store, rt, p, &key, &redirect_uri_of(scope)).await? {
+        if let Some(token) = self
+            .usable(store, rt, p, &key, &redirect_uri_of(scope))
+            .await?
+        {
             return Ok(Connection::Token(token));
         }
         self.card(store, rt, scope, p, key).await

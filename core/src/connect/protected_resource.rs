@@ -274,6 +274,9 @@ mod tests {
         assert!(!is_resource_of("https://mcp.example/v1/mc", &server));
         assert!(!is_resource_of("https://evil.example/v1/mcp", &server));
         assert!(!is_resource_of("http://mcp.example/v1/mcp", &server));
-        assert!(!is_resource_of("https://mcp.example/v1/mcp/deeper", &server));
+        assert!(!is_resource_of(
+            "https://mcp.example/v1/mcp/deeper",
+            &server
+        ));
     }
 }

@@ -51,6 +51,7 @@ struct ErrorResponse {
 
 /// Exchanges an authorization `code` (with its PKCE `verifier` and the `redirect_uri` it was
 /// asked with) for tokens; `resource`: the RFC 8707 indicator the code was asked with.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_code(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,

@@ -216,7 +216,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         if matches!(
             route,
             Some(
-                Route::File { .. } | Route::Connect { .. } | Route::Callback | Route::ClientDocument
+                Route::File { .. }
+                    | Route::Connect { .. }
+                    | Route::Callback
+                    | Route::ClientDocument
             )
         ) {
             return Ok(());
@@ -308,7 +311,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::Agui { agent_id } => self.agui_route(&req, agent_id),
             Route::Usage => Reply::Full(self.usage_route(&req).await),
             Route::Connections => Reply::Full(self.connections_route(&req).await),
-            Route::File { .. } | Route::Connect { .. } | Route::Callback | Route::ClientDocument => {
+            Route::File { .. }
+            | Route::Connect { .. }
+            | Route::Callback
+            | Route::ClientDocument => {
                 unreachable!("answered above")
             }
         }
