@@ -175,10 +175,21 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
     assert!(card(&t).is_none(), "{:?}", t.frames);
     assert!(t.text().contains("needs a signed-in user"), "{}", t.text());
     assert_eq!(registrations(&oauth).await, 0);
+    // Two users' first turns at the same moment: each gets the card, made after one
+    // registration (the turn that wins the store's lease registers, the other waits for it).
+    let (dave, erin) = (
+        body(&fresh_id(), Some("dave"), None),
+        body(&fresh_id(), Some("erin"), None),
+    );
+    let (dave, erin) = tokio::join!(client.turn(&dave), client.turn(&erin));
+    assert!(card(&dave).is_some(), "{:?}", dave.frames);
+    assert!(card(&erin).is_some(), "{:?}", erin.frames);
+    assert_eq!(registrations(&oauth).await, 1, "one registration for both");
+    assert!(checked().is_empty(), "no token was sent: {:?}", checked());
     // 2. Alice connects in the popup: runway registered itself once, and her pending call
     // runs as her, with a token whose audience is the MCP server (the server checks it).
     connects(&client, "alice").await;
-    assert_eq!(registrations(&oauth).await, 1, "one registration");
+    assert_eq!(registrations(&oauth).await, 1, "still one registration");
     let seen = checked();
     let resource = mcp.url();
     assert!(

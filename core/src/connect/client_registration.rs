@@ -9,19 +9,21 @@
 //!   public client (PKCE, no secret). The registration is kept in the store, sealed like a
 //!   vault entry, under a reserved key per (authorization server, redirect URI): one
 //!   registration per deployment, reused by every user, every turn, every process and every
-//!   cold start;
+//!   cold start. Of turns (of any process) that find none at the same moment, the one that
+//!   wins a lease in the store (its expiring action claim) registers; the others re-read the
+//!   store until the registration is there;
 //! - else none: the connection cannot be made (a clear tool error).
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::connect::CALLBACK_PATH;
 use crate::connect::discovery::{DiscoveryError, ServerMetadata, bounded_json};
 use crate::connect::vault::VaultKey;
+use crate::connect::{CALLBACK_PATH, pkce};
 use crate::http_client::{HttpClient, HttpRequest};
 use crate::platform::runtime::Runtime;
-use crate::store::{ConnectionKey, TurnStore};
+use crate::store::{ActionClaim, ConnectionKey, TurnStore};
 
 /// Where the deployment serves its Client ID Metadata Document, below the base path.
 pub const CLIENT_DOCUMENT_PATH: &str = "/oauth-client.json";
@@ -40,6 +42,16 @@ pub const REGISTRATION_PREFIX: &str = "oauth-client:";
 
 /// The name runway registers under (what consent pages show).
 const CLIENT_NAME: &str = "runway";
+
+/// How long the turn that registers holds the lease: the registration request is bounded by
+/// 10 s.
+const REGISTRATION_LEASE_MS: u64 = 20 * 1000;
+
+/// How long a turn that lost the lease waits for the winner's registration.
+const REGISTRATION_WAIT_MS: u64 = 15 * 1000;
+
+/// How often it re-reads the store meanwhile.
+const REGISTRATION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// runway's client at one authorization server. Its `Debug` shows no secret.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,12 +124,36 @@ pub(crate) async fn client_for<S: TurnStore, R: Runtime>(
     let Some(endpoint) = &server.registration_endpoint else {
         return Err(DiscoveryError::NoRegistration(issuer.to_string()));
     };
+    let failed = |why: String| DiscoveryError::Registration(endpoint.to_string(), why);
     let key = registration_key(issuer, redirect_uri);
-    let kept = store
-        .get_connection(&key)
+    if let Some(client) = kept(store, vault, &key).await.map_err(failed)? {
+        return Ok(client);
+    }
+    let now_ms = rt.now_ms();
+    let lease = ActionClaim {
+        thread_key: key.provider.clone(),
+        action: "register".into(),
+        holder: pkce::random_token(rt),
+        now_ms,
+        expires_at_ms: now_ms.saturating_add(REGISTRATION_LEASE_MS),
+    };
+    if !store
+        .claim_action(&lease)
         .await
-        .map_err(|e| DiscoveryError::Registration(endpoint.to_string(), e.to_string()))?;
-    if let Some(client) = kept.and_then(|sealed| vault.open_value::<Client>(&key, &sealed)) {
+        .map_err(|e| failed(e.to_string()))?
+    {
+        // Another turn registers: its registration, once stored.
+        let until = now_ms.saturating_add(REGISTRATION_WAIT_MS);
+        while rt.now_ms() < until {
+            rt.sleep(REGISTRATION_POLL).await;
+            if let Some(client) = kept(store, vault, &key).await.map_err(failed)? {
+                return Ok(client);
+            }
+        }
+        return Err(failed("another registration did not finish in time".into()));
+    }
+    // Won: a registration stored since the first read is the one.
+    if let Some(client) = kept(store, vault, &key).await.map_err(failed)? {
         return Ok(client);
     }
     let client = register(http, rt, endpoint, redirect_uri)
@@ -131,6 +167,16 @@ pub(crate) async fn client_for<S: TurnStore, R: Runtime>(
         .map_err(|e| DiscoveryError::Registration(endpoint.to_string(), e.to_string()))?;
     tracing::info!(server = %issuer, client_id = %client.client_id, "registered as an OAuth client (RFC 7591)");
     Ok(client)
+}
+
+/// The registration kept at `key`, if one opens.
+async fn kept<S: TurnStore>(
+    store: &S,
+    vault: &VaultKey,
+    key: &ConnectionKey,
+) -> Result<Option<Client>, String> {
+    let sealed = store.get_connection(key).await.map_err(|e| e.to_string())?;
+    Ok(sealed.and_then(|sealed| vault.open_value::<Client>(key, &sealed)))
 }
 
 /// Forgets the registration kept for `issuer` and `redirect_uri` (the server no longer
