@@ -236,3 +236,192 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
     process.stop().await;
     mcp.stop().await;
 }
+
+/// A scripted MCP server on loopback that is its own authorization server: `/mcp` answers 401
+/// naming its resource metadata, which names `resource` and itself as the authorization
+/// server; its RFC 8414 metadata says `S256`, and `client_id_metadata_document_supported` if
+/// `cimd`; it has no registration endpoint.
+async fn scripted_authorization(resource: Option<&'static str>, cimd: bool) -> ScriptedServer {
+    let base = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let at = base.clone();
+    let server = ScriptedServer::start(move |r| {
+        let base = at.get().cloned().unwrap_or_default();
+        match r.target.as_str() {
+            "/mcp" => Reply::status(
+                401,
+                &[(
+                    "www-authenticate",
+                    &format!("Bearer error=\"invalid_token\", resource_metadata=\"{base}/prm\""),
+                )],
+                &json!({"error": "invalid_token"}),
+            ),
+            "/prm" => Reply::json(&json!({
+                "resource": resource.map_or(format!("{base}/mcp"), str::to_owned),
+                "authorization_servers": [base],
+                "scopes_supported": ["files:read"],
+            })),
+            "/.well-known/oauth-authorization-server" => Reply::json(&json!({
+                "issuer": base,
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "code_challenge_methods_supported": ["S256"],
+                "client_id_metadata_document_supported": cimd,
+            })),
+            _ => Reply::status(404, &[], &json!({"error": "not found"})),
+        }
+    })
+    .await;
+    base.set(server.base_url.clone()).unwrap();
+    server
+}
+
+/// Calls the stand-in of the server the user's message names (`connect NAME`), then quotes
+/// its result.
+fn connect_model(r: &Recorded) -> Reply {
+    let body = r.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or_default();
+    if last["role"] == "tool" {
+        let result = last["content"].as_str().unwrap_or_default();
+        return Reply::sse(&[
+            chunk::role(),
+            chunk::text(&format!("Tool said: {result}")),
+            chunk::finish("stop"),
+        ]);
+    }
+    let asked = last["content"].as_str().unwrap_or_default();
+    let name = asked.trim_start_matches("connect ").trim();
+    Reply::sse(&[
+        chunk::role(),
+        chunk::tool_start(
+            0,
+            &format!("call_{}", fresh_id()),
+            &format!("{name}_connect_account"),
+            "{}",
+        ),
+        chunk::finish("tool_calls"),
+    ])
+}
+
+/// The client runway is where the authorization server takes a Client ID Metadata Document
+/// (the deployment's public URL is https): the popup goes to the authorization endpoint with
+/// `client_id` = `{public}/oauth-client.json`, the `resource` indicator and the metadata's
+/// scopes, and nothing registers. An authorization server offering no way in, and resource
+/// metadata naming another resource, get no card but a tool error the model relays.
+#[tokio::test]
+async fn an_mcp_servers_authorization_by_client_document_or_refused() {
+    let files = scripted_authorization(None, true).await;
+    let closed = scripted_authorization(None, false).await;
+    let elsewhere = scripted_authorization(Some("https://elsewhere.example/mcp"), true).await;
+    let tools: String = [
+        ("files", &files),
+        ("closed", &closed),
+        ("elsewhere", &elsewhere),
+    ]
+    .iter()
+    .map(|(name, s)| {
+        format!(
+            "[[mcp]]\nname = \"{name}\"\nurl = \"{}/mcp\"\nauth = \"oauth\"\n",
+            s.base_url
+        )
+    })
+    .collect();
+    let data_dir = free_data_dir("mcp-oauth-cimd");
+    let scripted = ScriptedServer::start(connect_model).await;
+    let mut cmd = Command::new(runway_binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .env("RUNWAY_AGENT", "model")
+        .env("RUNWAY_MODEL_BASE_URL", format!("{}/v1", scripted.base_url))
+        .env("RUNWAY_MODEL", "test-model")
+        .env("RUNWAY_TOOLS", tools)
+        .env("RUNWAY_VAULT_KEY", VAULT_KEY)
+        .env("RUNWAY_PUBLIC_URL", PUBLIC)
+        .env("RUNWAY_AUTH_HEADERS", format!("{}: {}", AUTH.0, AUTH.1))
+        .env("RUNWAY_LOG", "warn")
+        .env_remove("RUNWAY_TOOLS_FILE")
+        .env_remove("RUNWAY_WORKERS_FILE");
+    let process = AgentProcess::start(cmd, Duration::from_secs(30)).await;
+    let client = Client::new(
+        process.base_url(),
+        vec![(AUTH.0.to_owned(), AUTH.1.to_owned())],
+    );
+    let ask = |name: &str| {
+        let mut b = body(&fresh_id(), Some("alice"), None);
+        b["input"] = json!(format!("connect {name}"));
+        b
+    };
+
+    let t = client.turn(&ask("files")).await;
+    let last = t.last();
+    let i = &last["outcome"]["interrupts"][0];
+    assert_eq!(i["kind"], "authorization", "{:?}", t.frames);
+    assert_eq!(i["provider"], "files");
+    let link = i["authorizeUrl"]
+        .as_str()
+        .unwrap()
+        .replacen(PUBLIC, client.base(), 1);
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(link)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 302);
+    let to = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(
+        to.as_str().split('?').next(),
+        Some(&*format!("{}/authorize", files.base_url))
+    );
+    let q: std::collections::HashMap<String, String> = to.query_pairs().into_owned().collect();
+    assert_eq!(q["client_id"], format!("{PUBLIC}/oauth-client.json"));
+    assert_eq!(q["resource"], format!("{}/mcp", files.base_url));
+    assert_eq!(q["scope"], "files:read");
+    assert_eq!(q["code_challenge_method"], "S256");
+    assert_eq!(q["redirect_uri"], format!("{PUBLIC}/callback"));
+    // The client document the authorization server would fetch at that client_id.
+    let doc: Value = reqwest::get(format!("{}/oauth-client.json", client.base()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["client_id"], q["client_id"]);
+    assert_eq!(doc["redirect_uris"][0], q["redirect_uri"]);
+    assert_eq!(doc["token_endpoint_auth_method"], "none");
+
+    for (name, why) in [
+        (
+            "closed",
+            "supports neither dynamic client registration nor client ID metadata documents",
+        ),
+        ("elsewhere", "names another resource than the MCP server"),
+    ] {
+        let t = client.turn(&ask(name)).await;
+        assert_ne!(
+            t.last()["outcome"]["interrupts"][0]["kind"],
+            "authorization",
+            "{name}"
+        );
+        assert!(
+            t.text()
+                .contains(&format!("{name} cannot be reached to connect to"))
+                && t.text().contains(why),
+            "{name}: {}",
+            t.text()
+        );
+    }
+    // Nothing was ever sent to any of them with a token, and nothing tried to register.
+    for s in [&files, &closed, &elsewhere] {
+        assert!(
+            s.requests()
+                .iter()
+                .all(|r| r.header("authorization").is_none() && r.method == "GET"),
+            "{:?}",
+            s.requests()
+        );
+    }
+    process.stop().await;
+}
