@@ -9,19 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id};
+use runway_e2e::client::fresh_id;
+use runway_e2e::mcp_oauth::{PUBLIC, body, card, connects, orders_model};
 use runway_e2e::mcp_servers::McpServerProcess;
-use runway_e2e::oauth_flow::{
-    Browser, CLIENT_SECRET, VAULT_KEY, free_port, oauth_server, registrations,
-};
+use runway_e2e::oauth_flow::{CLIENT_SECRET, VAULT_KEY, free_port, oauth_server, registrations};
 use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
-use runway_e2e::{AgentProcess, Client, TurnStream, free_data_dir, runway_binary};
+use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-/// What the card's links and the provider's redirect name (mapped onto the loopback server, as
-/// a reverse proxy would).
-const PUBLIC: &str = "https://agent.runway.test";
 const AUTH: (&str, &str) = ("x-api-key", "console-key-1");
 
 async fn serve(data_dir: &Path, model: &str, mcp_url: &str) -> (AgentProcess, Client) {
@@ -47,98 +43,6 @@ async fn serve(data_dir: &Path, model: &str, mcp_url: &str) -> (AgentProcess, Cl
     (process, client)
 }
 
-fn body(thread: &str, user: Option<&str>, resume: Option<&str>) -> Value {
-    let mut b = json!({
-        "protocolVersion": "1",
-        "runId": fresh_id(),
-        "threadId": thread,
-        "agentId": AGENT_ID,
-        "workspaceId": WORKSPACE_ID,
-        "input": if resume.is_some() { "" } else { "What are my orders?" },
-    });
-    if let Some(u) = user {
-        b["userId"] = json!(u);
-    }
-    if let Some(d) = resume {
-        b["resume"] = json!({"interruptId": "x", "decision": d});
-    }
-    b
-}
-
-/// The card's link, if the turn ended with the `authorization` card (for the MCP server
-/// `orders`: its name is the card's provider).
-fn card(t: &TurnStream) -> Option<String> {
-    let last = t.last();
-    let i = &last["outcome"]["interrupts"][0];
-    (i["kind"] == "authorization").then(|| {
-        assert_eq!(i["provider"], "orders");
-        let link = i["authorizeUrl"].as_str().unwrap().to_owned();
-        assert!(link.starts_with(&format!("{PUBLIC}/connect/")), "{link}");
-        link
-    })
-}
-
-/// For a new request, a call of `orders_my_orders` if offered, else of the stand-in
-/// `orders_connect_account`; after the stand-in's result, the tool if offered now; after any
-/// other result, a sentence quoting it.
-fn model(r: &Recorded) -> Reply {
-    let body = r.json();
-    let offered = |name: &str| {
-        body["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == name))
-    };
-    let call = |name: &str| {
-        Reply::sse(&[
-            chunk::role(),
-            chunk::tool_start(0, &format!("call_{}", fresh_id()), name, "{}"),
-            chunk::finish("tool_calls"),
-        ])
-    };
-    let last = body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .cloned()
-        .unwrap_or_default();
-    if last["role"] == "tool" {
-        let result = last["content"].as_str().unwrap_or_default();
-        if result.contains("is connected") && offered("orders_my_orders") {
-            return call("orders_my_orders");
-        }
-        return Reply::sse(&[
-            chunk::role(),
-            chunk::text(&format!("Tool said: {result}")),
-            chunk::finish("stop"),
-        ]);
-    }
-    if offered("orders_my_orders") {
-        call("orders_my_orders")
-    } else {
-        call("orders_connect_account")
-    }
-}
-
-/// `user` gets the card, connects in the popup, and the pending call runs as them.
-async fn connects(client: &Client, user: &str) {
-    let thread = fresh_id();
-    let t = client.turn(&body(&thread, Some(user), None)).await;
-    let link = card(&t).unwrap_or_else(|| panic!("{user}'s card: {:?}", t.frames));
-    let mut browser = Browser::new(PUBLIC, client.base());
-    let back = browser.authorize(&link, user, false).await;
-    let (status, page) = browser.callback(&back).await;
-    assert_eq!(status, 200, "{page}");
-    assert!(page.contains("orders is connected"), "{page}");
-    let t = client
-        .turn(&body(&thread, Some(user), Some("authorized")))
-        .await;
-    assert_eq!(t.last()["outcome"]["type"], "success", "{:?}", t.frames);
-    assert!(
-        t.text().contains(&format!("Orders of {user}")),
-        "{}",
-        t.text()
-    );
-}
-
 #[tokio::test]
 async fn an_mcp_server_with_its_own_authorization_on_serve() {
     let port = free_port();
@@ -156,7 +60,7 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
             .map(str::to_owned)
             .collect()
     };
-    let scripted = ScriptedServer::start(model).await;
+    let scripted = ScriptedServer::start(orders_model).await;
     let (process, client) = serve(&data_dir, &scripted.base_url, &mcp.url()).await;
 
     // An MCP server has `auth = "oauth"`: the deployment serves its Client ID Metadata
