@@ -23,9 +23,11 @@
 //! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
 
 pub mod accounts;
+#[cfg(feature = "mcp-authorization")]
 pub mod client_registration;
 pub mod discovery;
 pub(crate) mod pkce;
+#[cfg(feature = "mcp-authorization")]
 pub(crate) mod protected_resource;
 pub mod provider;
 pub mod revoke;
@@ -154,6 +156,7 @@ struct Resolved {
     /// The RFC 8707 `resource` of every authorization, token and refresh request.
     resource: Option<String>,
     /// The authorization server whose registration (kept in the store) the client is.
+    #[cfg_attr(not(feature = "mcp-authorization"), allow(dead_code))]
     issuer: Option<url::Url>,
 }
 
@@ -161,8 +164,12 @@ struct Resolved {
 /// registered there is for one redirect URI).
 fn discovered_key(p: &Provider, redirect_uri: &str) -> String {
     match &p.endpoints {
+        #[cfg(feature = "mcp-authorization")]
         Endpoints::McpServer(_) => format!("{}\n{redirect_uri}", p.key),
-        _ => p.key.clone(),
+        _ => {
+            let _ = redirect_uri;
+            p.key.clone()
+        }
     }
 }
 
@@ -274,10 +281,13 @@ impl Connections {
                         issuer: None,
                     })
             }
+            #[cfg(feature = "mcp-authorization")]
             Endpoints::McpServer(server) => {
                 self.discover_mcp(store, rt, p, server, redirect_uri).await
             }
         };
+        #[cfg(not(feature = "mcp-authorization"))]
+        let _ = store;
         match &found {
             Ok(r) => {
                 self.discovered_lock().insert(cache_key, r.clone());
@@ -291,6 +301,7 @@ impl Connections {
 
     /// An MCP server's authorization: its protected resource metadata, its authorization
     /// server's metadata, and runway's client there.
+    #[cfg(feature = "mcp-authorization")]
     async fn discover_mcp<S: TurnStore, R: Runtime>(
         &self,
         store: &S,
@@ -342,9 +353,12 @@ impl Connections {
         else {
             return;
         };
+        #[cfg(feature = "mcp-authorization")]
         if let (true, Some(issuer)) = (invalid_client, &was.issuer) {
             client_registration::forget(store, issuer, redirect_uri).await;
         }
+        #[cfg(not(feature = "mcp-authorization"))]
+        let _ = (store, invalid_client, was);
     }
 
     fn discovered_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Resolved>> {
@@ -363,6 +377,7 @@ impl Connections {
 
     /// Whether a provider is an MCP server's own authorization (`auth = "oauth"`): only
     /// then is the Client ID Metadata Document served.
+    #[cfg(feature = "mcp-authorization")]
     pub(crate) fn has_mcp_servers(&self) -> bool {
         self.providers
             .iter()
@@ -457,6 +472,7 @@ impl Connections {
     ) -> Result<Connection, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
         let redirect_uri = redirect_uri_of(scope);
+        #[cfg(feature = "mcp-authorization")]
         if matches!(p.endpoints, Endpoints::McpServer(_)) {
             // The server refused a token: what it said about itself is read again.
             self.forget_discovered(store, p, &redirect_uri, false).await;

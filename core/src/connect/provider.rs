@@ -50,7 +50,8 @@ pub enum Endpoints {
     /// `resource` indicator — is read from the MCP server at this URL at first use (see
     /// [`protected_resource`](crate::connect::protected_resource) and
     /// [`client_registration`](crate::connect::client_registration)); the provider's own
-    /// `client_id`, `client_secret` and `scopes` are not used.
+    /// `client_id`, `client_secret` and `scopes` are not used. Feature `mcp-authorization`.
+    #[cfg(feature = "mcp-authorization")]
     McpServer(url::Url),
 }
 

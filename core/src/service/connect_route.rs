@@ -77,6 +77,7 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
     /// authorization server reads when runway's `client_id` is its URL. Served only where an
     /// MCP server has `auth = "oauth"`; public (the authorization server fetches it), and it
     /// names nothing secret.
+    #[cfg(feature = "mcp-authorization")]
     pub(crate) fn client_document_route(&self, public_base_url: &str) -> http::Response<Bytes> {
         let served = self
             .engine
@@ -93,6 +94,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             http::HeaderValue::from_static("max-age=300"),
         );
         r
+    }
+
+    /// Without feature `mcp-authorization` no MCP server has `auth = "oauth"`: nothing here.
+    #[cfg(not(feature = "mcp-authorization"))]
+    pub(crate) fn client_document_route(&self, _public_base_url: &str) -> http::Response<Bytes> {
+        crate::service::json_error(404, "no OAuth client document here")
     }
 
     fn store_failed(&self, e: &crate::error::StoreError) -> http::Response<Bytes> {
