@@ -34,23 +34,28 @@ pub enum DiscoveryError {
     BadEndpoint(String, &'static str),
     /// An MCP server (`auth = "oauth"`) publishes no protected resource metadata
     /// (RFC 9728) runway could read.
+    #[cfg(feature = "mcp-authorization")]
     #[error("no protected resource metadata for {0} ({1})")]
     NoResourceMetadata(String, String),
     /// The protected resource metadata names another resource than the MCP server, or no
     /// usable authorization server.
+    #[cfg(feature = "mcp-authorization")]
     #[error("the protected resource metadata at {0} {1}")]
     BadResourceMetadata(String, &'static str),
     /// The authorization server does not say it supports PKCE with S256 (the MCP
     /// authorization spec has clients refuse it).
+    #[cfg(feature = "mcp-authorization")]
     #[error("the authorization server {0} does not support PKCE with S256")]
     NoPkce(String),
     /// The authorization server offers no way for runway to become its client.
+    #[cfg(feature = "mcp-authorization")]
     #[error(
         "the authorization server {0} supports neither dynamic client registration nor client \
          ID metadata documents (those need an https RUNWAY_PUBLIC_URL)"
     )]
     NoRegistration(String),
     /// Dynamic client registration failed.
+    #[cfg(feature = "mcp-authorization")]
     #[error("registering runway as a client at {0} failed ({1})")]
     Registration(String, String),
 }
@@ -62,10 +67,13 @@ struct Metadata {
     authorization_endpoint: Option<String>,
     #[serde(default)]
     token_endpoint: Option<String>,
+    #[cfg(feature = "mcp-authorization")]
     #[serde(default)]
     registration_endpoint: Option<String>,
+    #[cfg(feature = "mcp-authorization")]
     #[serde(default)]
     client_id_metadata_document_supported: Option<bool>,
+    #[cfg(feature = "mcp-authorization")]
     #[serde(default)]
     code_challenge_methods_supported: Option<Vec<String>>,
 }
@@ -77,10 +85,13 @@ pub(crate) struct ServerMetadata {
     /// Its authorization and token endpoints.
     pub(crate) endpoints: ProviderEndpoints,
     /// Its dynamic client registration endpoint (RFC 7591), if it has a usable one.
+    #[cfg(feature = "mcp-authorization")]
     pub(crate) registration_endpoint: Option<url::Url>,
     /// It takes an https URL of a Client ID Metadata Document as `client_id`.
+    #[cfg(feature = "mcp-authorization")]
     pub(crate) client_id_metadata_documents: bool,
     /// It says it supports PKCE with S256 (`code_challenge_methods_supported`).
+    #[cfg(feature = "mcp-authorization")]
     pub(crate) pkce_s256: bool,
 }
 
@@ -142,12 +153,15 @@ pub(crate) async fn discover_server<R: Runtime>(
                 authorize_url: endpoint(metadata.authorization_endpoint, "authorization_endpoint")?,
                 token_url: endpoint(metadata.token_endpoint, "token_endpoint")?,
             },
+            #[cfg(feature = "mcp-authorization")]
             registration_endpoint: metadata
                 .registration_endpoint
                 .and_then(|r| provider_url(&r).ok()),
+            #[cfg(feature = "mcp-authorization")]
             client_id_metadata_documents: metadata
                 .client_id_metadata_document_supported
                 .unwrap_or(false),
+            #[cfg(feature = "mcp-authorization")]
             pkce_s256: metadata
                 .code_challenge_methods_supported
                 .is_some_and(|m| m.iter().any(|c| c == "S256")),

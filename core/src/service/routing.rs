@@ -37,7 +37,8 @@ pub(crate) enum Route<'a> {
     /// `GET {base}/callback`: the OAuth provider's redirect back.
     Callback,
     /// `GET {base}/oauth-client.json`: the deployment's OAuth Client ID Metadata Document
-    /// (MCP servers with `auth = "oauth"`).
+    /// (MCP servers with `auth = "oauth"`; matched only with feature `mcp-authorization`).
+    #[cfg_attr(not(feature = "mcp-authorization"), allow(dead_code))]
     ClientDocument,
     /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
     File {
@@ -60,6 +61,7 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/usage" => return Some(Route::Usage),
         "/connections" => return Some(Route::Connections),
         "/callback" => return Some(Route::Callback),
+        #[cfg(feature = "mcp-authorization")]
         "/oauth-client.json" => return Some(Route::ClientDocument),
         "/agui" => return Some(Route::Agui { agent_id: None }),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
@@ -89,6 +91,7 @@ mod tests {
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
         assert_eq!(route("/callback", ""), Some(Route::Callback));
+        #[cfg(feature = "mcp-authorization")]
         assert_eq!(route("/oauth-client.json", ""), Some(Route::ClientDocument));
         assert_eq!(route("/connections", ""), Some(Route::Connections));
         assert_eq!(route("/connections/x", ""), None);
