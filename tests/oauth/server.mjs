@@ -10,7 +10,14 @@
 // EXPIRING_TTL seconds (sooner than runway's refresh margin: every use refreshes first).
 // A token can be revoked (RFC 7009, POST /token/revocation), that token alone. GET /test/grants answers how many
 // token requests of each grant type succeeded and failed, for the tests to count refreshes.
-import Provider from 'oidc-provider';
+//
+// For MCP servers with their own authorization (`[[mcp]] auth = "oauth"`): open dynamic client
+// registration (RFC 7591; GET /test/registrations counts the clients registered), resource
+// indicators (RFC 8707: a token asked for an MCP endpoint on loopback, http://127.0.0.1:PORT/mcp,
+// has that endpoint as its audience and the scope `mcp`), and token introspection (RFC 7662)
+// for the MCP server, as the confidential client `mcp-resource-server` (secret CLIENT_SECRET).
+// A request without `resource` gets the tokens it always did.
+import Provider, { errors } from 'oidc-provider';
 
 const port = Number(process.env.PORT);
 const EXPIRING_TTL = 30;
@@ -23,9 +30,31 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
     },
+    {
+      client_id: 'mcp-resource-server',
+      client_secret: process.env.CLIENT_SECRET,
+      redirect_uris: [],
+      grant_types: [],
+      response_types: [],
+    },
   ],
   pkce: { required: () => true },
-  features: { devInteractions: { enabled: true }, revocation: { enabled: true } },
+  features: {
+    devInteractions: { enabled: true },
+    revocation: { enabled: true },
+    registration: { enabled: true },
+    introspection: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (ctx, resource) => {
+        if (/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(resource)) {
+          return { scope: 'mcp', audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: 3600 };
+        }
+        throw new errors.InvalidTarget();
+      },
+    },
+  },
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
   rotateRefreshToken: true,
   // Revoking one token (RFC 7009) revokes that token only; a refresh token used twice still
@@ -43,9 +72,17 @@ const count = (table) => (ctx) => {
 };
 provider.on('grant.success', count(grants.succeeded));
 provider.on('grant.error', count(grants.failed));
+let registrations = 0;
+provider.on('registration_create.success', () => {
+  registrations += 1;
+});
 provider.use(async (ctx, next) => {
   if (ctx.method === 'GET' && ctx.path === '/test/grants') {
     ctx.body = grants;
+    return;
+  }
+  if (ctx.method === 'GET' && ctx.path === '/test/registrations') {
+    ctx.body = { registrations };
     return;
   }
   await next();

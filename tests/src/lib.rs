@@ -16,6 +16,7 @@ pub mod http_probe;
 pub mod iam_policy;
 mod local_worker;
 mod lowkey;
+pub mod mcp_oauth;
 pub mod mcp_scenario;
 pub mod mcp_servers;
 pub mod model_workers;

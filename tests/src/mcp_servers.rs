@@ -83,6 +83,28 @@ impl McpServerProcess {
         Self::start(command, Vec::new(), port).await
     }
 
+    /// `tests/mcp/oauth_server.py`: an MCP server with its own authorization (RFC 9728
+    /// metadata naming the OAuth server at `oauth`, a 401 challenge), taking only tokens the
+    /// OAuth server's introspection (as `mcp-resource-server` with `secret`) says are for it;
+    /// each token checked is written to `log` as "SUBJECT AUDIENCE" (or "refused AUDIENCE").
+    pub async fn oauth(oauth: &str, secret: &str, log: &Path) -> Self {
+        let port = free_port();
+        let command = vec![
+            installed(&venv_python()).display().to_string(),
+            repo()
+                .join("tests/mcp/oauth_server.py")
+                .display()
+                .to_string(),
+            port.to_string(),
+            oauth.to_owned(),
+            "--secret".to_owned(),
+            secret.to_owned(),
+            "--log".to_owned(),
+            log.display().to_string(),
+        ];
+        Self::start(command, Vec::new(), port).await
+    }
+
     /// `tests/mcp/orders_server.py`, answering with JSON bodies if `json`, writing the calls
     /// it saw cancelled to `cancel_log`.
     pub async fn orders(json: bool, cancel_log: &Path) -> Self {

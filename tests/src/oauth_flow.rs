@@ -381,3 +381,16 @@ pub async fn grants(oauth: &str, grant_type: &str) -> (u64, u64) {
     let n = |table: &str| v[table][grant_type].as_u64().unwrap_or(0);
     (n("succeeded"), n("failed"))
 }
+
+/// How many clients registered themselves at the OAuth server (RFC 7591).
+pub async fn registrations(oauth: &str) -> u64 {
+    let v: Value = reqwest::Client::new()
+        .get(format!("{oauth}/test/registrations"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["registrations"].as_u64().unwrap_or(0)
+}

@@ -386,3 +386,67 @@ async fn a_tool_on_workers_acts_as_the_user_who_connected() {
         std::panic::resume_unwind(failure);
     }
 }
+
+/// `[[mcp]] auth = "oauth"` on Workers (issue 27): an MCP server with its own authorization
+/// (the Python SDK's, tokens checked by introspection at the real OAuth server, only those
+/// whose audience is the server taken). The Worker finds the OAuth server from the server's
+/// metadata, registers itself once (kept in the vault's Durable Object, the store's action
+/// claim as the lease), and the pending call runs as each user who connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs wrangler, the Workers toolchain, scripts/setup-oauth.sh and scripts/setup-mcp.sh: run scripts/test-cloudflare.sh"]
+async fn an_mcp_server_with_its_own_authorization_on_workers() {
+    use runway_e2e::mcp_oauth::{PUBLIC, body, card, connects, orders_model};
+    use runway_e2e::mcp_servers::McpServerProcess;
+    use runway_e2e::oauth_flow::{
+        CLIENT_SECRET, VAULT_KEY, free_port, oauth_server, registrations,
+    };
+    let oauth_port = free_port();
+    let oauth = format!("http://127.0.0.1:{oauth_port}");
+    let _oauth_server = oauth_server(oauth_port, &format!("{PUBLIC}/callback")).await;
+    let work = runway_e2e::free_data_dir("cf-mcp-oauth");
+    std::fs::create_dir_all(&work).unwrap();
+    let log = work.join("tokens.log");
+    let mcp = McpServerProcess::oauth(&oauth, CLIENT_SECRET, &log).await;
+    let model = ScriptedServer::start(orders_model).await;
+    let worker = start_local_worker([
+        ("RUNWAY_TURN_DEADLINE_SECS", "30".to_owned()),
+        ("RUNWAY_AGENT", "model".to_owned()),
+        ("RUNWAY_MODEL_BASE_URL", format!("{}/v1", model.base_url)),
+        ("RUNWAY_MODEL", "test-model".to_owned()),
+        (
+            "RUNWAY_TOOLS",
+            format!(
+                "[[mcp]]\nname = \"orders\"\nurl = \"{}\"\nauth = \"oauth\"\n",
+                mcp.url()
+            ),
+        ),
+        ("RUNWAY_VAULT_KEY", VAULT_KEY.to_owned()),
+        ("RUNWAY_PUBLIC_URL", PUBLIC.to_owned()),
+    ])
+    .await;
+    let client = Client::new(worker.base_url(), target_auth());
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
+        let t = client.turn(&body(&fresh_id(), None, None)).await;
+        assert!(card(&t).is_none(), "{:?}", t.frames);
+        assert!(t.text().contains("needs a signed-in user"), "{}", t.text());
+        connects(&client, "alice").await;
+        connects(&client, "bob").await;
+        assert_eq!(registrations(&oauth).await, 1, "one registration");
+        let seen = std::fs::read_to_string(&log).unwrap_or_default();
+        let resource = mcp.url();
+        assert!(
+            seen.lines().any(|l| l == format!("alice {resource}"))
+                && seen.lines().any(|l| l == format!("bob {resource}"))
+                && seen
+                    .lines()
+                    .all(|l| l == format!("alice {resource}") || l == format!("bob {resource}")),
+            "{seen}"
+        );
+    }))
+    .await;
+    worker.stop().await;
+    mcp.stop().await;
+    if let Err(failure) = result {
+        std::panic::resume_unwind(failure);
+    }
+}

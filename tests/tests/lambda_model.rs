@@ -2,19 +2,22 @@
 //! with moto's DynamoDB (both started by `infra/aws/local`): text streamed from an
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
 //! round trip, an AG-UI client's own tool (issue 28), attachments downloaded once and kept in
-//! the table, a connected account (the
-//! real OAuth server of [`runway_e2e::oauth_flow`], its tokens in the table's vault); and MCP
-//! tools of real MCP servers.
+//! the table, a connected account (the real OAuth server of [`runway_e2e::oauth_flow`], its
+//! tokens in the table's vault); an MCP server with its own authorization (`auth = "oauth"`:
+//! discovered, registered once in the table, tokens for that server alone); and MCP tools of
+//! real MCP servers.
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-aws.sh`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use runway_e2e::client::{fresh_id, run_body};
+use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
+use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
     self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, free_port, oauth_server,
+    registrations,
 };
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
@@ -170,12 +173,28 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
             chunk::finish("tool_calls"),
         ]),
         answer("Your orders: DH-1, DH-2."),
+        // `auth = "oauth"`: the stand-in (the card), then, connected, the server's tool.
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, "call_d", "desk_connect_account", "{}"),
+            chunk::finish("tool_calls"),
+        ]),
+        Reply::sse(&[
+            chunk::role(),
+            chunk::tool_start(0, "call_m", "desk_my_orders", "{}"),
+            chunk::finish("tool_calls"),
+        ]),
+        answer("Your desk orders."),
     ])
     .await;
     let oauth_port = free_port();
     let oauth = format!("http://127.0.0.1:{oauth_port}");
     let _oauth_server = oauth_server(oauth_port, &format!("{PUBLIC}/callback")).await;
     let api = ScriptedServer::start(oauth_flow::orders_api).await;
+    let work = runway_e2e::free_data_dir("lambda-mcp-oauth");
+    std::fs::create_dir_all(&work).unwrap();
+    let desk_log = work.join("tokens.log");
+    let desk = McpServerProcess::oauth(&oauth, CLIENT_SECRET, &desk_log).await;
     let tools = ScriptedServer::start(|_| Reply::json(&json!({"refunded": true}))).await;
     let files = ScriptedServer::start(|r| {
         let file = |piece: Piece| Reply {
@@ -211,6 +230,10 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
                 k,
                 TOOLS.replace("TOOLS_BASE", &tools.base_url)
                     + &oauth_flow::tools(&api.base_url, &oauth)
+                    + &format!(
+                        "\n[[mcp]]\nname = \"desk\"\nurl = \"{}\"\nauth = \"oauth\"\n",
+                        desk.url()
+                    )
                     + &v,
             ),
             _ => cmd.env(k, v),
@@ -227,12 +250,71 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
         let mut browser = Browser::new(PUBLIC, function.base_url());
         oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth)
             .await;
+        an_mcp_server_with_its_own_authorization(&client, &oauth, &desk, &desk_log, &bench.model)
+            .await;
         bench.check(&client).await;
     }))
     .await;
     function.stop().await;
     bench.stop().await;
+    desk.stop().await;
     if let Err(failure) = result {
         std::panic::resume_unwind(failure);
     }
+}
+
+/// Issue 27, `[[mcp]] auth = "oauth"` on Lambda: the stand-in's call ends with the card
+/// (provider `desk`); runway found the OAuth server from the MCP server's metadata and
+/// registered itself once (kept in the DynamoDB table); after the popup the pending call runs
+/// and the server's tool runs as the user, with a token whose audience is that server.
+async fn an_mcp_server_with_its_own_authorization(
+    client: &Client,
+    oauth: &str,
+    desk: &McpServerProcess,
+    log: &std::path::Path,
+    model: &ScriptedServer,
+) {
+    let thread = fresh_id();
+    let body = |resume: Option<&str>| {
+        let mut b = json!({
+            "protocolVersion": "1",
+            "runId": fresh_id(),
+            "threadId": thread,
+            "agentId": AGENT_ID,
+            "workspaceId": WORKSPACE_ID,
+            "userId": "dana",
+            "input": if resume.is_some() { "" } else { "My desk orders?" },
+        });
+        if let Some(d) = resume {
+            b["resume"] = json!({"interruptId": "x", "decision": d});
+        }
+        b
+    };
+    let t = client.turn(&body(None)).await;
+    let last = t.last();
+    let card = &last["outcome"]["interrupts"][0];
+    assert_eq!(card["kind"], "authorization", "{:?}", t.frames);
+    assert_eq!(card["provider"], "desk");
+    assert_eq!(registrations(oauth).await, 1, "registered once");
+    let mut browser = Browser::new(PUBLIC, client.base());
+    let back = browser
+        .authorize(card["authorizeUrl"].as_str().unwrap(), "dana", false)
+        .await;
+    let (status, page) = browser.callback(&back).await;
+    assert_eq!(status, 200, "{page}");
+    let t = client.turn(&body(Some("authorized"))).await;
+    assert_eq!(t.text(), "Your desk orders.", "{:?}", t.frames);
+    let calls = model.chat_completions();
+    let result = &calls.last().unwrap()["messages"];
+    assert!(
+        result.to_string().contains("Orders of dana"),
+        "the tool ran as dana: {result}"
+    );
+    let seen = std::fs::read_to_string(log).unwrap_or_default();
+    let resource = desk.url();
+    assert!(
+        !seen.is_empty() && seen.lines().all(|l| l == format!("dana {resource}")),
+        "{seen}"
+    );
+    assert_eq!(registrations(oauth).await, 1, "still one registration");
 }

@@ -12,7 +12,7 @@ use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
 use crate::toml_settings;
 use runway_core::connect::provider::{
-    Endpoints, Provider, ProviderEndpoints, Providers, provider_url,
+    Endpoints, Provider, ProviderEndpoints, Providers, mcp_provider_key, provider_url,
 };
 
 /// Longest `timeout` of an `[[mcp]]` entry, in seconds.
@@ -251,12 +251,30 @@ pub fn parse_tools(
     for (key, p) in raw.providers {
         providers.add(parse_provider(&key, p, setting).map_err(|(at, r)| err_at(at, r))?);
     }
+    // `auth = "oauth"`: the MCP server's own authorization, a provider of its own.
+    for server in &mcp {
+        if server.auth.as_deref() == Some(mcp_provider_key(&server.name).as_str()) {
+            providers.add(Provider {
+                key: mcp_provider_key(&server.name),
+                name: server.name.clone(),
+                endpoints: Endpoints::McpServer(server.url.clone()),
+                client_id: String::new(),
+                client_secret: None,
+                scopes: Vec::new(),
+                revocation_url: None,
+            });
+        }
+    }
     Ok(ToolsFile {
         tools,
         mcp,
         providers,
     })
 }
+
+/// `auth = "oauth"` on an `[[mcp]]` entry: the MCP server's own authorization (discovered
+/// from the server, no `[providers]` entry).
+const MCP_OAUTH: &str = "oauth";
 
 /// One `[providers.KEY]` table; or where and why it is refused.
 fn parse_provider(
@@ -267,6 +285,15 @@ fn parse_provider(
     let url = |u: &Spanned<String>, what: &str| {
         provider_url(u.get_ref()).map_err(|e| (u.span().start, format!("{what} {e}")))
     };
+    if key == MCP_OAUTH || key.contains(':') {
+        return Err((
+            p.name.span().start,
+            format!(
+                "[providers.{key}]: a provider key must not be \"oauth\" (auth = \"oauth\" \
+                 is an MCP server's own authorization) nor contain ':'"
+            ),
+        ));
+    }
     let name = p.name.get_ref().trim().to_owned();
     if name.is_empty() {
         return Err((p.name.span().start, "a provider needs a name".into()));
@@ -413,6 +440,18 @@ fn parse_mcp(
     };
     let auth = match m.auth {
         None => None,
+        Some(a) if a.get_ref().trim() == MCP_OAUTH => {
+            // The user's token goes to this URL: https, or http on a loopback address only.
+            if provider_url(url.as_str()).is_err() {
+                return Err((
+                    url_at,
+                    "with auth = \"oauth\" the url must be https (http only on a loopback \
+                     address such as 127.0.0.1): the user's token is sent there"
+                        .into(),
+                ));
+            }
+            Some(mcp_provider_key(&name))
+        }
         Some(a) => {
             let key = a.get_ref().trim();
             if !is_provider(key) {
@@ -723,6 +762,34 @@ auth = "acme"
         assert_eq!(acme.scopes, ["profile", "orders:read"]);
         assert!(!format!("{acme:?}").contains("tok-123"));
         assert_eq!(file.tools[0].auth.as_deref(), Some("acme"));
+    }
+
+    /// Issue 27: `[[mcp]] auth = "oauth"` needs no `[providers]` entry: the server's own
+    /// authorization is a provider of its own, `mcp:NAME`, discovered from its URL, which must
+    /// be https (or loopback http); a `[providers.oauth]` or a key with `:` is refused.
+    #[test]
+    fn an_mcp_server_with_its_own_oauth_is_a_provider_of_its_own() {
+        let src =
+            "[[mcp]]\nname = \"orders\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"\n";
+        let file = parse_tools(src, "t.toml", &settings).unwrap();
+        assert_eq!(file.mcp[0].auth.as_deref(), Some("mcp:orders"));
+        let p = file.providers.get("mcp:orders").unwrap();
+        assert_eq!(p.name, "orders");
+        assert_eq!(
+            p.endpoints,
+            Endpoints::McpServer("http://127.0.0.1:9/mcp".parse().unwrap())
+        );
+        let plain_http = src.replace("127.0.0.1:9", "mcp.example");
+        let e = parse_tools(&plain_http, "t.toml", &settings).unwrap_err();
+        assert!(e.reason.contains("must be https"), "{e}");
+        assert_eq!(e.line, 3);
+        for (key, name) in [("oauth", "oauth"), ("\"a:b\"", "a:b")] {
+            let clash = PROVIDERS
+                .replace("[providers.acme]", &format!("[providers.{key}]"))
+                .replace("auth = \"acme\"", &format!("auth = \"{name}\""));
+            let e = parse_tools(&clash, "t.toml", &settings).unwrap_err();
+            assert!(e.reason.contains("must not be \"oauth\""), "{e}");
+        }
     }
 
     /// Issue 27: `[[mcp]] auth = "KEY"` names a provider; an unknown one refuses start-up with

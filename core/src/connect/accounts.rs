@@ -107,6 +107,19 @@ pub struct RevokeReport {
     pub more: bool,
 }
 
+/// Whether `key` is runway's client registration at an MCP server's authorization server,
+/// not a person's connection.
+#[cfg(feature = "mcp-authorization")]
+fn is_registration(key: &ConnectionKey) -> bool {
+    crate::connect::client_registration::is_registration(key)
+}
+
+/// Without MCP servers' authorization there are none.
+#[cfg(not(feature = "mcp-authorization"))]
+fn is_registration(_: &ConnectionKey) -> bool {
+    false
+}
+
 /// Where a page of connections starts: after this entry. As a query value: hex of the key's
 /// JSON, so any id is safe in a URL.
 pub fn encode_cursor(key: &ConnectionKey) -> String {
@@ -162,6 +175,8 @@ impl AccountsAccess<'_> {
             .flatten();
         let connections = found
             .into_iter()
+            // runway's own client registrations (MCP servers' authorization) are no one's.
+            .filter(|c| !is_registration(&c.key))
             .map(|c| {
                 let tokens = self.open(&c.key, &c.sealed);
                 self.row(c.key, tokens.as_ref(), now_ms)

@@ -32,6 +32,32 @@ pub enum DiscoveryError {
     /// An endpoint it names is missing or not https (http only on loopback).
     #[error("the metadata at {0} has no usable {1}")]
     BadEndpoint(String, &'static str),
+    /// An MCP server (`auth = "oauth"`) publishes no protected resource metadata
+    /// (RFC 9728) runway could read.
+    #[cfg(feature = "mcp-authorization")]
+    #[error("no protected resource metadata for {0} ({1})")]
+    NoResourceMetadata(String, String),
+    /// The protected resource metadata names another resource than the MCP server, or no
+    /// usable authorization server.
+    #[cfg(feature = "mcp-authorization")]
+    #[error("the protected resource metadata at {0} {1}")]
+    BadResourceMetadata(String, &'static str),
+    /// The authorization server does not say it supports PKCE with S256 (the MCP
+    /// authorization spec has clients refuse it).
+    #[cfg(feature = "mcp-authorization")]
+    #[error("the authorization server {0} does not support PKCE with S256")]
+    NoPkce(String),
+    /// The authorization server offers no way for runway to become its client.
+    #[cfg(feature = "mcp-authorization")]
+    #[error(
+        "the authorization server {0} supports neither dynamic client registration nor client \
+         ID metadata documents (those need an https RUNWAY_PUBLIC_URL)"
+    )]
+    NoRegistration(String),
+    /// Dynamic client registration failed.
+    #[cfg(feature = "mcp-authorization")]
+    #[error("registering runway as a client at {0} failed ({1})")]
+    Registration(String, String),
 }
 
 #[derive(Deserialize)]
@@ -41,6 +67,32 @@ struct Metadata {
     authorization_endpoint: Option<String>,
     #[serde(default)]
     token_endpoint: Option<String>,
+    #[cfg(feature = "mcp-authorization")]
+    #[serde(default)]
+    registration_endpoint: Option<String>,
+    #[cfg(feature = "mcp-authorization")]
+    #[serde(default)]
+    client_id_metadata_document_supported: Option<bool>,
+    #[cfg(feature = "mcp-authorization")]
+    #[serde(default)]
+    code_challenge_methods_supported: Option<Vec<String>>,
+}
+
+/// What an authorization server publishes beyond its endpoints: what an MCP client
+/// (`[[mcp]] auth = "oauth"`) needs to become its client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerMetadata {
+    /// Its authorization and token endpoints.
+    pub(crate) endpoints: ProviderEndpoints,
+    /// Its dynamic client registration endpoint (RFC 7591), if it has a usable one.
+    #[cfg(feature = "mcp-authorization")]
+    pub(crate) registration_endpoint: Option<url::Url>,
+    /// It takes an https URL of a Client ID Metadata Document as `client_id`.
+    #[cfg(feature = "mcp-authorization")]
+    pub(crate) client_id_metadata_documents: bool,
+    /// It says it supports PKCE with S256 (`code_challenge_methods_supported`).
+    #[cfg(feature = "mcp-authorization")]
+    pub(crate) pkce_s256: bool,
 }
 
 /// The well-known URLs of `issuer`'s metadata, in the order they are tried: RFC 8414's
@@ -67,9 +119,21 @@ pub(crate) async fn discover<R: Runtime>(
     rt: &R,
     issuer: &url::Url,
 ) -> Result<ProviderEndpoints, DiscoveryError> {
+    discover_server(http, rt, issuer).await.map(|m| m.endpoints)
+}
+
+/// Everything `issuer` publishes that runway uses.
+///
+/// # Errors
+/// As [`discover`].
+pub(crate) async fn discover_server<R: Runtime>(
+    http: &Arc<dyn HttpClient>,
+    rt: &R,
+    issuer: &url::Url,
+) -> Result<ServerMetadata, DiscoveryError> {
     let mut failures = Vec::new();
     for at in metadata_urls(issuer) {
-        let metadata = match fetch(http, rt, &at).await {
+        let metadata: Metadata = match fetch_json(http, rt, &at).await {
             Ok(m) => m,
             Err(why) => {
                 failures.push(why);
@@ -84,9 +148,23 @@ pub(crate) async fn discover<R: Runtime>(
             raw.and_then(|r| provider_url(&r).ok())
                 .ok_or_else(|| DiscoveryError::BadEndpoint(at.to_string(), name))
         };
-        return Ok(ProviderEndpoints {
-            authorize_url: endpoint(metadata.authorization_endpoint, "authorization_endpoint")?,
-            token_url: endpoint(metadata.token_endpoint, "token_endpoint")?,
+        return Ok(ServerMetadata {
+            endpoints: ProviderEndpoints {
+                authorize_url: endpoint(metadata.authorization_endpoint, "authorization_endpoint")?,
+                token_url: endpoint(metadata.token_endpoint, "token_endpoint")?,
+            },
+            #[cfg(feature = "mcp-authorization")]
+            registration_endpoint: metadata
+                .registration_endpoint
+                .and_then(|r| provider_url(&r).ok()),
+            #[cfg(feature = "mcp-authorization")]
+            client_id_metadata_documents: metadata
+                .client_id_metadata_document_supported
+                .unwrap_or(false),
+            #[cfg(feature = "mcp-authorization")]
+            pkce_s256: metadata
+                .code_challenge_methods_supported
+                .is_some_and(|m| m.iter().any(|c| c == "S256")),
         });
     }
     Err(DiscoveryError::NotFound(
@@ -95,23 +173,38 @@ pub(crate) async fn discover<R: Runtime>(
     ))
 }
 
-/// One metadata document, within [`FETCH_TIMEOUT`] and [`MAX_METADATA`].
-async fn fetch<R: Runtime>(
+/// One metadata document (JSON), within [`FETCH_TIMEOUT`] and [`MAX_METADATA`].
+pub(crate) async fn fetch_json<T: serde::de::DeserializeOwned, R: Runtime>(
     http: &Arc<dyn HttpClient>,
     rt: &R,
     at: &url::Url,
-) -> Result<Metadata, String> {
+) -> Result<T, String> {
+    let request = HttpRequest {
+        method: http::Method::GET,
+        url: at.clone(),
+        headers: accept_json(),
+        body: bytes::Bytes::new(),
+    };
+    bounded_json(http, rt, request).await
+}
+
+/// `Accept: application/json`.
+fn accept_json() -> http::HeaderMap {
     let mut headers = http::HeaderMap::new();
     headers.insert(
         http::header::ACCEPT,
         http::HeaderValue::from_static("application/json"),
     );
-    let request = HttpRequest {
-        method: http::Method::GET,
-        url: at.clone(),
-        headers,
-        body: bytes::Bytes::new(),
-    };
+    headers
+}
+
+/// Sends `request` and reads its JSON answer (a 2xx), within [`FETCH_TIMEOUT`] and
+/// [`MAX_METADATA`]; the error says why, naming no secret.
+pub(crate) async fn bounded_json<T: serde::de::DeserializeOwned, R: Runtime>(
+    http: &Arc<dyn HttpClient>,
+    rt: &R,
+    request: HttpRequest,
+) -> Result<T, String> {
     let exchange = async {
         let response = http.send(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
@@ -122,7 +215,7 @@ async fn fetch<R: Runtime>(
             .bytes_limited(MAX_METADATA)
             .await
             .map_err(|e| e.to_string())?;
-        serde_json::from_slice::<Metadata>(&body).map_err(|_| "not metadata".to_owned())
+        serde_json::from_slice::<T>(&body).map_err(|_| "not the expected JSON document".to_owned())
     };
     let timer = rt.sleep(FETCH_TIMEOUT);
     match select(Box::pin(exchange), Box::pin(timer)).await {

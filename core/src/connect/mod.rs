@@ -11,6 +11,13 @@
 //! states are what authorize them. Everything here is sans-I/O over the store's primitives
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
 //!
+//! A provider may also be an MCP server's own authorization (`[[mcp]] auth = "oauth"`,
+//! [`Endpoints::McpServer`]): its authorization server, endpoints, scopes and `resource`
+//! indicator are discovered from the MCP server ([`protected_resource`], [`discovery`]) and
+//! runway's client there is a Client ID Metadata Document or a registration kept in the store
+//! ([`client_registration`]); then the flow is the same, with `resource` (RFC 8707) on the
+//! authorization, token and refresh requests.
+//!
 //! Operators list and revoke connections through [`accounts`] (`GET`/`DELETE
 //! {base}/connections`, behind the header set): revoking hands the token back to the
 //! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
@@ -19,8 +26,12 @@
 #![cfg_attr(not(feature = "connect"), allow(dead_code))]
 
 pub mod accounts;
+#[cfg(feature = "mcp-authorization")]
+pub mod client_registration;
 pub mod discovery;
 pub(crate) mod pkce;
+#[cfg(feature = "mcp-authorization")]
+pub(crate) mod protected_resource;
 pub mod provider;
 pub mod revoke;
 pub(crate) mod token;
@@ -39,6 +50,11 @@ use crate::http_client::HttpClient;
 use crate::platform::runtime::Runtime;
 use crate::protocol::Interrupt;
 use crate::store::{ActionClaim, ConnectStage, ConnectState, ConnectionKey, TurnStore};
+
+/// Whether the token endpoint refused runway's client itself (a registration it forgot).
+fn is_invalid_client(e: &token::TokenError) -> bool {
+    matches!(e, token::TokenError::Refused(code) if code == "invalid_client")
+}
 
 /// Whether `tokens`' access token is usable now and not about to expire (else it is
 /// refreshed first).
@@ -134,8 +150,42 @@ pub(crate) struct Connections {
     per_worker: BTreeMap<String, Providers>,
     vault: VaultKey,
     http: Arc<dyn HttpClient>,
-    /// The endpoints of providers declared by `issuer`, once their metadata was read.
-    discovered: std::sync::Mutex<BTreeMap<String, ProviderEndpoints>>,
+    /// What was discovered for providers declared by `issuer` or by an MCP server, once
+    /// read (by [`discovered_key`]); forgotten when using it fails, so it is read again.
+    discovered: std::sync::Mutex<BTreeMap<String, Resolved>>,
+}
+
+/// A provider ready to be used: its endpoints and, for an MCP server's own authorization,
+/// runway's client there, the scopes and the `resource` indicator found for it.
+#[derive(Clone)]
+struct Resolved {
+    endpoints: ProviderEndpoints,
+    /// The provider as runway is its client (an MCP server's: the discovered client id,
+    /// secret and scopes in place of the unused configured ones).
+    provider: Provider,
+    /// The RFC 8707 `resource` of every authorization, token and refresh request.
+    resource: Option<String>,
+    /// The authorization server whose registration (kept in the store) the client is.
+    #[cfg_attr(not(feature = "mcp-authorization"), allow(dead_code))]
+    issuer: Option<url::Url>,
+}
+
+/// The key of `p`'s discovered data: per redirect URI for an MCP server's (the client
+/// registered there is for one redirect URI).
+fn discovered_key(p: &Provider, redirect_uri: &str) -> String {
+    match &p.endpoints {
+        #[cfg(feature = "mcp-authorization")]
+        Endpoints::McpServer(_) => format!("{}\n{redirect_uri}", p.key),
+        _ => {
+            let _ = redirect_uri;
+            p.key.clone()
+        }
+    }
+}
+
+/// The redirect URI of a turn's connections.
+fn redirect_uri_of(scope: &ConnectScope) -> String {
+    format!("{}{CALLBACK_PATH}", scope.public_base_url)
 }
 
 /// What opening the card's link leads to.
@@ -207,24 +257,50 @@ impl Connections {
         }))
     }
 
-    /// `p`'s endpoints: configured, or read from its issuer's metadata (once per process;
-    /// a failure is tried again on the next use).
-    async fn endpoints<R: Runtime>(
+    /// `p` ready to use for connections redirected to `redirect_uri`: configured, or read
+    /// from its issuer's metadata, or (an MCP server's) discovered and registered (once per
+    /// process; a failure is tried again on the next use).
+    async fn resolve<S: TurnStore, R: Runtime>(
         &self,
+        store: &S,
         rt: &R,
         p: &Provider,
-    ) -> Result<ProviderEndpoints, DiscoveryError> {
-        let issuer = match &p.endpoints {
-            Endpoints::Given(e) => return Ok(e.clone()),
-            Endpoints::Issuer(issuer) => issuer,
-        };
-        if let Some(e) = self.discovered_lock().get(&p.key) {
-            return Ok(e.clone());
+        redirect_uri: &str,
+    ) -> Result<Resolved, DiscoveryError> {
+        if let Endpoints::Given(e) = &p.endpoints {
+            return Ok(Resolved {
+                endpoints: e.clone(),
+                provider: p.clone(),
+                resource: None,
+                issuer: None,
+            });
         }
-        let found = discovery::discover(&self.http, rt, issuer).await;
+        let cache_key = discovered_key(p, redirect_uri);
+        if let Some(r) = self.discovered_lock().get(&cache_key) {
+            return Ok(r.clone());
+        }
+        let found = match &p.endpoints {
+            Endpoints::Given(_) => unreachable!("answered above"),
+            Endpoints::Issuer(issuer) => {
+                discovery::discover(&self.http, rt, issuer)
+                    .await
+                    .map(|endpoints| Resolved {
+                        endpoints,
+                        provider: p.clone(),
+                        resource: None,
+                        issuer: None,
+                    })
+            }
+            #[cfg(feature = "mcp-authorization")]
+            Endpoints::McpServer(server) => {
+                self.discover_mcp(store, rt, p, server, redirect_uri).await
+            }
+        };
+        #[cfg(not(feature = "mcp-authorization"))]
+        let _ = store;
         match &found {
-            Ok(e) => {
-                self.discovered_lock().insert(p.key.clone(), e.clone());
+            Ok(r) => {
+                self.discovered_lock().insert(cache_key, r.clone());
             }
             Err(e) => {
                 tracing::warn!(provider = %p.key, error = %e, "the provider's metadata could not be read");
@@ -233,7 +309,69 @@ impl Connections {
         found
     }
 
-    fn discovered_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ProviderEndpoints>> {
+    /// An MCP server's authorization: its protected resource metadata, its authorization
+    /// server's metadata, and runway's client there.
+    #[cfg(feature = "mcp-authorization")]
+    async fn discover_mcp<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        p: &Provider,
+        server: &url::Url,
+        redirect_uri: &str,
+    ) -> Result<Resolved, DiscoveryError> {
+        let resource = protected_resource::discover_resource(&self.http, rt, server).await?;
+        let metadata = discovery::discover_server(&self.http, rt, &resource.issuer).await?;
+        if !metadata.pkce_s256 {
+            return Err(DiscoveryError::NoPkce(resource.issuer.to_string()));
+        }
+        let client = client_registration::client_for(
+            store,
+            rt,
+            &self.http,
+            &self.vault,
+            &metadata,
+            &resource.issuer,
+            redirect_uri,
+        )
+        .await?;
+        Ok(Resolved {
+            endpoints: metadata.endpoints,
+            provider: Provider {
+                client_id: client.client_id,
+                client_secret: client.client_secret,
+                scopes: resource.scopes,
+                ..p.clone()
+            },
+            resource: Some(resource.resource),
+            issuer: Some(resource.issuer),
+        })
+    }
+
+    /// Using what was discovered for `p` failed: it is read again at the next use; a client
+    /// the authorization server no longer knows (`invalid_client`) registers again.
+    async fn forget_discovered<S: TurnStore>(
+        &self,
+        store: &S,
+        p: &Provider,
+        redirect_uri: &str,
+        invalid_client: bool,
+    ) {
+        let Some(was) = self
+            .discovered_lock()
+            .remove(&discovered_key(p, redirect_uri))
+        else {
+            return;
+        };
+        #[cfg(feature = "mcp-authorization")]
+        if let (true, Some(issuer)) = (invalid_client, &was.issuer) {
+            client_registration::forget(store, issuer, redirect_uri).await;
+        }
+        #[cfg(not(feature = "mcp-authorization"))]
+        let _ = (store, invalid_client, was);
+    }
+
+    fn discovered_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Resolved>> {
         self.discovered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -245,6 +383,16 @@ impl Connections {
         self.providers
             .get(key)
             .or_else(|| self.per_worker.values().find_map(|own| own.get(key)))
+    }
+
+    /// Whether a provider is an MCP server's own authorization (`auth = "oauth"`): only
+    /// then is the Client ID Metadata Document served.
+    #[cfg(feature = "mcp-authorization")]
+    pub(crate) fn has_mcp_servers(&self) -> bool {
+        self.providers
+            .iter()
+            .chain(self.per_worker.values().flat_map(Providers::iter))
+            .any(|p| matches!(p.endpoints, Endpoints::McpServer(_)))
     }
 
     /// The vault key.
@@ -274,7 +422,10 @@ impl Connections {
         provider: &str,
     ) -> Result<Connection, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
-        if let Some(token) = self.usable(store, rt, p, &key).await? {
+        if let Some(token) = self
+            .usable(store, rt, p, &key, &redirect_uri_of(scope))
+            .await?
+        {
             return Ok(Connection::Token(token));
         }
         self.card(store, rt, scope, p, key).await
@@ -290,7 +441,8 @@ impl Connections {
         provider: &str,
     ) -> Result<Option<AccessToken>, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
-        self.usable(store, rt, p, &key).await
+        self.usable(store, rt, p, &key, &redirect_uri_of(scope))
+            .await
     }
 
     /// The vault's token for `key`, refreshed first if it was about to expire; `None`: no
@@ -301,6 +453,7 @@ impl Connections {
         rt: &R,
         p: &Provider,
         key: &ConnectionKey,
+        redirect_uri: &str,
     ) -> Result<Option<AccessToken>, ConnectionError> {
         let Some(tokens) = self.stored(store, key).await? else {
             return Ok(None);
@@ -309,7 +462,7 @@ impl Connections {
             return Ok(Some(AccessToken::new(tokens.access_token)));
         }
         Ok(self
-            .refresh(store, rt, p, key, &tokens)
+            .refresh(store, rt, p, key, &tokens, redirect_uri)
             .await?
             .map(|refreshed| AccessToken::new(refreshed.access_token)))
     }
@@ -328,13 +481,21 @@ impl Connections {
         retry: Rejected,
     ) -> Result<Connection, ConnectionError> {
         let (p, key) = self.scoped(scope, provider)?;
+        let redirect_uri = redirect_uri_of(scope);
+        #[cfg(feature = "mcp-authorization")]
+        if matches!(p.endpoints, Endpoints::McpServer(_)) {
+            // The server refused a token: what it said about itself is read again.
+            self.forget_discovered(store, p, &redirect_uri, false).await;
+        }
         if let Some(tokens) = self.stored(store, &key).await? {
             if tokens.access_token != rejected.expose() {
                 if is_usable(&tokens, rt.now_ms()) {
                     return Ok(Connection::Token(AccessToken::new(tokens.access_token)));
                 }
             } else if retry == Rejected::Refresh
-                && let Some(refreshed) = self.refresh(store, rt, p, &key, &tokens).await?
+                && let Some(refreshed) = self
+                    .refresh(store, rt, p, &key, &tokens, &redirect_uri)
+                    .await?
             {
                 return Ok(Connection::Token(AccessToken::new(refreshed.access_token)));
             }
@@ -402,7 +563,7 @@ impl Connections {
         key: ConnectionKey,
     ) -> Result<Connection, ConnectionError> {
         // A provider that cannot be found gets no card whose link could only fail.
-        self.endpoints(rt, p)
+        self.resolve(store, rt, p, &redirect_uri_of(scope))
             .await
             .map_err(|e| ConnectionError::Unreachable(p.name.clone(), e.to_string()))?;
         let state = ConnectState {
@@ -412,7 +573,7 @@ impl Connections {
             thread: scope.thread.clone(),
             key,
             verifier: pkce::random_token(rt),
-            redirect_uri: format!("{}{CALLBACK_PATH}", scope.public_base_url),
+            redirect_uri: redirect_uri_of(scope),
             expires_at_ms: rt.now_ms().saturating_add(STATE_TTL_MS),
         };
         store.put_connect_state(&state).await?;
@@ -434,6 +595,7 @@ impl Connections {
         p: &Provider,
         key: &ConnectionKey,
         tokens: &Tokens,
+        redirect_uri: &str,
     ) -> Result<Option<Tokens>, ConnectionError> {
         let Some(refresh_token) = &tokens.refresh_token else {
             return Ok(None);
@@ -448,15 +610,16 @@ impl Connections {
         {
             return Ok(is_usable(&now, rt.now_ms()).then_some(now));
         }
-        let endpoints = match self.endpoints(rt, p).await {
-            Ok(e) => e,
+        let resolved = match self.resolve(store, rt, p, redirect_uri).await {
+            Ok(r) => r,
             Err(_) => return Ok(None),
         };
         match token::refresh(
             &self.http,
-            p,
-            &endpoints.token_url,
+            &resolved.provider,
+            &resolved.endpoints.token_url,
             refresh_token,
+            resolved.resource.as_deref(),
             rt.now_ms(),
         )
         .await
@@ -468,6 +631,8 @@ impl Connections {
             }
             Err(e) => {
                 tracing::warn!(provider = %p.key, error = %e, "refreshing a connection failed: asking to connect again");
+                self.forget_discovered(store, p, redirect_uri, is_invalid_client(&e))
+                    .await;
                 Ok(None)
             }
         }
@@ -524,7 +689,7 @@ impl Connections {
         else {
             return Ok(LinkOutcome::Refused);
         };
-        let Ok(endpoints) = self.endpoints(rt, p).await else {
+        let Ok(resolved) = self.resolve(store, rt, p, &state.redirect_uri).await else {
             return Ok(LinkOutcome::Unreachable(p.name.clone()));
         };
         let next = ConnectState {
@@ -533,15 +698,26 @@ impl Connections {
             ..state
         };
         store.put_connect_state(&next).await?;
-        let mut url = endpoints.authorize_url;
-        url.query_pairs_mut()
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &p.client_id)
-            .append_pair("redirect_uri", &next.redirect_uri)
-            .append_pair("scope", &p.scopes.join(" "))
-            .append_pair("state", &next.id)
-            .append_pair("code_challenge", &pkce::challenge(&next.verifier))
-            .append_pair("code_challenge_method", "S256");
+        let client = &resolved.provider;
+        let mut url = resolved.endpoints.authorize_url;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client.client_id)
+                .append_pair("redirect_uri", &next.redirect_uri);
+            // An MCP server that names no scopes gets none asked for.
+            if resolved.resource.is_none() || !client.scopes.is_empty() {
+                query.append_pair("scope", &client.scopes.join(" "));
+            }
+            query
+                .append_pair("state", &next.id)
+                .append_pair("code_challenge", &pkce::challenge(&next.verifier))
+                .append_pair("code_challenge_method", "S256");
+            if let Some(resource) = &resolved.resource {
+                query.append_pair("resource", resource);
+            }
+        }
         Ok(LinkOutcome::Redirect(url.into()))
     }
 
@@ -585,16 +761,17 @@ impl Connections {
         let Some(code) = code else {
             return Ok(CallbackOutcome::Failed(p.name.clone()));
         };
-        let Ok(endpoints) = self.endpoints(rt, p).await else {
+        let Ok(resolved) = self.resolve(store, rt, p, &state.redirect_uri).await else {
             return Ok(CallbackOutcome::Failed(p.name.clone()));
         };
         match token::exchange_code(
             &self.http,
-            p,
-            &endpoints.token_url,
+            &resolved.provider,
+            &resolved.endpoints.token_url,
             &code,
             &state.verifier,
             &state.redirect_uri,
+            resolved.resource.as_deref(),
             rt.now_ms(),
         )
         .await
@@ -608,6 +785,8 @@ impl Connections {
             }
             Err(e) => {
                 tracing::warn!(provider = %p.key, error = %e, "exchanging an authorization code failed");
+                self.forget_discovered(store, p, &state.redirect_uri, is_invalid_client(&e))
+                    .await;
                 Ok(CallbackOutcome::Failed(p.name.clone()))
             }
         }

@@ -45,6 +45,20 @@ pub enum Endpoints {
     /// Read from the issuer's metadata at first use (`issuer`, see
     /// [`discovery`](crate::connect::discovery)): https, or http on a loopback address.
     Issuer(url::Url),
+    /// An MCP server's own authorization (`[[mcp]] auth = "oauth"`): everything — the
+    /// authorization server, its endpoints, runway's client there, the scopes and the
+    /// `resource` indicator — is read from the MCP server at this URL at first use (see
+    /// [`protected_resource`](crate::connect::protected_resource) and
+    /// [`client_registration`](crate::connect::client_registration)); the provider's own
+    /// `client_id`, `client_secret` and `scopes` are not used. Feature `mcp-authorization`.
+    #[cfg(feature = "mcp-authorization")]
+    McpServer(url::Url),
+}
+
+/// The provider key of the MCP server `name` with `auth = "oauth"`: its connections are
+/// kept in the vault under it (no `[providers]` key can take it: keys with `:` are refused).
+pub fn mcp_provider_key(name: &str) -> String {
+    format!("mcp:{name}")
 }
 
 /// A provider's authorization and token endpoints (https, or http on a loopback address).

@@ -50,7 +50,8 @@ struct ErrorResponse {
 }
 
 /// Exchanges an authorization `code` (with its PKCE `verifier` and the `redirect_uri` it was
-/// asked with) for tokens.
+/// asked with) for tokens; `resource`: the RFC 8707 indicator the code was asked with.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_code(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,
@@ -58,30 +59,34 @@ pub(crate) async fn exchange_code(
     code: &str,
     verifier: &str,
     redirect_uri: &str,
+    resource: Option<&str>,
     now_ms: u64,
 ) -> Result<Tokens, TokenError> {
-    let form = [
+    let mut form = vec![
         ("grant_type", "authorization_code"),
         ("code", code),
         ("redirect_uri", redirect_uri),
         ("code_verifier", verifier),
     ];
+    form.extend(resource.map(|r| ("resource", r)));
     request(client, provider, token_url, &form, now_ms).await
 }
 
 /// Refreshes with `refresh_token`; a provider that sends no new refresh token keeps the old
-/// one valid (RFC 6749 §6), so it is kept.
+/// one valid (RFC 6749 §6), so it is kept. `resource`: as [`exchange_code`].
 pub(crate) async fn refresh(
     client: &Arc<dyn HttpClient>,
     provider: &Provider,
     token_url: &url::Url,
     refresh_token: &str,
+    resource: Option<&str>,
     now_ms: u64,
 ) -> Result<Tokens, TokenError> {
-    let form = [
+    let mut form = vec![
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token),
     ];
+    form.extend(resource.map(|r| ("resource", r)));
     let mut tokens = request(client, provider, token_url, &form, now_ms).await?;
     if tokens.refresh_token.is_none() {
         tokens.refresh_token = Some(refresh_token.to_owned());

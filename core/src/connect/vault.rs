@@ -47,7 +47,18 @@ impl VaultKey {
     /// Seals `tokens` for `key`, with the 96-bit `nonce` (random, from the runtime's entropy:
     /// never reused under one vault key).
     pub fn seal(&self, key: &ConnectionKey, tokens: &Tokens, nonce: [u8; 12]) -> String {
-        let plain = serde_json::to_vec(tokens).unwrap_or_default();
+        self.seal_value(key, tokens, nonce)
+    }
+
+    /// Seals any `value` (as JSON) for `key`: what [`VaultKey::seal`] does for tokens, also
+    /// used for an MCP authorization server's client registration (its secret, if any).
+    pub(crate) fn seal_value<T: Serialize>(
+        &self,
+        key: &ConnectionKey,
+        value: &T,
+        nonce: [u8; 12],
+    ) -> String {
+        let plain = serde_json::to_vec(value).unwrap_or_default();
         let aad = key.associated_data();
         let sealed = self
             .0
@@ -69,6 +80,15 @@ impl VaultKey {
     /// another vault key, a changed byte, an unknown format), which the caller treats as no
     /// connection.
     pub fn open(&self, key: &ConnectionKey, sealed: &str) -> Option<Tokens> {
+        self.open_value(key, sealed)
+    }
+
+    /// Opens what [`VaultKey::seal_value`] sealed for `key`, as a `T`.
+    pub(crate) fn open_value<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &ConnectionKey,
+        sealed: &str,
+    ) -> Option<T> {
         let bytes = URL_SAFE_NO_PAD
             .decode(sealed.strip_prefix(SEALED_V1)?)
             .ok()?;

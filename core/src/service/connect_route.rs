@@ -73,6 +73,35 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         }
     }
 
+    /// `GET {base}/oauth-client.json`: the Client ID Metadata Document an MCP server's
+    /// authorization server reads when runway's `client_id` is its URL. Served only where an
+    /// MCP server has `auth = "oauth"`; public (the authorization server fetches it), and it
+    /// names nothing secret.
+    #[cfg(feature = "mcp-authorization")]
+    pub(crate) fn client_document_route(&self, public_base_url: &str) -> http::Response<Bytes> {
+        let served = self
+            .engine
+            .connections
+            .as_ref()
+            .is_some_and(|c| c.has_mcp_servers());
+        if !served {
+            return crate::service::json_error(404, "no OAuth client document here");
+        }
+        let doc = crate::connect::client_registration::client_document(public_base_url);
+        let mut r = crate::service::json_response(200, &doc);
+        r.headers_mut().insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("max-age=300"),
+        );
+        r
+    }
+
+    /// Without feature `mcp-authorization` no MCP server has `auth = "oauth"`: nothing here.
+    #[cfg(not(feature = "mcp-authorization"))]
+    pub(crate) fn client_document_route(&self, _public_base_url: &str) -> http::Response<Bytes> {
+        crate::service::json_error(404, "no OAuth client document here")
+    }
+
     fn store_failed(&self, e: &crate::error::StoreError) -> http::Response<Bytes> {
         self.engine.note_store_error();
         tracing::error!(code = "STORE_UNAVAILABLE", error = %e, "connect route: the store failed");

@@ -232,7 +232,12 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
         // them (see `crate::connect`).
         if matches!(
             route,
-            Some(Route::File { .. } | Route::Connect { .. } | Route::Callback)
+            Some(
+                Route::File { .. }
+                    | Route::Connect { .. }
+                    | Route::Callback
+                    | Route::ClientDocument
+            )
         ) {
             return Ok(());
         }
@@ -299,6 +304,14 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Some(Route::Connect { .. } | Route::Callback) => {
                 return Reply::Full(not_built("connected accounts", "connect"));
             }
+            #[cfg(feature = "connect")]
+            Some(Route::ClientDocument) => {
+                if method != http::Method::GET && method != http::Method::HEAD {
+                    return Reply::Full(method_not_allowed("GET"));
+                }
+                let base = self.public_base_url(&req);
+                return Reply::Full(self.client_document_route(&base));
+            }
             Some(r) => r,
             None => {
                 return Reply::Full(json_error(
@@ -331,7 +344,10 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
             Route::Connections => Reply::Full(self.connections_route(&req).await),
             #[cfg(not(feature = "connect"))]
             Route::Connections => Reply::Full(not_built("connected accounts", "connect")),
-            Route::File { .. } | Route::Connect { .. } | Route::Callback => {
+            Route::File { .. }
+            | Route::Connect { .. }
+            | Route::Callback
+            | Route::ClientDocument => {
                 unreachable!("answered above")
             }
         }

@@ -2,7 +2,7 @@
 //!
 //! Paths are matched exactly below `config.base_path` (`RUNWAY_BASE_PATH`): `{base}/runs`,
 //! `{base}/health`, `{base}/lowkey/turn`, `{base}/agui[/{agentId}]`, `{base}/usage`,
-//! `{base}/connections`, `{base}/connect/{id}`, `{base}/callback` and
+//! `{base}/connections`, `{base}/connect/{id}`, `{base}/callback`, `{base}/oauth-client.json` and
 //! `{base}/files/{token}/{name}`. Nothing is matched
 //! by substring or suffix, so a base path may itself contain `files` or `runs`, and
 //! `/x/runs` is not `/runs`.
@@ -36,6 +36,10 @@ pub(crate) enum Route<'a> {
     },
     /// `GET {base}/callback`: the OAuth provider's redirect back.
     Callback,
+    /// `GET {base}/oauth-client.json`: the deployment's OAuth Client ID Metadata Document
+    /// (MCP servers with `auth = "oauth"`; matched only with feature `mcp-authorization`).
+    #[cfg_attr(not(feature = "mcp-authorization"), allow(dead_code))]
+    ClientDocument,
     /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
     File {
         /// The link's token.
@@ -57,6 +61,8 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/usage" => return Some(Route::Usage),
         "/connections" => return Some(Route::Connections),
         "/callback" => return Some(Route::Callback),
+        #[cfg(feature = "mcp-authorization")]
+        "/oauth-client.json" => return Some(Route::ClientDocument),
         "/agui" => return Some(Route::Agui { agent_id: None }),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
         _ => {}
@@ -85,6 +91,8 @@ mod tests {
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
         assert_eq!(route("/callback", ""), Some(Route::Callback));
+        #[cfg(feature = "mcp-authorization")]
+        assert_eq!(route("/oauth-client.json", ""), Some(Route::ClientDocument));
         assert_eq!(route("/connections", ""), Some(Route::Connections));
         assert_eq!(route("/connections/x", ""), None);
         assert_eq!(route("/agui", ""), Some(Route::Agui { agent_id: None }));

@@ -27,6 +27,8 @@ pub struct McpServer {
     /// `auth = "KEY"`: every request (its tool list too) goes as the person chatting, with
     /// their access token at provider `KEY` as `Authorization: Bearer …` (replacing a
     /// configured `Authorization` header); sessions are kept per workspace and user.
+    /// `auth = "oauth"` in the tools file (the server's own authorization, discovered from
+    /// its URL) is the provider `mcp:{name}` here.
     pub auth: Option<String>,
 }
 
