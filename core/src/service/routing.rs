@@ -37,8 +37,12 @@ pub(crate) enum Route<'a> {
     /// `GET {base}/callback`: the OAuth provider's redirect back.
     Callback,
     /// `GET {base}/oauth-client.json`: the deployment's OAuth Client ID Metadata Document
-    /// (MCP servers with `auth = "oauth"`; matched only with feature `mcp-authorization`).
-    #[cfg_attr(not(feature = "mcp-authorization"), allow(dead_code))]
+    /// (MCP servers with `auth = "oauth"`; matched only with features `mcp-authorization` and
+    /// `connect`).
+    #[cfg_attr(
+        not(all(feature = "mcp-authorization", feature = "connect")),
+        allow(dead_code)
+    )]
     ClientDocument,
     /// `GET {base}/files/{token}/{name}`: both segments present, nothing after them.
     File {
@@ -61,7 +65,8 @@ pub(crate) fn route<'a>(path: &'a str, base_path: &str) -> Option<Route<'a>> {
         "/usage" => return Some(Route::Usage),
         "/connections" => return Some(Route::Connections),
         "/callback" => return Some(Route::Callback),
-        #[cfg(feature = "mcp-authorization")]
+        // Served by the connect routes: without `connect` no MCP server's authorization runs.
+        #[cfg(all(feature = "mcp-authorization", feature = "connect"))]
         "/oauth-client.json" => return Some(Route::ClientDocument),
         "/agui" => return Some(Route::Agui { agent_id: None }),
         r if r == LOWKEY_TURN_PATH => return Some(Route::LowkeyTurn),
@@ -91,7 +96,7 @@ mod tests {
         assert_eq!(route("/health", ""), Some(Route::Health));
         assert_eq!(route("/lowkey/turn", ""), Some(Route::LowkeyTurn));
         assert_eq!(route("/callback", ""), Some(Route::Callback));
-        #[cfg(feature = "mcp-authorization")]
+        #[cfg(all(feature = "mcp-authorization", feature = "connect"))]
         assert_eq!(route("/oauth-client.json", ""), Some(Route::ClientDocument));
         assert_eq!(route("/connections", ""), Some(Route::Connections));
         assert_eq!(route("/connections/x", ""), None);
