@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The repo's Worker's upload size, as `wrangler deploy --dry-run` (offline) reports it, for both
-# builds: the default one (`builtin-worker`: demo, echo, http-probe; what `npx wrangler deploy`
-# from cloudflare/ uploads), which must stay within this project's 512 KiB gzip budget, and the
+# builds: the default one (`builtin-worker` with Lowkey and AG-UI, without connected accounts:
+# demo, echo, http-probe; what `npx wrangler deploy` from cloudflare/ uploads, as cf_build in
+# infra/cloudflare/tools.sh builds it), which must stay within this project's 512 KiB gzip budget, and the
 # one with the model agent (`builtin-worker,model`, the build scripts/test-cloudflare.sh tests),
 # and that one without runway-cloudflare's default features (Lowkey, AG-UI, connected accounts,
 # MCP): a model Worker serving Console only, the common pilot (README, "Cargo features").
@@ -18,8 +19,10 @@ default_budget_kib=512
 cf_ensure_all
 # cf_build builds; the [build] command of the dry runs then keeps what it built.
 export RUNWAY_CF_PREBUILT=1
-for build in builtin-worker builtin-worker,model builtin-worker,model/console-only; do
+for build in default builtin-worker,model builtin-worker,model/console-only; do
   features="${build%/*}"
+  # The default Worker: RUNWAY_CF_FEATURES unset (cf_build says what it leaves out).
+  [ "$features" = default ] && features=
   # The dry run runs wrangler.toml's [build] command, which builds with RUNWAY_CF_FEATURES:
   # set for cf_build alone, the dry run rebuilt and measured the default build each time.
   # RUNWAY_CF_PREBUILT=1 (exported above) makes it measure this build as it is.
@@ -28,7 +31,7 @@ for build in builtin-worker builtin-worker,model builtin-worker,model/console-on
   cf_build
   cf_upload_size >/dev/null
   printf '%-36s %s\n' "$build:" "$CF_UPLOAD"
-  if [ "$features" = builtin-worker ]; then
+  if [ "$build" = default ]; then
     default_gzip="$CF_UPLOAD_GZIP_KIB"
   fi
 done

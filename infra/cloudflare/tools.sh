@@ -151,13 +151,20 @@ cf_ensure_all() {
 
 # Builds the Worker into $CF_CRATE/build/ (worker-build --release: cargo for wasm32, then
 # wasm-bindgen, wasm-opt and esbuild). Uses CARGO_TARGET_DIR if set, else the crate's target/.
-# The repo's own Worker is built with the cargo features in RUNWAY_CF_FEATURES, by default
-# `builtin-worker` (the demo, echo and http-probe agents: what `npx wrangler deploy` from
-# cloudflare/ uploads); `builtin-worker,model` adds the model agent.
+# The repo's own Worker is built with the cargo features in RUNWAY_CF_FEATURES;
+# `builtin-worker,model` is the model agent's Worker. Unset: the default Worker, what `npx
+# wrangler deploy` from cloudflare/ uploads: the demo, echo and http-probe agents with Console,
+# Lowkey and AG-UI, without connected accounts (`connect`): it can declare no OAuth provider (a
+# tools or workers file needs `model`), so its /connect, /callback and /connections answer 404
+# naming the feature, and the 512 KiB gzip budget of scripts/worker-size.sh holds.
 # RUNWAY_CF_NO_DEFAULT_FEATURES=1 builds without runway-cloudflare's default features.
 cf_build() {
   local features=()
-  [ "$CF_CRATE" = "$CF_PINS" ] && features=(--features "${RUNWAY_CF_FEATURES:-builtin-worker}")
+  if [ "$CF_CRATE" = "$CF_PINS" ] && [ -z "${RUNWAY_CF_FEATURES:-}" ]; then
+    features=(--no-default-features --features builtin-worker,lowkey,agui)
+  elif [ "$CF_CRATE" = "$CF_PINS" ]; then
+    features=(--features "$RUNWAY_CF_FEATURES")
+  fi
   # RUNWAY_CF_NO_DEFAULT_FEATURES=1: without runway-cloudflare's default features (Lowkey,
   # AG-UI, connected accounts), e.g. a Worker serving Console only (BENCHMARKS.md).
   [ "$CF_CRATE" = "$CF_PINS" ] && [ "${RUNWAY_CF_NO_DEFAULT_FEATURES:-}" = 1 ] &&
