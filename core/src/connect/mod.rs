@@ -12,11 +12,11 @@
 //! ([`crate::store::connections`]) and the adapter's HTTP client.
 //!
 //! A provider may also be an MCP server's own authorization (`[[mcp]] auth = "oauth"`,
-//! [`Endpoints::McpServer`]): its authorization server, endpoints, scopes and `resource`
-//! indicator are discovered from the MCP server ([`protected_resource`], [`discovery`]) and
-//! runway's client there is a Client ID Metadata Document or a registration kept in the store
-//! ([`client_registration`]); then the flow is the same, with `resource` (RFC 8707) on the
-//! authorization, token and refresh requests.
+//! `Endpoints::McpServer`, with the feature `mcp-authorization`): its authorization server,
+//! endpoints, scopes and `resource` indicator are discovered from the MCP server
+//! (`protected_resource.rs`, [`discovery`]) and runway's client there is a Client ID Metadata
+//! Document or a registration kept in the store (`client_registration.rs`); then the flow is
+//! the same, with `resource` (RFC 8707) on the authorization, token and refresh requests.
 //!
 //! Operators list and revoke connections through [`accounts`] (`GET`/`DELETE
 //! {base}/connections`, behind the header set): revoking hands the token back to the

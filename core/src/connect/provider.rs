@@ -47,9 +47,9 @@ pub enum Endpoints {
     Issuer(url::Url),
     /// An MCP server's own authorization (`[[mcp]] auth = "oauth"`): everything — the
     /// authorization server, its endpoints, runway's client there, the scopes and the
-    /// `resource` indicator — is read from the MCP server at this URL at first use (see
-    /// [`protected_resource`](crate::connect::protected_resource) and
-    /// [`client_registration`](crate::connect::client_registration)); the provider's own
+    /// `resource` indicator — is read from the MCP server at this URL at first use (RFC 9728
+    /// metadata, then RFC 8414, then a Client ID Metadata Document or an RFC 7591
+    /// registration: the README's connected-accounts section); the provider's own
     /// `client_id`, `client_secret` and `scopes` are not used. Feature `mcp-authorization`.
     #[cfg(feature = "mcp-authorization")]
     McpServer(url::Url),
