@@ -176,6 +176,19 @@ async function threadUsage(page) {
   return shown;
 }
 
+/** Sends the demo agent's `/tool` and checks its tool card and the text around it. */
+async function demoToolTurn(page) {
+  const tool = await say(page, "/tool");
+  const card = tool.locator(".tool-card");
+  assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
+  assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
+  assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
+  assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
+    "Let me look that up.",
+    "The lookup_time tool says it is 12:00 UTC.",
+  ]);
+}
+
 async function findingCodes(page) {
   return page.locator("#findings li[data-code]").evaluateAll((lis) => lis.map((li) => li.dataset.code));
 }
@@ -276,15 +289,7 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
   });
 
   test("a tool card, collapsed reasoning, a file card and a RUN_ERROR marker", async () => {
-    const tool = await say(page, "/tool");
-    const card = tool.locator(".tool-card");
-    assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
-    assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
-    assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
-    assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
-      "Let me look that up.",
-      "The lookup_time tool says it is 12:00 UTC.",
-    ]);
+    await demoToolTurn(page);
 
     const reason = await say(page, "/reason");
     const details = reason.locator("details.reasoning");
@@ -1023,15 +1028,7 @@ describe("issue 28: the playground speaks AG-UI", () => {
     // The runs count in the usage row of the page's workspace, as Console turns do.
     assert.equal((await threadUsage(page)).turns, "2");
 
-    const tool = await say(page, "/tool");
-    const card = tool.locator(".tool-card");
-    assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
-    assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
-    assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
-    assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
-      "Let me look that up.",
-      "The lookup_time tool says it is 12:00 UTC.",
-    ]);
+    await demoToolTurn(page);
 
     const asked = await say(page, "/approve");
     const question = asked.locator('.interrupt[data-kind="approval"]');
@@ -1051,11 +1048,33 @@ describe("issue 28: the playground speaks AG-UI", () => {
     assert.match(await after.locator(".bubble.assistant").innerText(), /^You said "Thanks"/);
   }
 
-  test("runway serve: the AG-UI switch, remembered; a plain answer, a tool call and an approval from its card", async () => {
+  test("runway serve: the AG-UI switch, remembered; a plain answer, a tool call, an approval and a rejection from the card, a fork", async () => {
     const page = await openPage(serveUrl);
     assert.equal(await page.locator("#protocol").inputValue(), "console", "Console is the default");
     const sent = await aguiMode(page);
     await converse(page, sent, serveUrl);
+
+    // A rejection is a cancelled resume.
+    const asked = await say(page, "/approve");
+    const index = await page.locator(".chat:not([hidden]) > .turn").count();
+    await asked.locator('.interrupt[data-kind="approval"] [data-decision="reject"]').click();
+    const rejected = await finished(page, index);
+    assert.match(await rejected.locator(".bubble.assistant").innerText(), /you rejected/);
+    assert.deepEqual(sent[sent.length - 1].body.resume, [
+      { interruptId: `${sent[sent.length - 2].body.runId}.interrupt`, status: "cancelled" },
+    ]);
+
+    // A fork: a new threadId whose first run sends the turns before it as messages.
+    const root = sent[0].body.threadId;
+    await page.locator(".chat:not([hidden]) > .turn").nth(1).locator('[data-action="fork"]').click();
+    const edited = await say(page, "And again, edited");
+    assert.equal(
+      await edited.locator(".bubble.assistant").innerText(),
+      'You said "And again, edited". Before that you said "Hello over AG-UI".',
+    );
+    const forked = sent[sent.length - 1].body;
+    assert.match(forked.threadId, new RegExp(`^${root}:[0-9a-f]{8}$`));
+    assert.deepEqual(forked.messages.map((m) => m.role), ["user", "assistant", "user"]);
     assert.deepEqual(page.problems, []);
     await page.close();
 
