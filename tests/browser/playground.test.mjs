@@ -176,6 +176,19 @@ async function threadUsage(page) {
   return shown;
 }
 
+/** Sends the demo agent's `/tool` and checks its tool card and the text around it. */
+async function demoToolTurn(page) {
+  const tool = await say(page, "/tool");
+  const card = tool.locator(".tool-card");
+  assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
+  assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
+  assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
+  assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
+    "Let me look that up.",
+    "The lookup_time tool says it is 12:00 UTC.",
+  ]);
+}
+
 async function findingCodes(page) {
   return page.locator("#findings li[data-code]").evaluateAll((lis) => lis.map((li) => li.dataset.code));
 }
@@ -276,15 +289,7 @@ describe("runway serve: GET / is the playground for the demo agent", () => {
   });
 
   test("a tool card, collapsed reasoning, a file card and a RUN_ERROR marker", async () => {
-    const tool = await say(page, "/tool");
-    const card = tool.locator(".tool-card");
-    assert.match(await card.locator(".tool-name").innerText(), /lookup_time/);
-    assert.deepEqual(JSON.parse(await card.locator("pre.args").innerText()), { zone: "UTC" });
-    assert.equal(await card.locator("pre.result").innerText(), "12:00 UTC");
-    assert.deepEqual(await tool.locator(".bubble.assistant").allInnerTexts(), [
-      "Let me look that up.",
-      "The lookup_time tool says it is 12:00 UTC.",
-    ]);
+    await demoToolTurn(page);
 
     const reason = await say(page, "/reason");
     const details = reason.locator("details.reasoning");
@@ -978,5 +983,130 @@ url = "${lookups.url}/lookup"
     } finally {
       uncounted.server.close();
     }
+  });
+});
+
+describe("issue 28: the playground speaks AG-UI", () => {
+  /** Switches `page` to AG-UI; resolves with the RunAgentInput bodies the page posts from now on. */
+  async function aguiMode(page) {
+    await page.locator("#protocol").selectOption("agui");
+    assert.match(await page.locator("#thread-title").innerText(), /AG-UI/);
+    const sent = [];
+    page.on("request", (r) => {
+      if (r.method() === "POST" && /\/agui(\/|$)/.test(new URL(r.url()).pathname)) sent.push({ url: r.url(), body: r.postDataJSON() });
+    });
+    return sent;
+  }
+
+  /** A plain answer that knows the thread, a tool call, and an approval answered from its card. */
+  async function converse(page, sent, base) {
+    const hello = await say(page, "Hello over AG-UI");
+    const greeting = await hello.locator(".bubble.assistant").innerText();
+    assert.match(greeting, /^You said "Hello over AG-UI"\. This is the first thing/);
+    // The run is AG-UI's: RUN_STARTED first, one RUN_FINISHED with the run's ids.
+    const frames = await page.locator("#frames li.line").allInnerTexts();
+    assert.match(frames[0], /data: \{"type":"RUN_STARTED"/);
+    assert.match(frames.join("\n"), /"type":"RUN_FINISHED","threadId":"[^"]+","runId":"[^"]+"/);
+    const first = sent[0];
+    assert.equal(first.url, `${base}/agui`);
+    assert.deepEqual(Object.keys(first.body).sort(), ["context", "forwardedProps", "messages", "runId", "state", "threadId", "tools"]);
+    assert.deepEqual(first.body.tools, []);
+    assert.deepEqual(first.body.context, []);
+    assert.deepEqual(Object.keys(first.body.forwardedProps).sort(), ["userId", "workspaceId"]);
+    assert.deepEqual(first.body.messages.map((m) => [m.role, m.content]), [["user", "Hello over AG-UI"]]);
+
+    // The client sends the whole conversation; the agent reads only what is new.
+    const again = await say(page, "And again");
+    assert.equal(await again.locator(".bubble.assistant").innerText(), 'You said "And again". Before that you said "Hello over AG-UI".');
+    assert.deepEqual(sent[1].body.messages.map((m) => [m.role, m.content]), [
+      ["user", "Hello over AG-UI"],
+      ["assistant", greeting],
+      ["user", "And again"],
+    ]);
+    assert.equal(sent[1].body.threadId, first.body.threadId);
+    assert.notEqual(sent[1].body.runId, first.body.runId);
+    // The runs count in the usage row of the page's workspace, as Console turns do.
+    assert.equal((await threadUsage(page)).turns, "2");
+
+    await demoToolTurn(page);
+
+    const asked = await say(page, "/approve");
+    const question = asked.locator('.interrupt[data-kind="approval"]');
+    await question.waitFor(WAIT);
+    const index = await page.locator(".chat:not([hidden]) > .turn").count();
+    await question.locator('[data-decision="approve"]').click();
+    const resumed = await finished(page, index);
+    assert.match(await resumed.locator(".bubble.assistant").innerText(), /you approved/);
+    assert.equal(await question.locator("button:enabled").count(), 0);
+    const resume = sent[sent.length - 1].body;
+    assert.equal(resume.threadId, first.body.threadId);
+    assert.deepEqual(resume.resume, [
+      { interruptId: `${sent[sent.length - 2].body.runId}.interrupt`, status: "resolved", payload: { decision: "approve" } },
+    ]);
+    // The next run goes on after the answered question.
+    const after = await say(page, "Thanks");
+    assert.match(await after.locator(".bubble.assistant").innerText(), /^You said "Thanks"/);
+  }
+
+  test("runway serve: the AG-UI switch, remembered; a plain answer, a tool call, an approval and a rejection from the card, a fork", async () => {
+    const page = await openPage(serveUrl);
+    assert.equal(await page.locator("#protocol").inputValue(), "console", "Console is the default");
+    const sent = await aguiMode(page);
+    await converse(page, sent, serveUrl);
+
+    // A rejection is a cancelled resume.
+    const asked = await say(page, "/approve");
+    const index = await page.locator(".chat:not([hidden]) > .turn").count();
+    await asked.locator('.interrupt[data-kind="approval"] [data-decision="reject"]').click();
+    const rejected = await finished(page, index);
+    assert.match(await rejected.locator(".bubble.assistant").innerText(), /you rejected/);
+    assert.deepEqual(sent[sent.length - 1].body.resume, [
+      { interruptId: `${sent[sent.length - 2].body.runId}.interrupt`, status: "cancelled" },
+    ]);
+
+    // A fork: a new threadId whose first run sends the turns before it as messages.
+    const root = sent[0].body.threadId;
+    await page.locator(".chat:not([hidden]) > .turn").nth(1).locator('[data-action="fork"]').click();
+    const edited = await say(page, "And again, edited");
+    assert.equal(
+      await edited.locator(".bubble.assistant").innerText(),
+      'You said "And again, edited". Before that you said "Hello over AG-UI".',
+    );
+    const forked = sent[sent.length - 1].body;
+    assert.match(forked.threadId, new RegExp(`^${root}:[0-9a-f]{8}$`));
+    assert.deepEqual(forked.messages.map((m) => m.role), ["user", "assistant", "user"]);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+
+    // Remembered: the next page load starts in AG-UI; switching back starts a Console thread.
+    const again = await openPage(serveUrl);
+    assert.equal(await again.locator("#protocol").inputValue(), "agui");
+    assert.match(await again.locator("#thread-title").innerText(), /AG-UI/);
+    await again.locator("#protocol").selectOption("console");
+    assert.doesNotMatch(await again.locator("#thread-title").innerText(), /AG-UI/);
+    const turn = await say(again, "Console again");
+    assert.match(await turn.locator(".bubble.assistant").innerText(), /^You said "Console again"\. This is the first thing/);
+    assert.deepEqual(await findingCodes(again), []);
+    await again.close();
+  });
+
+  test("runway playground forwards POST /agui with the agreed headers", async () => {
+    const secret = "k-agui-91c4e0";
+    const agent = await startRunway(["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir()], "base_url:", {
+      RUNWAY_AUTH_HEADERS: `X-Api-Key: ${secret}`,
+    });
+    const url = await startRunway(["playground", agent, "--header", `X-Api-Key: ${secret}`, "--listen", "127.0.0.1:0"], "open:");
+    const page = await context.newPage();
+    page.problems = [];
+    page.on("pageerror", (e) => page.problems.push(String(e)));
+    await page.goto(`${url}/`);
+    await page.locator("#agent.ok").waitFor(WAIT);
+    const sent = await aguiMode(page);
+    await converse(page, sent, url);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+    // The proxy's own-page rule holds on /agui too.
+    const refused = await fetch(`${url}/agui`, { method: "POST", headers: { "content-type": "application/json", origin: "http://evil.example" }, body: "{}" });
+    assert.equal(refused.status, 403);
   });
 });

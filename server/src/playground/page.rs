@@ -9,6 +9,7 @@ const STYLE: &str = include_str!("page/app.css");
 /// The page's script: ES modules by job, served as they are under `/playground/{name}` (no build
 /// step); `app.js` is the one `index.html` loads, and it imports the rest.
 pub const MODULES: &[(&str, &str)] = &[
+    ("agui.js", include_str!("page/agui.js")),
     ("app.js", include_str!("page/app.js")),
     ("cards.js", include_str!("page/cards.js")),
     ("dom.js", include_str!("page/dom.js")),

@@ -1,5 +1,6 @@
 //! `runway playground BASE_URL [--header 'Name: value']... [--listen ADDR]`: the playground page
 //! for any External Agent. The page talks to this local server only; it forwards `POST /runs`,
+//! AG-UI's `POST /agui[/{agentId}]`,
 //! `GET /health` and `GET /usage` (the page's usage figures) to `BASE_URL`, and nowhere else,
 //! with the agreed headers added (they never reach the browser and are never logged), and
 //! streams the agent's answer back chunk by chunk as it arrives.
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{RawQuery, Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -99,6 +100,7 @@ enum PlaygroundError {
 struct Upstream {
     client: reqwest::Client,
     runs: reqwest::Url,
+    agui: reqwest::Url,
     health: reqwest::Url,
     usage: reqwest::Url,
     headers: HeaderSet,
@@ -163,6 +165,7 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
     let upstream = Arc::new(Upstream {
         client,
         runs: endpoint(&base, "runs"),
+        agui: endpoint(&base, "agui"),
         health: endpoint(&base, "health"),
         usage: endpoint(&base, "usage"),
         headers,
@@ -186,6 +189,11 @@ async fn serve(args: PlaygroundArgs) -> Result<(), PlaygroundError> {
         .map_err(|e| PlaygroundError::Listen(args.listen, e))?;
     let app = Router::new()
         .route("/runs", post(forward_run).fallback(method_not_allowed))
+        .route("/agui", post(forward_agui).fallback(method_not_allowed))
+        .route(
+            "/agui/{agent_id}",
+            post(forward_agui_worker).fallback(method_not_allowed),
+        )
         .route("/health", get(forward_health).fallback(method_not_allowed))
         .route("/usage", get(forward_usage).fallback(method_not_allowed))
         .with_state(upstream)
@@ -248,6 +256,37 @@ async fn own_page_only(
 }
 
 async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response {
+    let url = up.runs.clone();
+    forward_turn(&up, url, req, "POST /runs").await
+}
+
+/// AG-UI's `POST /agui`: the deployment's one agent, forwarded like a Console turn.
+async fn forward_agui(State(up): State<Arc<Upstream>>, req: Request) -> Response {
+    let url = up.agui.clone();
+    forward_turn(&up, url, req, "POST /agui").await
+}
+
+/// AG-UI's `POST /agui/{agentId}`: the worker named in the path (re-encoded as one segment).
+async fn forward_agui_worker(
+    State(up): State<Arc<Upstream>>,
+    Path(agent_id): Path<String>,
+    req: Request,
+) -> Response {
+    let url = agui_worker_url(&up.agui, &agent_id);
+    forward_turn(&up, url, req, "POST /agui/{agentId}").await
+}
+
+fn agui_worker_url(agui: &reqwest::Url, agent_id: &str) -> reqwest::Url {
+    let mut url = agui.clone();
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.push(agent_id);
+    }
+    url
+}
+
+/// Forwards a turn's body (bounded as Console bounds `POST /runs`) to `url` with the agreed
+/// headers, and streams the answer back.
+async fn forward_turn(up: &Upstream, url: reqwest::Url, req: Request, what: &str) -> Response {
     let body = match crate::request_body::read_within(req.into_body(), MAX_RUN_BODY_BYTES).await {
         Ok(b) => b,
         Err(refused) => {
@@ -266,12 +305,12 @@ async fn forward_run(State(up): State<Arc<Upstream>>, req: Request) -> Response 
     );
     let request = up
         .client
-        .post(up.runs.clone())
+        .post(url)
         .headers(agreed_headers(&up.headers))
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "text/event-stream")
         .body(body);
-    relay(request, "POST /runs").instrument(span).await
+    relay(request, what).instrument(span).await
 }
 
 async fn forward_health(State(up): State<Arc<Upstream>>) -> Response {
@@ -389,6 +428,10 @@ mod tests {
         assert_eq!(
             endpoint(&base, "usage").as_str(),
             "http://127.0.0.1:8787/usage"
+        );
+        assert_eq!(
+            agui_worker_url(&endpoint(&base, "agui"), "desk 7/x").as_str(),
+            "http://127.0.0.1:8787/agui/desk%207%2Fx"
         );
         for bad in [
             "ftp://x.example",

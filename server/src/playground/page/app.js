@@ -1,4 +1,5 @@
-// The runway playground: plays Console's side of the External Agent contract in the browser.
+// The runway playground: plays Console's side of the External Agent contract in the browser
+// (or, switched to AG-UI, an AG-UI 1.0 client's side of `POST agui`).
 // Each turn is a POST to `runs` (relative to this page: runway serve itself, or the local proxy
 // of `runway playground`), read as a stream; every chunk is kept with its arrival time, the
 // frames are rendered as Console renders them, and the recording is sent to
@@ -11,16 +12,16 @@
 
 import { $, el } from "./dom.js";
 import { caller, hex } from "./ids.js";
-import { authHeaders, composer, page } from "./page_state.js";
+import { authHeaders, composer, page, setProtocol } from "./page_state.js";
 import { send } from "./player.js";
 import { addThread, newThread, showThread } from "./threads.js";
 
 const { form, input, agentIdBox } = composer;
 
-// Console's Test button: "Hello" on a thread of its own, judged like any turn.
+// Console's Test button: "Hello" on a Console thread of its own, judged like any turn.
 function runTest() {
   if (page.playing) return;
-  addThread(`validate-${hex(8)}`, "Test", { test: true });
+  addThread(`validate-${hex(8)}`, "Test", { test: true, protocol: "console" });
   send("Hello", null, "Hello");
 }
 
@@ -44,6 +45,12 @@ $("#new-thread").addEventListener("click", () => {
   input.focus();
 });
 $("#test-button").addEventListener("click", runTest);
+// A thread keeps the protocol it started with: switching starts a new thread.
+$("#protocol").addEventListener("change", (e) => {
+  setProtocol(e.target.value);
+  if (!page.playing) newThread();
+  input.focus();
+});
 $("#thread-select").addEventListener("change", (e) => {
   const t = page.threads.find((x) => x.id === e.target.value);
   if (t) showThread(t);
@@ -72,6 +79,7 @@ async function start() {
   }
   if (page.settings.target) $("#target").textContent = `→ ${page.settings.target}`;
   agentIdBox.value = caller.agentId;
+  $("#protocol").value = page.protocol;
   if (page.settings.authHeaderNames.length) {
     const fields = $("#auth-fields");
     for (const name of page.settings.authHeaderNames) {

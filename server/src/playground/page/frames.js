@@ -1,6 +1,7 @@
 // Frames rendered as Console renders them: what it checks, what it drops, and the chat it
 // builds from the rest.
 
+import { questionOf } from "./agui.js";
 import { interruptCard } from "./cards.js";
 import { el } from "./dom.js";
 import { pretty } from "./format.js";
@@ -194,7 +195,7 @@ export function render(turn, f) {
       v.final = "finished";
       if (f.outcome && f.outcome.type === "interrupt" && Array.isArray(f.outcome.interrupts)) {
         const it = f.outcome.interrupts[0];
-        if (f.outcome.interrupts.length === 1 && it && typeof it === "object") interruptCard(turn, it);
+        if (f.outcome.interrupts.length === 1 && it && typeof it === "object") interruptCard(turn, turn.agui ? questionOf(it) : it);
         else marker(turn, "error-marker", "⚠ Error: the question card could not be built (INTERRUPT_REJECTED)");
       }
       break;

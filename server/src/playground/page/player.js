@@ -1,7 +1,9 @@
 // Playing a turn as Console does: the POST to `runs`, the stream read chunk by chunk with each
 // chunk's arrival time, each line kept for the inspector and each frame rendered; then the
-// recording judged by `playground/findings` and the turn's usage measured.
+// recording judged by `playground/findings` and the turn's usage measured. A thread in AG-UI
+// mode posts `RunAgentInput` to `agui[/{agentId}]` instead and reads the events the same way.
 
+import { followEvent, keepMessages, newRun, resumeOf, runAgentInput } from "./agui.js";
 import { closeCard } from "./cards.js";
 import { $, el } from "./dom.js";
 import { closeOpen, marker, newView, render } from "./frames.js";
@@ -18,6 +20,7 @@ export function send(text, resume, label) {
   if (page.playing) return false;
   if (!page.current) newThread();
   const thread = page.current;
+  if (thread.protocol === "agui") return sendAgui(thread, text, resume, label);
   const body = {
     protocolVersion: "1",
     runId: id63(),
@@ -33,12 +36,31 @@ export function send(text, resume, label) {
     thread.history = null;
   }
   for (const card of thread.list.querySelectorAll(".interrupt:not(.answered)")) closeCard(card);
-  const turn = newTurn(thread, body, label || text);
+  const turn = newTurn(thread, body, label || text, { workspaceId: body.workspaceId, agentId: body.agentId });
+  turn.url = "runs";
   play(turn, body);
   return true;
 }
 
-function newTurn(thread, body, label) {
+// An AG-UI run: the worker in the path when one is named (the page's random agentId means the
+// deployment's one agent), the workspace and user in `forwardedProps`; a card answers through
+// `resume[]` naming the interrupt.
+function sendAgui(thread, text, resume, label) {
+  const named = composer.agentIdBox.value.trim();
+  const agentId = named && named !== caller.agentId ? named : null;
+  const body = runAgentInput(thread, text, resume, caller);
+  for (const card of thread.list.querySelectorAll(".interrupt:not(.answered)")) closeCard(card);
+  const turn = newTurn(thread, body, label || text, { workspaceId: caller.workspaceId, agentId: agentId || "default" });
+  turn.input = resume ? "" : text;
+  turn.url = agentId ? `agui/${encodeURIComponent(agentId)}` : "agui";
+  turn.agui = newRun();
+  turn.answer = (answerText, answer, answerLabel) =>
+    turn.agui.interrupt && send(answerText, resumeOf(turn.agui.interrupt, answer), answerLabel);
+  play(turn, body);
+  return true;
+}
+
+function newTurn(thread, body, label, scope) {
   const turn = {
     thread,
     runId: body.runId,
@@ -46,6 +68,7 @@ function newTurn(thread, body, label) {
     input: body.input,
     label,
     body,
+    scope, // the usage row the turn counts in: workspaceId × agentId
     chunks: [],
     lines: [],
     status: null,
@@ -105,7 +128,7 @@ async function play(turn, body) {
   const headers = { "content-type": "application/json", accept: "text/event-stream", ...authHeaders() };
   let response;
   try {
-    response = await fetch("runs", {
+    response = await fetch(turn.url, {
       method: "POST",
       headers,
       body: JSON.stringify(body),
@@ -180,6 +203,11 @@ async function finishTurn(turn, verdict) {
   setBusy(false);
   closeOpen(turn.view);
   const measured = usageAfter(turn);
+  if (turn.agui) {
+    keepMessages(turn);
+    // The findings are Console's contract, which an AG-UI run breaks by design (RUN_STARTED).
+    verdict = verdict || { findings: [], note: "AG-UI run: not judged here (runway check --protocol agui judges AG-UI)" };
+  }
   if (verdict) {
     turn.verdict = verdict;
     await measured;
@@ -270,6 +298,7 @@ function onLine(turn, line, atMs) {
     const box = $("#threads");
     const following = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
     render(turn, frame);
+    if (turn.agui) followEvent(turn, frame);
     if (following) box.scrollTop = box.scrollHeight; // keep up with the answer unless scrolled back
   }
 }

@@ -1,5 +1,6 @@
-// Threads: each its own chat list and threadId; a fork is a new thread that sends the turns
-// before the forked one as `history`, as Console does.
+// Threads: each its own chat list and threadId, and the protocol it speaks (the page's when it
+// starts); a fork is a new thread that sends the turns before the forked one as `history`, as
+// Console does (in AG-UI, as its first messages).
 
 import { $, el } from "./dom.js";
 import { hex, id63 } from "./ids.js";
@@ -13,6 +14,7 @@ export function addThread(id, label, extra) {
     label,
     turns: [],
     history: null, // sent with the first turn of a fork, as Console does
+    protocol: page.protocol,
     list: el("ol", { class: "chat", "data-thread-id": id }),
     ...extra,
   };
@@ -28,7 +30,7 @@ export function showThread(thread) {
   page.current = thread;
   for (const t of page.threads) t.list.hidden = t !== thread;
   $("#thread-select").value = thread.id;
-  $("#thread-title").textContent = `threadId ${thread.id}`;
+  $("#thread-title").textContent = `threadId ${thread.id}${thread.protocol === "agui" ? " · AG-UI" : ""}`;
   renderThreadUsage(thread);
   const last = thread.turns[thread.turns.length - 1];
   if (last) select(last);
@@ -48,7 +50,7 @@ export function fork(thread, turn) {
     if (answer) history.push({ role: "assistant", content: answer });
   }
   const root = thread.id.split(":")[0];
-  const branch = addThread(`${root}:${hex(4)}`, `${thread.label} fork`, {});
+  const branch = addThread(`${root}:${hex(4)}`, `${thread.label} fork`, { protocol: thread.protocol });
   branch.history = history;
   const note = el(
     "li",

@@ -50,7 +50,7 @@ const utcDay = (ms) => new Date(ms).toISOString().slice(0, 10);
  * deployment records the turn under even if the two clocks disagree by hours. */
 function usageScope(turn) {
   const now = Date.now();
-  const scope = { workspaceId: turn.body.workspaceId, agentId: turn.body.agentId, from: utcDay(now - DAY_MS), to: utcDay(now + DAY_MS) };
+  const scope = { workspaceId: turn.scope.workspaceId, agentId: turn.scope.agentId, from: utcDay(now - DAY_MS), to: utcDay(now + DAY_MS) };
   scope.key = JSON.stringify(scope);
   return scope;
 }
