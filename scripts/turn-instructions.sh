@@ -43,7 +43,7 @@ limits = { turns_per_minute = 1000000000, tokens_per_day = 1000000000 }
 steps=(
   "admission: turns taken|SqlStore<S>>::take_turns"
   "admission: budget reads|SqlStore<S>>::tallies"
-  "usage recording (the turn's side)|runway_core::turn::usage_record::after_turn"
+  "usage recording (the usage write)|runway_core::turn::usage_record::store_report"
   "tally writes (usage, counts)|SqlStore<S>>::add_tally"
   "store start (claim + load)|runway_core::store::sql_store::SqlStore<S>::start"
   "store finish (commit)|runway_core::store::sql_store::SqlStore<S>::finish"
