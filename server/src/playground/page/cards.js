@@ -27,6 +27,19 @@ export function interruptCard(turn, it) {
     });
     return box;
   };
+  // A free answer in words: the box and its Send button, answered as `respond` with the text.
+  const freeAnswer = (placeholder, cls) => {
+    const box = textBox(placeholder);
+    return el(
+      "div",
+      { class: "free" },
+      box,
+      decisionButton("respond", "Send", (b) => {
+        const text = box.value.trim();
+        if (text) answer(text, { decision: "respond", message: text, answers: [text] }, text, b);
+      }, cls),
+    );
+  };
   if (it.prompt) card.append(el("p", { class: "prompt", text: it.prompt }));
   switch (it.kind) {
     case "approval":
@@ -54,34 +67,11 @@ export function interruptCard(turn, it) {
           }),
         );
       }
-      const box = textBox("Or type an answer");
-      card.append(
-        options,
-        el(
-          "div",
-          { class: "free" },
-          box,
-          decisionButton("respond", "Send", (b) => {
-            const text = box.value.trim();
-            if (text) answer(text, { decision: "respond", message: text, answers: [text] }, text, b);
-          }),
-        ),
-      );
+      card.append(options, freeAnswer("Or type an answer"));
       break;
     }
     case "input": {
-      const box = textBox("Your answer");
-      card.append(
-        el(
-          "div",
-          { class: "free" },
-          box,
-          decisionButton("respond", "Send", (b) => {
-            const text = box.value.trim();
-            if (text) answer(text, { decision: "respond", message: text, answers: [text] }, text, b);
-          }, "primary"),
-        ),
-      );
+      card.append(freeAnswer("Your answer", "primary"));
       break;
     }
     case "review": {
