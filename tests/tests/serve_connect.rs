@@ -16,7 +16,7 @@ use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
     Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY,
     a_user_connects_and_the_call_runs_as_them, bearer_tokens, card, checked_orders_api, free_port,
-    grants, oauth_server, orders_api, orders_model, revoke, subject, tools,
+    grants, honoured, oauth_server, orders_api, orders_model, revoke, subject, tools,
 };
 use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
@@ -448,8 +448,8 @@ async fn operators_list_and_revoke_connections(oauth: &str) {
 }
 
 /// `issuer = "…"` instead of the URLs: the endpoints come from the provider's metadata
-/// (RFC 8414's well-known URL first, then OpenID's), and
-/// the flow runs. Metadata naming another issuer: no card whose link could only fail, a tool
+/// (RFC 8414's well-known URL first, then OpenID's), and the flow runs; `--revoke` revokes at
+/// the metadata's revocation endpoint. Metadata naming another issuer: no card whose link could only fail, a tool
 /// error the model relays.
 async fn a_provider_declared_by_its_issuer(oauth: &str) {
     let by_issuer = |issuer: &str| {
@@ -467,6 +467,34 @@ async fn a_provider_declared_by_its_issuer(oauth: &str) {
     let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
     let mut browser = Browser::new(PUBLIC, client.base());
     a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    // No `revocation_url`: `--revoke` revokes at the metadata's revocation_endpoint, as
+    // runway's client, and the user's token no longer works at the provider.
+    let user = run_body("x", "x", "")["userId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = bearer_tokens(&api).last().unwrap().clone();
+    assert!(honoured(oauth, &token).await);
+    let header = format!("{}: {}", AUTH.0, AUTH.1);
+    let (ok, report, err) = connections_cli(
+        client.base(),
+        &[
+            "-H",
+            &header,
+            "--revoke",
+            "--workspace",
+            WORKSPACE_ID,
+            "--user",
+            &user,
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(report.contains("revoked (refresh_token)"), "{report}");
+    assert!(
+        !honoured(oauth, &token).await,
+        "the token works after --revoke"
+    );
     process.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 
