@@ -84,6 +84,7 @@ async fn connected_accounts_on_serve() {
     let oauth = format!("http://127.0.0.1:{port}");
     let _oauth_server = oauth_server(port, &format!("{PUBLIC}/callback")).await;
     an_mcp_server_acts_as_the_user_in_a_session_of_their_own(&oauth).await;
+    past_64_people_the_least_recent_persons_mcp_session_is_ended(&oauth).await;
     a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(&oauth).await;
     a_workers_file_worker_acts_as_the_user(&oauth).await;
     a_refused_token_is_refreshed_once_then_the_card(&oauth).await;
@@ -267,6 +268,85 @@ async fn an_mcp_server_acts_as_the_user_in_a_session_of_their_own(oauth: &str) {
     let frames = serde_json::to_string(&t.frames).unwrap();
     assert!(!frames.contains("Bearer"), "a token in the frames");
 
+    process.stop().await;
+    mcp.stop().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// How many people's MCP sessions one server keeps (the README's "at most 64 people per
+/// server").
+const MAX_PEOPLE_PER_SERVER: usize = 64;
+
+/// `user` connects (card, popup, the resumed turn runs the pending call as them): the MCP
+/// session the call ran in.
+async fn connects_to_mcp(client: &Client, user: &str) -> String {
+    let thread = fresh_id();
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some(user), None))
+        .await;
+    let link = card(&t).unwrap_or_else(|| panic!("{user}'s card: {:?}", t.frames));
+    let mut browser = Browser::new(PUBLIC, client.base());
+    let back = browser.authorize(&link, user, false).await;
+    assert_eq!(browser.callback(&back).await.0, 200);
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some(user), Some("authorized")))
+        .await;
+    assert!(
+        t.text().contains(&format!("Orders of {user}")),
+        "{user}: {}",
+        t.text()
+    );
+    session_in(&t.text())
+}
+
+/// The Streamable HTTP transport has clients end the sessions they no longer need (`DELETE`
+/// with the `Mcp-Session-Id`): the instance keeps the sessions of 64 people per server, and
+/// the turn that pushes out the least recently used person ends that person's session at the
+/// server (the Python SDK answers 200 once it has terminated it), as that person; their next
+/// turn runs in a new session.
+async fn past_64_people_the_least_recent_persons_mcp_session_is_ended(oauth: &str) {
+    let work: PathBuf = free_data_dir("connect-mcp-sessions");
+    let data_dir = work.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let (log, deny) = (work.join("tokens.log"), work.join("deny"));
+    let mcp = McpServerProcess::protected(oauth, &log, &deny).await;
+    let model = ScriptedServer::start(mcp_orders_model).await;
+    let toml = format!(
+        "{}\n[[mcp]]\nname = \"acme\"\nurl = \"{}\"\nauth = \"acme\"\n",
+        tools("http://127.0.0.1:9", oauth),
+        mcp.url()
+    );
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let ended = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("ended "))
+            .map(str::to_owned)
+            .collect()
+    };
+
+    // The first person, then 63 more (16 at a time): 64 sessions kept, none ended.
+    let first = connects_to_mcp(&client, "p0").await;
+    let people: Vec<String> = (1..MAX_PEOPLE_PER_SERVER)
+        .map(|i| format!("p{i}"))
+        .collect();
+    for batch in people.chunks(16) {
+        let sessions =
+            futures::future::join_all(batch.iter().map(|u| connects_to_mcp(&client, u))).await;
+        assert!(!sessions.contains(&first), "{sessions:?}");
+    }
+    assert!(ended().is_empty(), "{:?}", ended());
+
+    // One more: the first person, least recently used, is pushed out and their session ended.
+    connects_to_mcp(&client, "one-more").await;
+    assert_eq!(ended(), [format!("ended {first} 200")]);
+    // The first person again (still connected): their orders, in a new session.
+    let t = client
+        .turn(&body(&fresh_id(), WORKSPACE_ID, Some("p0"), None))
+        .await;
+    assert!(t.text().contains("Orders of p0"), "{}", t.text());
+    assert_ne!(session_in(&t.text()), first);
     process.stop().await;
     mcp.stop().await;
     let _ = std::fs::remove_dir_all(&work);
