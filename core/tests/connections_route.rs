@@ -571,3 +571,76 @@ async fn a_provider_declared_by_its_issuer_is_revoked_where_its_metadata_says() 
     );
     assert!(!stored(&app, &key("w1", "u1", "hooli")).await);
 }
+
+/// Issue 27: an MCP server's own authorization (`auth = "oauth"`, provider `mcp:NAME`) is
+/// revoked at its authorization server's `revocation_endpoint`, as the client registration
+/// runway keeps there. None kept (for this deployment's callback URL): reported as
+/// `noClient`, nothing registered to revoke with, and the entry deleted all the same; an
+/// authorization server without a revocation endpoint: `notDeclared`.
+#[cfg(feature = "mcp-authorization")]
+#[tokio::test]
+async fn an_mcp_servers_connection_without_a_kept_registration_is_only_deleted() {
+    let (server, prm, issuer) = (
+        "https://mcp.example/mcp",
+        "https://mcp.example/.well-known/oauth-protected-resource/mcp",
+        "https://as.example",
+    );
+    for (revocation, outcome) in [
+        (Some("https://as.example/revoke"), "noClient"),
+        (None, "notDeclared"),
+    ] {
+        let mut as_metadata = json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/auth"),
+            "token_endpoint": format!("{issuer}/token"),
+            "registration_endpoint": format!("{issuer}/register"),
+            "code_challenge_methods_supported": ["S256"],
+        });
+        if let Some(r) = revocation {
+            as_metadata["revocation_endpoint"] = json!(r);
+        }
+        let http = ScriptedHttp::new()
+            .get(
+                server,
+                ScriptedResponse::new(401).header(
+                    "www-authenticate",
+                    &format!("Bearer resource_metadata=\"{prm}\""),
+                ),
+            )
+            .get(
+                prm,
+                ScriptedResponse::json(
+                    &json!({"resource": server, "authorization_servers": [issuer]}),
+                ),
+            )
+            .get(
+                &format!("{issuer}/.well-known/oauth-authorization-server"),
+                ScriptedResponse::json(&as_metadata),
+            );
+        let mut p = provider("orders", "orders", None, None);
+        p.key = "mcp:orders".into();
+        p.endpoints = Endpoints::McpServer(server.parse().unwrap());
+        let mut providers = Providers::new();
+        providers.add(p);
+        let app = app_with(&http, providers);
+        let k = key("w1", "u1", "mcp:orders");
+        seal(&app, &k, &tokens(&k, true, NOW + 86_400_000)).await;
+        let (status, report) = send(&app, "DELETE", "/connections?workspace=w1&user=u1").await;
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(
+            report["revoked"][0],
+            json!({"workspaceId": "w1", "userId": "u1", "provider": "mcp:orders",
+                   "deleted": true, "revocation": {"outcome": outcome}}),
+            "{report}"
+        );
+        assert!(!stored(&app, &k).await);
+        // Only metadata read: nothing registered, nothing sent a token.
+        assert!(
+            http.requests()
+                .iter()
+                .all(|r| r.method == http::Method::GET),
+            "{:?}",
+            http.requests()
+        );
+    }
+}
