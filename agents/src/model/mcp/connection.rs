@@ -51,7 +51,7 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Cancellations owed at most per server; past it the oldest is dropped.
 const MAX_OWED_CANCELS: usize = 16;
 /// Longest wait for the server to take the end of a session (`DELETE`).
-pub(crate) const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Something that stopped an MCP request.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
