@@ -89,6 +89,10 @@ fn tokens(k: &ConnectionKey, refresh: bool, expires_at_ms: u64) -> Tokens {
 type App = TestRunway<Quiet>;
 
 fn app(http: &ScriptedHttp) -> App {
+    app_with(http, providers())
+}
+
+fn app_with(http: &ScriptedHttp, providers: Providers) -> App {
     let rt = VirtualRuntime::starting_at(NOW);
     let config = Config {
         access: Access::Headers(AuthHeaders::parse(&format!("{}: {}", AUTH.0, AUTH.1)).unwrap()),
@@ -97,7 +101,7 @@ fn app(http: &ScriptedHttp) -> App {
     };
     TestRunway::with(Quiet, rt.clone(), config)
         .with_http_client(http.clone().on_clock(&rt))
-        .with_providers(providers())
+        .with_providers(providers)
         .unwrap()
 }
 
@@ -469,4 +473,174 @@ async fn the_entry_is_deleted_whatever_the_provider_answers() {
         json!({"outcome": "noToken"})
     );
     assert!(!stored(&app, &key("w1", "u3", "acme")).await);
+}
+
+/// A provider declared by its `issuer` alone, `w1/u1`'s connection to it sealed.
+async fn by_issuer(http: &ScriptedHttp, issuer: &str) -> App {
+    let mut p = provider("hooli", "Hooli", Some("h"), None);
+    p.endpoints = Endpoints::Issuer(issuer.parse().unwrap());
+    let mut providers = Providers::new();
+    providers.add(p);
+    let app = app_with(http, providers);
+    let k = key("w1", "u1", "hooli");
+    seal(&app, &k, &tokens(&k, true, NOW + 86_400_000)).await;
+    app
+}
+
+/// The RFC 8414 metadata of `issuer`, naming `revocation` as its revocation endpoint.
+fn metadata(issuer: &str, revocation: Option<&str>) -> ScriptedResponse {
+    let mut m = json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/auth"),
+        "token_endpoint": format!("{issuer}/token"),
+    });
+    if let Some(r) = revocation {
+        m["revocation_endpoint"] = json!(r);
+    }
+    ScriptedResponse::json(&m)
+}
+
+/// Issue 27: a provider declared by its `issuer`, without `revocation_url`, is revoked at the
+/// `revocation_endpoint` of its metadata (as runway's client there, like at the token
+/// endpoint); metadata without one: nothing to revoke at; one that is not https (http only on
+/// loopback), or metadata that cannot be read: reported, and the entry deleted all the same.
+#[tokio::test]
+async fn a_provider_declared_by_its_issuer_is_revoked_where_its_metadata_says() {
+    let issuer = "https://hooli.example";
+    let well_known = format!("{issuer}/.well-known/oauth-authorization-server");
+    let revoke_at = format!("{issuer}/oauth/revoke");
+    let http = ScriptedHttp::new()
+        .get(&well_known, metadata(issuer, Some(&revoke_at)))
+        .post(&revoke_at, ScriptedResponse::new(200));
+    let app = by_issuer(&http, issuer).await;
+    let (status, report) = send(&app, "DELETE", "/connections?workspace=w1&user=u1").await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        report["revoked"][0],
+        json!({"workspaceId": "w1", "userId": "u1", "provider": "hooli", "deleted": true,
+               "revocation": {"outcome": "revoked", "token": "refresh_token"}})
+    );
+    let sent = http.requests();
+    let revoked: Vec<_> = sent
+        .iter()
+        .filter(|r| r.url.as_str() == revoke_at)
+        .collect();
+    assert_eq!(revoked.len(), 1, "{sent:?}");
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&revoked[0].body)
+        .into_owned()
+        .collect();
+    assert_eq!(form[0], ("token".to_owned(), "rt-w1-u1-hooli".to_owned()));
+    let basic = base64::engine::general_purpose::STANDARD.encode("runway:h");
+    assert_eq!(
+        revoked[0].headers["authorization"].to_str().unwrap(),
+        format!("Basic {basic}")
+    );
+    assert!(!stored(&app, &key("w1", "u1", "hooli")).await);
+
+    for (revocation, outcome, reason) in [
+        (None, "notDeclared", None),
+        (
+            Some("http://hooli.example/oauth/revoke"),
+            "unreachable",
+            Some("no usable revocation_endpoint"),
+        ),
+    ] {
+        let http = ScriptedHttp::new().get(&well_known, metadata(issuer, revocation));
+        let app = by_issuer(&http, issuer).await;
+        let (_, report) = send(&app, "DELETE", "/connections?workspace=w1&user=u1").await;
+        let row = &report["revoked"][0];
+        assert_eq!(row["revocation"]["outcome"], outcome, "{report}");
+        if let Some(why) = reason {
+            let said = row["revocation"]["reason"].as_str().unwrap();
+            assert!(said.contains(why), "{said}");
+        }
+        assert_eq!(row["deleted"], true, "{report}");
+        assert!(
+            http.requests()
+                .iter()
+                .all(|r| r.method == http::Method::GET)
+        );
+    }
+    // No metadata at all: unreachable, deleted all the same.
+    let http = ScriptedHttp::new();
+    let app = by_issuer(&http, issuer).await;
+    let (_, report) = send(&app, "DELETE", "/connections?workspace=w1&user=u1").await;
+    assert_eq!(
+        report["revoked"][0]["revocation"]["outcome"], "unreachable",
+        "{report}"
+    );
+    assert!(!stored(&app, &key("w1", "u1", "hooli")).await);
+}
+
+/// Issue 27: an MCP server's own authorization (`auth = "oauth"`, provider `mcp:NAME`) is
+/// revoked at its authorization server's `revocation_endpoint`, as the client registration
+/// runway keeps there. None kept (for this deployment's callback URL): reported as
+/// `noClient`, nothing registered to revoke with, and the entry deleted all the same; an
+/// authorization server without a revocation endpoint: `notDeclared`.
+#[cfg(feature = "mcp-authorization")]
+#[tokio::test]
+async fn an_mcp_servers_connection_without_a_kept_registration_is_only_deleted() {
+    let (server, prm, issuer) = (
+        "https://mcp.example/mcp",
+        "https://mcp.example/.well-known/oauth-protected-resource/mcp",
+        "https://as.example",
+    );
+    for (revocation, outcome) in [
+        (Some("https://as.example/revoke"), "noClient"),
+        (None, "notDeclared"),
+    ] {
+        let mut as_metadata = json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/auth"),
+            "token_endpoint": format!("{issuer}/token"),
+            "registration_endpoint": format!("{issuer}/register"),
+            "code_challenge_methods_supported": ["S256"],
+        });
+        if let Some(r) = revocation {
+            as_metadata["revocation_endpoint"] = json!(r);
+        }
+        let http = ScriptedHttp::new()
+            .get(
+                server,
+                ScriptedResponse::new(401).header(
+                    "www-authenticate",
+                    &format!("Bearer resource_metadata=\"{prm}\""),
+                ),
+            )
+            .get(
+                prm,
+                ScriptedResponse::json(
+                    &json!({"resource": server, "authorization_servers": [issuer]}),
+                ),
+            )
+            .get(
+                &format!("{issuer}/.well-known/oauth-authorization-server"),
+                ScriptedResponse::json(&as_metadata),
+            );
+        let mut p = provider("orders", "orders", None, None);
+        p.key = "mcp:orders".into();
+        p.endpoints = Endpoints::McpServer(server.parse().unwrap());
+        let mut providers = Providers::new();
+        providers.add(p);
+        let app = app_with(&http, providers);
+        let k = key("w1", "u1", "mcp:orders");
+        seal(&app, &k, &tokens(&k, true, NOW + 86_400_000)).await;
+        let (status, report) = send(&app, "DELETE", "/connections?workspace=w1&user=u1").await;
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(
+            report["revoked"][0],
+            json!({"workspaceId": "w1", "userId": "u1", "provider": "mcp:orders",
+                   "deleted": true, "revocation": {"outcome": outcome}}),
+            "{report}"
+        );
+        assert!(!stored(&app, &k).await);
+        // Only metadata read: nothing registered, nothing sent a token.
+        assert!(
+            http.requests()
+                .iter()
+                .all(|r| r.method == http::Method::GET),
+            "{:?}",
+            http.requests()
+        );
+    }
 }

@@ -33,7 +33,8 @@ pub struct ConnectionsArgs {
     #[arg(long)]
     pub user: Option<String>,
     /// Revoke the user's connections (needs --workspace and --user): each token is revoked at
-    /// its provider (where the provider declares `revocation_url`) and deleted from the vault.
+    /// its provider (at its `revocation_url`, or the revocation endpoint its metadata names) and
+    /// deleted from the vault.
     #[arg(long, requires_all = ["workspace", "user"])]
     pub revoke: bool,
     /// With --revoke: only the connection to this provider (its `[providers.KEY]`).
@@ -281,7 +282,8 @@ fn revocation_cell(r: &Value) -> String {
         Some("revoked") => format!("revoked ({})", text(r, "token")),
         Some("refused") => format!("refused: {}", text(r, "reason")),
         Some("unreachable") => format!("unreachable: {}", text(r, "reason")),
-        Some("notDeclared") => "no revocation_url declared".into(),
+        Some("notDeclared") => "no revocation endpoint declared".into(),
+        Some("noClient") => "no client registration kept to revoke as".into(),
         Some("unknownProvider") => "provider not configured".into(),
         Some("noToken") => "no readable token".into(),
         _ => terminal_text(&r.to_string()),

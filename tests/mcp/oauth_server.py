@@ -10,7 +10,9 @@ at /.well-known/oauth-protected-resource/mcp naming OAUTH_URL as its authorizati
 when the OAuth server's introspection (RFC 7662, as the client `mcp-resource-server` with
 SECRET) says it is active, for this server (its audience is http://127.0.0.1:PORT/mcp) and
 grants `mcp`. Each token checked is written to --log as "SUBJECT AUDIENCE" (or "refused
-AUDIENCE"). Tool:
+AUDIENCE"). GET /test/active/SUBJECT answers {"active": …}: whether the OAuth server still
+says the last token this server took for SUBJECT is active (false without one), so a test can
+see a token revoked that only runway and this server hold. Tool:
 
   my_orders()  the orders of the token's subject
 """
@@ -27,6 +29,8 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 parser = argparse.ArgumentParser()
 parser.add_argument("port", type=int)
@@ -36,6 +40,8 @@ parser.add_argument("--log", required=True)
 args = parser.parse_args()
 
 RESOURCE = f"http://127.0.0.1:{args.port}/mcp"
+# The last token taken for each subject (memory only: never written anywhere).
+last_token: dict[str, str] = {}
 
 
 def note(line: str) -> None:
@@ -69,6 +75,7 @@ class IntrospectionVerifier:
             note(f"refused {aud}")
             return None
         note(f"{info.get('sub')} {aud}")
+        last_token[str(info.get("sub"))] = token
         return AccessToken(
             token=token,
             client_id=info.get("client_id", ""),
@@ -82,6 +89,13 @@ server = MCPServer(
     token_verifier=IntrospectionVerifier(),
     auth=AuthSettings(issuer_url=args.oauth, resource_server_url=RESOURCE, required_scopes=["mcp"]),
 )
+
+
+@server.custom_route("/test/active/{sub}", methods=["GET"])
+async def still_active(request: Request) -> JSONResponse:
+    token = last_token.get(request.path_params["sub"])
+    active = token is not None and bool((await asyncio.to_thread(introspect, token)).get("active"))
+    return JSONResponse({"active": active})
 
 
 @server.tool()

@@ -8,7 +8,8 @@ OAuth server at OAUTH_URL still honours (its userinfo endpoint, /me, names the u
 token's subject); anything else is answered 401 by the SDK's bearer middleware, and the SDK
 binds each session to the subject that opened it. Each token checked is written to --log as
 its subject (or "refused"); a subject listed in --deny (one a line) is refused, as an API
-that no longer takes a user's tokens. Tool:
+that no longer takes a user's tokens. Each DELETE of a session (a client ending it) is written
+as "ended SESSION STATUS", with the SDK's answer (200: terminated). Tool:
 
   my_orders()  the orders of the token's subject, and the session they were asked in
 """
@@ -19,6 +20,8 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import uvicorn
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -78,4 +81,20 @@ def my_orders(ctx: Context) -> str:
     return f"Orders of {sub}: DH-1, DH-2 (session {session})"
 
 
-server.run(transport="streamable-http", host="127.0.0.1", port=args.port)
+async def app(scope, receive, send):
+    """The SDK's app, noting each DELETE (a client ending its session) as "ended SESSION STATUS":
+    the SDK answers 200 once it has terminated the session (404: it knew no such session)."""
+    if scope["type"] != "http" or scope["method"] != "DELETE":
+        return await sdk_app(scope, receive, send)
+    session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode()
+
+    async def noted(message):
+        if message["type"] == "http.response.start":
+            note(f"ended {session} {message['status']}")
+        await send(message)
+
+    await sdk_app(scope, receive, noted)
+
+
+sdk_app = server.streamable_http_app(host="127.0.0.1")
+uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

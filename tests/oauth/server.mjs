@@ -8,7 +8,9 @@
 // used twice is refused and revokes the whole grant (oidc-provider's reuse detection), as a
 // strict provider does. A login starting with "expiring-" gets access tokens that expire in
 // EXPIRING_TTL seconds (sooner than runway's refresh margin: every use refreshes first).
-// A token can be revoked (RFC 7009, POST /token/revocation), that token alone. GET /test/grants answers how many
+// A token can be revoked (RFC 7009, POST /token/revocation, published as the metadata's
+// revocation_endpoint): oidc-provider then revokes every token of its grant (the access tokens
+// too, as RFC 7009 §2.1 asks), keeping the grant itself. GET /test/grants answers how many
 // token requests of each grant type succeeded and failed, for the tests to count refreshes.
 //
 // For MCP servers with their own authorization (`[[mcp]] auth = "oauth"`): open dynamic client
@@ -57,8 +59,8 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   },
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
   rotateRefreshToken: true,
-  // Revoking one token (RFC 7009) revokes that token only; a refresh token used twice still
-  // revokes the whole grant.
+  // Revoking a token (RFC 7009) keeps the grant (its tokens are revoked all the same); a
+  // refresh token used twice revokes the whole grant.
   revokeGrantPolicy: (ctx) => ctx.oidc.route !== 'revocation',
   ttl: {
     AccessToken: (ctx, token) => (String(token.accountId).startsWith('expiring-') ? EXPIRING_TTL : 3600),

@@ -107,3 +107,18 @@ pub async fn connects(client: &Client, user: &str) {
         t.text()
     );
 }
+
+/// Whether the OAuth server still says the last token the MCP server at `mcp_url` took for
+/// `subject` is active (RFC 7662; the server asks, as the resource server holding it).
+pub async fn still_active(mcp_url: &str, subject: &str) -> bool {
+    let base = mcp_url
+        .strip_suffix("/mcp")
+        .expect("an MCP endpoint at /mcp");
+    let answer: Value = reqwest::get(format!("{base}/test/active/{subject}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["active"].as_bool().expect("{\"active\": bool}")
+}

@@ -238,6 +238,17 @@ pub async fn subject(oauth: &str, token: &str) -> String {
         .to_owned()
 }
 
+/// Whether the OAuth server still honours `token` (its userinfo endpoint answers 200).
+pub async fn honoured(oauth: &str, token: &str) -> bool {
+    let r = reqwest::Client::new()
+        .get(format!("{oauth}/me"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    r.status() == 200
+}
+
 /// The bearer tokens the protected API was sent, in order.
 pub fn bearer_tokens(api: &ScriptedServer) -> Vec<String> {
     api.requests()

@@ -16,7 +16,7 @@ use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
     Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY,
     a_user_connects_and_the_call_runs_as_them, bearer_tokens, card, checked_orders_api, free_port,
-    grants, oauth_server, orders_api, orders_model, revoke, subject, tools,
+    grants, honoured, oauth_server, orders_api, orders_model, revoke, subject, tools,
 };
 use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
@@ -84,6 +84,7 @@ async fn connected_accounts_on_serve() {
     let oauth = format!("http://127.0.0.1:{port}");
     let _oauth_server = oauth_server(port, &format!("{PUBLIC}/callback")).await;
     an_mcp_server_acts_as_the_user_in_a_session_of_their_own(&oauth).await;
+    past_64_people_the_least_recent_persons_mcp_session_is_ended(&oauth).await;
     a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(&oauth).await;
     a_workers_file_worker_acts_as_the_user(&oauth).await;
     a_refused_token_is_refreshed_once_then_the_card(&oauth).await;
@@ -272,6 +273,85 @@ async fn an_mcp_server_acts_as_the_user_in_a_session_of_their_own(oauth: &str) {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// How many people's MCP sessions one server keeps (the README's "at most 64 people per
+/// server").
+const MAX_PEOPLE_PER_SERVER: usize = 64;
+
+/// `user` connects (card, popup, the resumed turn runs the pending call as them): the MCP
+/// session the call ran in.
+async fn connects_to_mcp(client: &Client, user: &str) -> String {
+    let thread = fresh_id();
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some(user), None))
+        .await;
+    let link = card(&t).unwrap_or_else(|| panic!("{user}'s card: {:?}", t.frames));
+    let mut browser = Browser::new(PUBLIC, client.base());
+    let back = browser.authorize(&link, user, false).await;
+    assert_eq!(browser.callback(&back).await.0, 200);
+    let t = client
+        .turn(&body(&thread, WORKSPACE_ID, Some(user), Some("authorized")))
+        .await;
+    assert!(
+        t.text().contains(&format!("Orders of {user}")),
+        "{user}: {}",
+        t.text()
+    );
+    session_in(&t.text())
+}
+
+/// The Streamable HTTP transport has clients end the sessions they no longer need (`DELETE`
+/// with the `Mcp-Session-Id`): the instance keeps the sessions of 64 people per server, and
+/// the turn that pushes out the least recently used person ends that person's session at the
+/// server (the Python SDK answers 200 once it has terminated it), as that person; their next
+/// turn runs in a new session.
+async fn past_64_people_the_least_recent_persons_mcp_session_is_ended(oauth: &str) {
+    let work: PathBuf = free_data_dir("connect-mcp-sessions");
+    let data_dir = work.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let (log, deny) = (work.join("tokens.log"), work.join("deny"));
+    let mcp = McpServerProcess::protected(oauth, &log, &deny).await;
+    let model = ScriptedServer::start(mcp_orders_model).await;
+    let toml = format!(
+        "{}\n[[mcp]]\nname = \"acme\"\nurl = \"{}\"\nauth = \"acme\"\n",
+        tools("http://127.0.0.1:9", oauth),
+        mcp.url()
+    );
+    let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
+    let ended = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("ended "))
+            .map(str::to_owned)
+            .collect()
+    };
+
+    // The first person, then 63 more (16 at a time): 64 sessions kept, none ended.
+    let first = connects_to_mcp(&client, "p0").await;
+    let people: Vec<String> = (1..MAX_PEOPLE_PER_SERVER)
+        .map(|i| format!("p{i}"))
+        .collect();
+    for batch in people.chunks(16) {
+        let sessions =
+            futures::future::join_all(batch.iter().map(|u| connects_to_mcp(&client, u))).await;
+        assert!(!sessions.contains(&first), "{sessions:?}");
+    }
+    assert!(ended().is_empty(), "{:?}", ended());
+
+    // One more: the first person, least recently used, is pushed out and their session ended.
+    connects_to_mcp(&client, "one-more").await;
+    assert_eq!(ended(), [format!("ended {first} 200")]);
+    // The first person again (still connected): their orders, in a new session.
+    let t = client
+        .turn(&body(&fresh_id(), WORKSPACE_ID, Some("p0"), None))
+        .await;
+    assert!(t.text().contains("Orders of p0"), "{}", t.text());
+    assert_ne!(session_in(&t.text()), first);
+    process.stop().await;
+    mcp.stop().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// `runway connections BASE ARGS…` (the real binary): whether it exited 0, its stdout and
 /// its stderr.
 async fn connections_cli(base: &str, args: &[&str]) -> (bool, String, String) {
@@ -448,8 +528,8 @@ async fn operators_list_and_revoke_connections(oauth: &str) {
 }
 
 /// `issuer = "…"` instead of the URLs: the endpoints come from the provider's metadata
-/// (RFC 8414's well-known URL first, then OpenID's), and
-/// the flow runs. Metadata naming another issuer: no card whose link could only fail, a tool
+/// (RFC 8414's well-known URL first, then OpenID's), and the flow runs; `--revoke` revokes at
+/// the metadata's revocation endpoint. Metadata naming another issuer: no card whose link could only fail, a tool
 /// error the model relays.
 async fn a_provider_declared_by_its_issuer(oauth: &str) {
     let by_issuer = |issuer: &str| {
@@ -467,6 +547,34 @@ async fn a_provider_declared_by_its_issuer(oauth: &str) {
     let (process, client) = serve(&data_dir, &model.base_url, &toml).await;
     let mut browser = Browser::new(PUBLIC, client.base());
     a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, oauth).await;
+    // No `revocation_url`: `--revoke` revokes at the metadata's revocation_endpoint, as
+    // runway's client, and the user's token no longer works at the provider.
+    let user = run_body("x", "x", "")["userId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = bearer_tokens(&api).last().unwrap().clone();
+    assert!(honoured(oauth, &token).await);
+    let header = format!("{}: {}", AUTH.0, AUTH.1);
+    let (ok, report, err) = connections_cli(
+        client.base(),
+        &[
+            "-H",
+            &header,
+            "--revoke",
+            "--workspace",
+            WORKSPACE_ID,
+            "--user",
+            &user,
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(report.contains("revoked (refresh_token)"), "{report}");
+    assert!(
+        !honoured(oauth, &token).await,
+        "the token works after --revoke"
+    );
     process.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 

@@ -4,13 +4,14 @@
 //! introspection at a real OAuth server (oidc-provider from npm, [`runway_e2e::oauth_flow`])
 //! and taking only tokens whose audience is itself. runway is given nothing but the server's
 //! URL: it finds the OAuth server, registers itself there (RFC 7591) once for the deployment,
-//! and asks for tokens with the server as `resource` (RFC 8707).
+//! and asks for tokens with the server as `resource` (RFC 8707). Operators revoke a person's
+//! connection at the OAuth server's revocation endpoint, as that registration.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use runway_e2e::client::fresh_id;
-use runway_e2e::mcp_oauth::{PUBLIC, body, card, connects, orders_model};
+use runway_e2e::client::{WORKSPACE_ID, fresh_id};
+use runway_e2e::mcp_oauth::{PUBLIC, body, card, connects, orders_model, still_active};
 use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{CLIENT_SECRET, VAULT_KEY, free_port, oauth_server, registrations};
 use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
@@ -41,6 +42,21 @@ async fn serve(data_dir: &Path, model: &str, mcp_url: &str) -> (AgentProcess, Cl
         vec![(AUTH.0.to_owned(), AUTH.1.to_owned())],
     );
     (process, client)
+}
+
+/// `DELETE /connections` of `user`'s connections (workspace [`WORKSPACE_ID`]): the report.
+async fn revoke(client: &Client, user: &str) -> Value {
+    let r = reqwest::Client::new()
+        .delete(format!(
+            "{}/connections?workspace={WORKSPACE_ID}&user={user}",
+            client.base()
+        ))
+        .header(AUTH.0, AUTH.1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
 }
 
 #[tokio::test]
@@ -115,6 +131,27 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
     // connect reuses the registration kept in the store.
     process.stop().await;
     let (process, client) = serve(&data_dir, &scripted.base_url, &mcp.url()).await;
+    // Revoking bob's connection (nothing discovered yet in this process) revokes his token at
+    // the OAuth server's revocation_endpoint, read from its metadata, as the registration his
+    // tokens were issued to; nothing registers again.
+    assert!(still_active(&mcp.url(), "bob").await);
+    let report = revoke(&client, "bob").await;
+    assert_eq!(
+        report["revoked"],
+        json!([{"workspaceId": WORKSPACE_ID, "userId": "bob", "provider": "mcp:orders",
+                "deleted": true,
+                "revocation": {"outcome": "revoked", "token": "refresh_token"}}]),
+        "{report}"
+    );
+    assert!(
+        !still_active(&mcp.url(), "bob").await,
+        "bob's token still works"
+    );
+    assert_eq!(
+        registrations(&oauth).await,
+        1,
+        "revoking registered nothing"
+    );
     let t = client.turn(&body(&fresh_id(), Some("alice"), None)).await;
     assert!(t.text().contains("Orders of alice"), "{}", t.text());
     connects(&client, "carol").await;
@@ -132,11 +169,25 @@ async fn an_mcp_server_with_its_own_authorization_on_serve() {
     let rows = listed["connections"].as_array().unwrap();
     let mut users: Vec<&str> = rows.iter().map(|r| r["userId"].as_str().unwrap()).collect();
     users.sort_unstable();
-    assert_eq!(users, ["alice", "bob", "carol"], "{listed}");
+    assert_eq!(users, ["alice", "carol"], "{listed}");
     assert!(
         rows.iter().all(|r| r["provider"] == "mcp:orders"),
         "{listed}"
     );
+    // Alice's too, now that this process has discovered the server: her token is revoked.
+    assert!(still_active(&mcp.url(), "alice").await);
+    let report = revoke(&client, "alice").await;
+    assert_eq!(
+        report["revoked"][0]["revocation"],
+        json!({"outcome": "revoked", "token": "refresh_token"}),
+        "{report}"
+    );
+    assert!(
+        !still_active(&mcp.url(), "alice").await,
+        "alice's token still works"
+    );
+    let t = client.turn(&body(&fresh_id(), Some("alice"), None)).await;
+    assert!(card(&t).is_some(), "the card again: {:?}", t.frames);
     process.stop().await;
     mcp.stop().await;
 }

@@ -4,7 +4,9 @@
 //! are opened here (the scopes and expiry are sealed with the tokens) and only metadata leaves.
 //!
 //! Revoking one user's connections hands each token back to its provider first (RFC 7009,
-//! [`revoke`](crate::connect::revoke), where the provider declares `revocation_url`), then
+//! [`revoke`](crate::connect::revoke), where the provider declares `revocation_url`, or its
+//! issuer's metadata, or an MCP server's authorization server's, names a
+//! `revocation_endpoint`), then
 //! deletes the entry whatever the provider answered, and reports the provider's answer per
 //! connection. Revoking always names a workspace and a user, so no call empties the vault of
 //! everyone.
@@ -12,7 +14,7 @@
 use serde::Serialize;
 
 use crate::connect::Connections;
-use crate::connect::provider::Provider;
+use crate::connect::provider::{Endpoints, Provider};
 use crate::connect::revoke::{Revocation, revoke};
 use crate::connect::vault::{Tokens, VaultKey};
 use crate::error::StoreError;
@@ -144,6 +146,9 @@ pub(crate) struct AccountsAccess<'a> {
     pub(crate) vault: Option<&'a VaultKey>,
     /// The providers (none configured: no names, nothing revoked at a provider).
     pub(crate) connections: Option<&'a Connections>,
+    /// The deployment's callback URL (`{public base}/callback`), as turns build it: the
+    /// client registration an MCP server's tokens were issued to is kept per callback URL.
+    pub(crate) redirect_uri: String,
 }
 
 impl AccountsAccess<'_> {
@@ -254,7 +259,9 @@ impl AccountsAccess<'_> {
                         more: true,
                     });
                 }
-                let revocation = self.revoke_at_provider(rt, &entry.key, &entry.sealed).await;
+                let revocation = self
+                    .revoke_at_provider(store, rt, &entry.key, &entry.sealed)
+                    .await;
                 let deleted = store.delete_connection(&entry.key).await?;
                 tracing::info!(
                     provider = %entry.key.provider,
@@ -279,8 +286,13 @@ impl AccountsAccess<'_> {
         }
     }
 
-    async fn revoke_at_provider<R: Runtime>(
+    /// Revokes the entry's token where its provider takes revocations: the provider's
+    /// `revocation_url`, else (a provider declared by its `issuer`, an MCP server's own
+    /// authorization) the `revocation_endpoint` its metadata names, as the client the tokens
+    /// were issued to.
+    async fn revoke_at_provider<S: TurnStore, R: Runtime>(
         &self,
+        store: &S,
         rt: &R,
         key: &ConnectionKey,
         sealed: &str,
@@ -288,13 +300,24 @@ impl AccountsAccess<'_> {
         let (Some(connections), Some(p)) = (self.connections, self.provider(&key.provider)) else {
             return Revocation::UnknownProvider;
         };
-        if p.revocation_url.is_none() {
+        // Configured endpoints and none declared: nothing to look up.
+        if matches!(p.endpoints, Endpoints::Given(_)) && p.revocation_url.is_none() {
             return Revocation::NotDeclared;
         }
         let Some(tokens) = self.open(key, sealed) else {
             return Revocation::NoToken;
         };
-        revoke(connections.http(), rt, p, &tokens).await
+        let client = match connections
+            .revoking_client(store, rt, p, &self.redirect_uri)
+            .await
+        {
+            Ok(client) => client,
+            Err(report) => return report,
+        };
+        if client.revocation_url.is_none() {
+            return Revocation::NotDeclared;
+        }
+        revoke(connections.http(), rt, &client, &tokens).await
     }
 }
 

@@ -114,12 +114,8 @@ pub(crate) async fn client_for<S: TurnStore, R: Runtime>(
     issuer: &url::Url,
     redirect_uri: &str,
 ) -> Result<Client, DiscoveryError> {
-    let base = redirect_uri.strip_suffix(CALLBACK_PATH).unwrap_or_default();
-    if server.client_id_metadata_documents && base.starts_with("https://") {
-        return Ok(Client {
-            client_id: format!("{base}{CLIENT_DOCUMENT_PATH}"),
-            client_secret: None,
-        });
+    if let Some(client) = document_client(server, redirect_uri) {
+        return Ok(client);
     }
     let Some(endpoint) = &server.registration_endpoint else {
         return Err(DiscoveryError::NoRegistration(issuer.to_string()));
@@ -167,6 +163,35 @@ pub(crate) async fn client_for<S: TurnStore, R: Runtime>(
         .map_err(|e| DiscoveryError::Registration(endpoint.to_string(), e.to_string()))?;
     tracing::info!(server = %issuer, client_id = %client.client_id, "registered as an OAuth client (RFC 7591)");
     Ok(client)
+}
+
+/// The Client ID Metadata Document's client, when `server` takes one and the deployment's
+/// public URL (before `redirect_uri`'s callback path) is https.
+fn document_client(server: &ServerMetadata, redirect_uri: &str) -> Option<Client> {
+    let base = redirect_uri.strip_suffix(CALLBACK_PATH).unwrap_or_default();
+    (server.client_id_metadata_documents && base.starts_with("https://")).then(|| Client {
+        client_id: format!("{base}{CLIENT_DOCUMENT_PATH}"),
+        client_secret: None,
+    })
+}
+
+/// The client runway already is at `issuer` (described by `server`) for `redirect_uri`: its
+/// Client ID Metadata Document, or the registration kept in the store; never a new
+/// registration (what revoking a connection's tokens needs: the client they were issued to).
+///
+/// # Errors
+/// The store could not be read (why, naming no secret).
+pub(crate) async fn kept_client<S: TurnStore>(
+    store: &S,
+    vault: &VaultKey,
+    server: &ServerMetadata,
+    issuer: &url::Url,
+    redirect_uri: &str,
+) -> Result<Option<Client>, String> {
+    if let Some(client) = document_client(server, redirect_uri) {
+        return Ok(Some(client));
+    }
+    kept(store, vault, &registration_key(issuer, redirect_uri)).await
 }
 
 /// The registration kept at `key`, if one opens.

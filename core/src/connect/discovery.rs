@@ -1,8 +1,10 @@
-//! A provider declared by its `issuer`: its authorization and token endpoints read from its
-//! metadata, RFC 8414 (`/.well-known/oauth-authorization-server`) first, then OpenID Connect
+//! A provider declared by its `issuer`: its authorization, token and revocation endpoints read
+//! from its metadata, RFC 8414 (`/.well-known/oauth-authorization-server`) first, then OpenID Connect
 //! Discovery (`/.well-known/openid-configuration`). Each fetch is bounded in size and time;
 //! the metadata must name the same issuer (RFC 8414 §3.3: a document served for another
-//! issuer is refused), and its endpoints must be https, or http on a loopback address.
+//! issuer is refused), and its endpoints must be https, or http on a loopback address (the
+//! revocation endpoint, RFC 7009, is optional: absent, the provider revokes nothing; present
+//! and not allowed, the metadata is refused like one with such a token endpoint).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +69,8 @@ struct Metadata {
     authorization_endpoint: Option<String>,
     #[serde(default)]
     token_endpoint: Option<String>,
+    #[serde(default)]
+    revocation_endpoint: Option<String>,
     #[cfg(feature = "mcp-authorization")]
     #[serde(default)]
     registration_endpoint: Option<String>,
@@ -84,6 +88,8 @@ struct Metadata {
 pub(crate) struct ServerMetadata {
     /// Its authorization and token endpoints.
     pub(crate) endpoints: ProviderEndpoints,
+    /// Its token revocation endpoint (RFC 7009), if it publishes one.
+    pub(crate) revocation_endpoint: Option<url::Url>,
     /// Its dynamic client registration endpoint (RFC 7591), if it has a usable one.
     #[cfg(feature = "mcp-authorization")]
     pub(crate) registration_endpoint: Option<url::Url>,
@@ -110,22 +116,10 @@ fn metadata_urls(issuer: &url::Url) -> Vec<url::Url> {
     vec![rfc8414, openid]
 }
 
-/// The endpoints `issuer` publishes.
-///
-/// # Errors
-/// No metadata, another issuer named, or an endpoint that is missing or not allowed.
-pub(crate) async fn discover<R: Runtime>(
-    http: &Arc<dyn HttpClient>,
-    rt: &R,
-    issuer: &url::Url,
-) -> Result<ProviderEndpoints, DiscoveryError> {
-    discover_server(http, rt, issuer).await.map(|m| m.endpoints)
-}
-
 /// Everything `issuer` publishes that runway uses.
 ///
 /// # Errors
-/// As [`discover`].
+/// No metadata, another issuer named, or an endpoint that is missing or not allowed.
 pub(crate) async fn discover_server<R: Runtime>(
     http: &Arc<dyn HttpClient>,
     rt: &R,
@@ -152,6 +146,12 @@ pub(crate) async fn discover_server<R: Runtime>(
             endpoints: ProviderEndpoints {
                 authorize_url: endpoint(metadata.authorization_endpoint, "authorization_endpoint")?,
                 token_url: endpoint(metadata.token_endpoint, "token_endpoint")?,
+            },
+            // Optional, but never a URL the token endpoint would be refused at: a token is
+            // sent there too.
+            revocation_endpoint: match metadata.revocation_endpoint {
+                None => None,
+                raw => Some(endpoint(raw, "revocation_endpoint")?),
             },
             #[cfg(feature = "mcp-authorization")]
             registration_endpoint: metadata

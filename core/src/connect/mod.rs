@@ -20,7 +20,8 @@
 //!
 //! Operators list and revoke connections through [`accounts`] (`GET`/`DELETE
 //! {base}/connections`, behind the header set): revoking hands the token back to the
-//! provider's revocation endpoint ([`revoke`], RFC 7009) and deletes the entry.
+//! provider's revocation endpoint ([`revoke`], RFC 7009: declared, or read from its issuer's
+//! or its MCP server's authorization server's metadata) and deletes the entry.
 
 // Built without the `connect` feature, nothing serves these (the engine reads no connections).
 #![cfg_attr(not(feature = "connect"), allow(dead_code))]
@@ -45,6 +46,7 @@ use crate::agent::turn_connections::{
 };
 use crate::connect::discovery::DiscoveryError;
 use crate::connect::provider::{Endpoints, Provider, ProviderEndpoints, Providers};
+use crate::connect::revoke::Revocation;
 use crate::connect::vault::{Tokens, VaultKey};
 use crate::http_client::HttpClient;
 use crate::platform::runtime::Runtime;
@@ -281,16 +283,18 @@ impl Connections {
         }
         let found = match &p.endpoints {
             Endpoints::Given(_) => unreachable!("answered above"),
-            Endpoints::Issuer(issuer) => {
-                discovery::discover(&self.http, rt, issuer)
-                    .await
-                    .map(|endpoints| Resolved {
-                        endpoints,
-                        provider: p.clone(),
-                        resource: None,
-                        issuer: None,
-                    })
-            }
+            Endpoints::Issuer(issuer) => discovery::discover_server(&self.http, rt, issuer)
+                .await
+                .map(|metadata| Resolved {
+                    endpoints: metadata.endpoints,
+                    // A configured `revocation_url` wins over the metadata's.
+                    provider: Provider {
+                        revocation_url: p.revocation_url.clone().or(metadata.revocation_endpoint),
+                        ..p.clone()
+                    },
+                    resource: None,
+                    issuer: None,
+                }),
             #[cfg(feature = "mcp-authorization")]
             Endpoints::McpServer(server) => {
                 self.discover_mcp(store, rt, p, server, redirect_uri).await
@@ -307,6 +311,74 @@ impl Connections {
             }
         }
         found
+    }
+
+    /// `p` as runway is its client when revoking a connection made with `redirect_uri`: the
+    /// client the tokens were issued to, with the revocation endpoint filled in (configured;
+    /// else, for a provider declared by its `issuer`, the metadata's; for an MCP server's own
+    /// authorization, its authorization server's). `revocation_url` none: there is none.
+    /// Never registers a client (one registered now was not issued these tokens).
+    ///
+    /// # Errors
+    /// What to report instead: the metadata could not be read, or the registration an MCP
+    /// server's tokens were issued to is not kept.
+    pub(crate) async fn revoking_client<S: TurnStore, R: Runtime>(
+        &self,
+        store: &S,
+        rt: &R,
+        p: &Provider,
+        redirect_uri: &str,
+    ) -> Result<Provider, Revocation> {
+        let unreachable = |e: DiscoveryError| Revocation::Unreachable {
+            reason: e.to_string(),
+        };
+        match &p.endpoints {
+            Endpoints::Given(_) => Ok(p.clone()),
+            Endpoints::Issuer(_) if p.revocation_url.is_some() => Ok(p.clone()),
+            Endpoints::Issuer(_) => self
+                .resolve(store, rt, p, redirect_uri)
+                .await
+                .map(|r| r.provider)
+                .map_err(unreachable),
+            #[cfg(feature = "mcp-authorization")]
+            Endpoints::McpServer(server) => {
+                let cached = self
+                    .discovered_lock()
+                    .get(&discovered_key(p, redirect_uri))
+                    .map(|r| r.provider.clone());
+                if let Some(client) = cached {
+                    return Ok(client);
+                }
+                let resource = protected_resource::discover_resource(&self.http, rt, server)
+                    .await
+                    .map_err(unreachable)?;
+                let metadata = discovery::discover_server(&self.http, rt, &resource.issuer)
+                    .await
+                    .map_err(unreachable)?;
+                if metadata.revocation_endpoint.is_none() {
+                    return Ok(Provider {
+                        revocation_url: None,
+                        ..p.clone()
+                    });
+                }
+                let client = client_registration::kept_client(
+                    store,
+                    &self.vault,
+                    &metadata,
+                    &resource.issuer,
+                    redirect_uri,
+                )
+                .await
+                .map_err(|reason| Revocation::Unreachable { reason })?
+                .ok_or(Revocation::NoClient)?;
+                Ok(Provider {
+                    client_id: client.client_id,
+                    client_secret: client.client_secret,
+                    revocation_url: metadata.revocation_endpoint,
+                    ..p.clone()
+                })
+            }
+        }
     }
 
     /// An MCP server's authorization: its protected resource metadata, its authorization
@@ -341,6 +413,7 @@ impl Connections {
                 client_id: client.client_id,
                 client_secret: client.client_secret,
                 scopes: resource.scopes,
+                revocation_url: metadata.revocation_endpoint,
                 ..p.clone()
             },
             resource: Some(resource.resource),

@@ -1,5 +1,7 @@
 //! The revocation endpoint (RFC 7009): a connection's token handed back to its provider
-//! before `runway connections --revoke` deletes the connection from the vault, over the
+//! before `runway connections --revoke` deletes the connection from the vault (the
+//! provider's `revocation_url`, else the `revocation_endpoint` of its issuer's metadata, or,
+//! for an MCP server with `auth = "oauth"`, of its authorization server's), over the
 //! adapter's [`HttpClient`], within [`REVOKE_TIMEOUT`] and [`MAX_REVOKE_RESPONSE`]. The
 //! refresh token is revoked when there is one (a provider revokes the grant's access tokens
 //! with it, RFC 7009 §2.1), else the access token.
@@ -41,8 +43,14 @@ pub enum Revocation {
         /// What failed.
         reason: String,
     },
-    /// The provider declares no `revocation_url`: the tokens were only deleted.
+    /// The provider declares no revocation endpoint (no `revocation_url`, and none in the
+    /// metadata of its `issuer` or of an MCP server's authorization server): the tokens were
+    /// only deleted.
     NotDeclared,
+    /// An MCP server's connection (`auth = "oauth"`) whose tokens were issued to a client
+    /// registration runway no longer keeps (for this deployment's callback URL): there is no
+    /// client to revoke them as, and the tokens were only deleted.
+    NoClient,
     /// The provider is not configured here any more: the tokens were only deleted.
     UnknownProvider,
     /// The vault entry does not open (another vault key, tampered) or holds no token: there
@@ -55,7 +63,9 @@ struct ErrorResponse {
     error: String,
 }
 
-/// Revokes `tokens` at `provider`'s revocation endpoint, if it declares one.
+/// Revokes `tokens` at `provider`'s revocation endpoint, if it has one, as runway's client
+/// there (`provider` as `Connections::revoking_client` gives it: the endpoint and the client of a provider declared by its issuer or of an MCP server
+/// filled in).
 pub(crate) async fn revoke<R: Runtime>(
     http: &Arc<dyn HttpClient>,
     rt: &R,

@@ -82,6 +82,13 @@ impl<A: Agent, S: TurnStore, R: Runtime> Runway<A, S, R> {
                 .map(|c| c.vault())
                 .or(self.config.vault_key.as_ref()),
             connections,
+            // The callback URL of this deployment's connections, as its turns name it: an MCP
+            // server's client registration (what its tokens are revoked as) is per callback.
+            redirect_uri: format!(
+                "{}{}",
+                self.public_base_url(req),
+                crate::connect::CALLBACK_PATH
+            ),
         };
         let store = &self.engine.store;
         let query = req.uri().query();

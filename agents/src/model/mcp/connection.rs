@@ -8,6 +8,14 @@
 //! and every page of a tool list share one budget, as a session's set-up and the call do.
 //! Cancellations never delay a user's call: those owed are sent alongside the next call and
 //! dropped (with a log line) if they fail or are still unsent when it is answered.
+//!
+//! A live session runway stops using is ended (`DELETE` with its `Mcp-Session-Id`, as the
+//! Streamable HTTP transport asks of clients; `405`: the server does not allow it): one
+//! `initialize` opened but not used (an unknown protocol revision, `notifications/initialized`
+//! not taken), and a person's connection forgotten ([`ending_alongside`]). A session the
+//! server forgot (`404`) is not. Sessions are not tied to tokens: a refreshed or reconnected
+//! user's token goes on in the same session (servers bind a session to its user, not to one
+//! token; one that refuses the new token's user answers `404`, and a new session starts).
 
 use std::collections::VecDeque;
 use std::pin::pin;
@@ -42,6 +50,8 @@ const MAX_TOOL_ENTRY_BYTES: usize = 64 * 1024;
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Cancellations owed at most per server; past it the oldest is dropped.
 const MAX_OWED_CANCELS: usize = 16;
+/// Longest wait for the server to take the end of a session (`DELETE`).
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Something that stopped an MCP request.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -108,6 +118,9 @@ struct Cache {
     /// them): sent alongside the next request to this server, if the session is the same.
     /// At most [`MAX_OWED_CANCELS`].
     owed_cancels: VecDeque<(SessionHeaders, RequestId)>,
+    /// The user's token the session was last sent with (a server with `auth`): what ending
+    /// the session goes with, when the connection is forgotten. Its `Debug` shows no token.
+    bearer: Option<AccessToken>,
     next_id: i64,
 }
 
@@ -292,6 +305,7 @@ impl McpConnection {
     ) -> Result<JsonObject, McpError> {
         for attempt in 0..2 {
             let session = self.session(http, bearer, deadline).await?;
+            self.note_bearer(bearer);
             let id = self.next_id();
             let message = request_message(&id, method, params);
             if let Some(a) = abandoned.as_deref_mut() {
@@ -380,6 +394,60 @@ impl McpConnection {
         }
     }
 
+    /// Notes `bearer` as the token the session goes with now (a refreshed one replaces the
+    /// old).
+    fn note_bearer(&self, bearer: Option<&AccessToken>) {
+        let Some(token) = bearer else {
+            return;
+        };
+        let mut c = self.cache();
+        if c.bearer.as_ref() != Some(token) {
+            c.bearer = Some(token.clone());
+        }
+    }
+
+    /// Ends the session this connection keeps, if any (`DELETE` with its `Mcp-Session-Id`,
+    /// see [`transport::terminate`]), as the connection is forgotten: with the token it was
+    /// last used with, within [`END_SESSION_TIMEOUT`] and the turn's time left. Whatever the
+    /// server answers (`405`: it does not let clients end sessions), the session is not used
+    /// again by this connection.
+    pub(crate) async fn end_session(&self, http: &Http) {
+        let (session, bearer) = {
+            let mut c = self.cache();
+            (c.session.take(), c.bearer.take())
+        };
+        if let Some(session) = session {
+            let timeout = END_SESSION_TIMEOUT.min(http.time_left().unwrap_or(END_SESSION_TIMEOUT));
+            self.terminate(http, bearer.as_ref(), &session, timeout)
+                .await;
+        }
+    }
+
+    /// Sends the end of `session` within `timeout`, logging how the server took it (never the
+    /// token, never what the server said).
+    async fn terminate(
+        &self,
+        http: &Http,
+        bearer: Option<&AccessToken>,
+        session: &SessionHeaders,
+        timeout: Duration,
+    ) {
+        if session.id.is_none() || timeout.is_zero() {
+            return;
+        }
+        match transport::terminate(http, &self.server, bearer, session, timeout).await {
+            Ok(405) => tracing::debug!(server = %self.server.name,
+                "the MCP server does not let clients end sessions (HTTP 405)"),
+            Ok(status) if (200..300).contains(&status) || status == 404 => {
+                tracing::debug!(server = %self.server.name, status, "MCP session ended");
+            }
+            Ok(status) => tracing::info!(server = %self.server.name, status,
+                "the MCP server did not take the end of a session"),
+            Err(_) => tracing::info!(server = %self.server.name,
+                "the end of an MCP session was not sent"),
+        }
+    }
+
     /// The current session, set up (`initialize`, then `notifications/initialized`) within
     /// `deadline` if there is none.
     async fn session(
@@ -421,31 +489,53 @@ impl McpConnection {
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                TransportError::Protocol("initialize named no protocolVersion".into())
-            })?;
+            .unwrap_or_default();
+        let session = SessionHeaders {
+            id: session_id,
+            protocol_version: version.to_owned(),
+        };
+        // A session the server opened but that is not used is ended, within what is left of
+        // the step's time.
+        let discard = |session: SessionHeaders| async move {
+            let timeout = END_SESSION_TIMEOUT.min(deadline.left(http));
+            self.terminate(http, bearer, &session, timeout).await;
+        };
+        if version.is_empty() {
+            discard(session).await;
+            return Err(
+                TransportError::Protocol("initialize named no protocolVersion".into()).into(),
+            );
+        }
         if !ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
             .iter()
             .any(|known| known.as_str() == version)
         {
-            return Err(McpError::Version(version.to_owned()));
+            let version = version.to_owned();
+            discard(session).await;
+            return Err(McpError::Version(version));
         }
-        let session = SessionHeaders {
-            id: session_id,
-            protocol_version: version.to_string(),
-        };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let timeout = deadline.next_request(http)?;
-        transport::send(
-            http,
-            &self.server,
-            bearer,
-            Some(&session),
-            &initialized,
-            None,
-            timeout,
-        )
-        .await?;
+        let sent = match deadline.next_request(http) {
+            Ok(timeout) => {
+                transport::send(
+                    http,
+                    &self.server,
+                    bearer,
+                    Some(&session),
+                    &initialized,
+                    None,
+                    timeout,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
+            if !McpError::from(e.clone()).turn_over() {
+                discard(session).await;
+            }
+            return Err(e.into());
+        }
         tracing::info!(
             server = %self.server.name,
             protocol = %session.protocol_version,
@@ -453,6 +543,7 @@ impl McpConnection {
         );
         let mut c = self.cache();
         c.session = Some(session.clone());
+        c.bearer = bearer.cloned();
         // A new session may have other tools.
         c.stale = true;
         Ok(session)
@@ -486,6 +577,28 @@ impl McpConnection {
         if sent.is_err() {
             tracing::info!(server = %self.server.name, request = %id,
                 "MCP cancellation not taken: dropped");
+        }
+    }
+}
+
+/// `work`, with the session of `forgotten` (a person's connection just pushed out, see
+/// [`PersonSessions::of`](super::person_sessions::PersonSessions::of)) ended alongside it:
+/// the end starts first and goes with it, and is dropped (with a log line) if it is still
+/// unanswered when `work` is done: a courtesy to the server never delays the turn.
+pub(crate) async fn ending_alongside<T>(
+    http: &Http,
+    forgotten: Option<Arc<McpConnection>>,
+    work: impl Future<Output = T>,
+) -> T {
+    let Some(old) = forgotten else {
+        return work.await;
+    };
+    match futures::future::select(pin!(old.end_session(http)), pin!(work)).await {
+        futures::future::Either::Left(((), work)) => work.await,
+        futures::future::Either::Right((done, _)) => {
+            tracing::info!(server = %old.server.name,
+                "the end of a forgotten MCP session was still unsent when the request was answered: dropped");
+            done
         }
     }
 }
@@ -556,6 +669,12 @@ mod tests {
         seen: std::sync::Mutex<Vec<(Option<String>, Value)>>,
         /// The `Authorization` header of every request, in order.
         authorizations: std::sync::Mutex<Vec<String>>,
+        /// `initialize` answers a protocol revision no client knows.
+        unknown_version: std::sync::atomic::AtomicBool,
+        /// What a `DELETE` is answered with (0: 200, ending the current session); 1: never.
+        delete_status: AtomicU32,
+        /// Every `DELETE`: its session id, protocol version and `Authorization` headers.
+        deleted: std::sync::Mutex<Vec<(String, String, String)>>,
     }
 
     #[derive(Clone)]
@@ -579,6 +698,33 @@ mod tests {
     impl HttpClient for Client {
         fn send(&self, r: HttpRequest) -> BoxFuture<'static, Result<HttpResponse, HttpError>> {
             let s = &self.0;
+            if r.method == http::Method::DELETE {
+                assert_eq!(r.headers["x-key"], "k-1", "configured headers on a DELETE");
+                let header = |name: &str| {
+                    r.headers
+                        .get(name)
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default()
+                };
+                s.deleted.lock().unwrap().push((
+                    header("mcp-session-id"),
+                    header("mcp-protocol-version"),
+                    header("authorization"),
+                ));
+                let response = match s.delete_status.load(Ordering::SeqCst) {
+                    0 => {
+                        if header("mcp-session-id")
+                            == format!("s{}", s.session.load(Ordering::SeqCst))
+                        {
+                            s.forgotten.store(true, Ordering::SeqCst);
+                        }
+                        reply(200, &[], HttpBody::empty())
+                    }
+                    1 => return Box::pin(futures::future::pending()),
+                    status => reply(status as u16, &[], HttpBody::empty()),
+                };
+                return Box::pin(async move { Ok(response) });
+            }
             let message: Value = serde_json::from_slice(&r.body).unwrap();
             let session = r
                 .headers
@@ -607,8 +753,13 @@ mod tests {
                 let n = s.session.fetch_add(1, Ordering::SeqCst) + 1;
                 s.forgotten.store(false, Ordering::SeqCst);
                 let sid = format!("s{n}");
+                let version = if s.unknown_version.load(Ordering::SeqCst) {
+                    "1999-01-01"
+                } else {
+                    "2025-06-18"
+                };
                 let result = json!({"jsonrpc": "2.0", "id": id, "result": {
-                    "protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}},
+                    "protocolVersion": version, "capabilities": {"tools": {"listChanged": true}},
                     "serverInfo": {"name": "mini", "version": "1"}}});
                 reply(
                     200,
@@ -943,6 +1094,158 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(listed.tools.len(), 2);
+        });
+    }
+
+    /// The Streamable HTTP transport: a client that no longer needs a session sends `DELETE`
+    /// with its `Mcp-Session-Id`. A person's connection forgotten ends its session alongside
+    /// the request that pushed it out, with the token it was last used with (a refreshed one)
+    /// and the configured headers; the server forgets it. A server that never answers the
+    /// `DELETE` does not delay that request; one that answers 405 (it does not allow it)
+    /// changes nothing.
+    #[test]
+    fn a_forgotten_connection_ends_its_session_without_delaying_the_turn() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            let (http, _guard) = turn(&rt, &server);
+            let mut config = connection().server().clone();
+            config.auth = Some("acme".into());
+            let forgotten = Arc::new(McpConnection::new(config.clone()));
+            forgotten
+                .tools(
+                    &http,
+                    Some(&AccessToken::new("token-1")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                )
+                .await
+                .unwrap();
+            // Refreshed since: the session goes on with the new token.
+            forgotten
+                .call(
+                    &http,
+                    Some(&AccessToken::new("token-2")),
+                    "a",
+                    JsonObject::new(),
+                    T,
+                )
+                .await
+                .unwrap();
+            assert!(server.deleted.lock().unwrap().is_empty());
+            let other = McpConnection::new(config.clone());
+            let listed = ending_alongside(
+                &http,
+                Some(forgotten.clone()),
+                other.tools(
+                    &http,
+                    Some(&AccessToken::new("bob-1")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                ),
+            )
+            .await;
+            assert_eq!(listed.unwrap().tools.len(), 2);
+            assert_eq!(
+                *server.deleted.lock().unwrap(),
+                [(
+                    "s1".to_owned(),
+                    "2025-06-18".to_owned(),
+                    "Bearer token-2".to_owned()
+                )]
+            );
+            assert!(forgotten.cache().session.is_none(), "not used again");
+            // Once ended, nothing more to end.
+            forgotten.end_session(&http).await;
+            assert_eq!(server.deleted.lock().unwrap().len(), 1);
+            // Without a forgotten connection: the request alone, nothing ended.
+            ending_alongside(&http, None, async {}).await;
+            assert_eq!(server.deleted.lock().unwrap().len(), 1);
+
+            // A server that never answers the DELETE: the request is not delayed.
+            server.delete_status.store(1, Ordering::SeqCst);
+            let stalled = Arc::new(McpConnection::new(config.clone()));
+            stalled
+                .tools(
+                    &http,
+                    Some(&AccessToken::new("t")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                )
+                .await
+                .unwrap();
+            let before = rt.now_ms();
+            let fresh = McpConnection::new(config.clone());
+            ending_alongside(
+                &http,
+                Some(stalled),
+                fresh.tools(
+                    &http,
+                    Some(&AccessToken::new("u")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                ),
+            )
+            .await
+            .unwrap();
+            assert_eq!(rt.now_ms(), before, "the listing waited for the DELETE");
+            assert_eq!(server.deleted.lock().unwrap().len(), 2, "it was sent");
+            // Alone, it waits at most END_SESSION_TIMEOUT; a 405 is taken as it is.
+            let alone = Arc::new(McpConnection::new(config.clone()));
+            alone
+                .tools(
+                    &http,
+                    Some(&AccessToken::new("t")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                )
+                .await
+                .unwrap();
+            let before = rt.now_ms();
+            alone.end_session(&http).await;
+            assert_eq!(rt.now_ms() - before, END_SESSION_TIMEOUT.as_millis() as u64);
+            server.delete_status.store(405, Ordering::SeqCst);
+            let refused = Arc::new(McpConnection::new(config));
+            refused
+                .tools(
+                    &http,
+                    Some(&AccessToken::new("t")),
+                    &Redactor::default(),
+                    0,
+                    T,
+                )
+                .await
+                .unwrap();
+            refused.end_session(&http).await;
+            assert_eq!(server.deleted.lock().unwrap().len(), 4);
+        });
+    }
+
+    /// A session the server opened in `initialize` but that is not used (it speaks a protocol
+    /// revision this client does not know) is ended at once.
+    #[test]
+    fn a_session_opened_but_not_used_is_ended() {
+        let rt = VirtualRuntime::new();
+        rt.block_on(async {
+            let server = Arc::new(Server::default());
+            server.unknown_version.store(true, Ordering::SeqCst);
+            let (http, _guard) = turn(&rt, &server);
+            let c = connection();
+            let e = c
+                .tools(&http, None, &Redactor::default(), 0, T)
+                .await
+                .unwrap_err();
+            assert_eq!(e, McpError::Version("1999-01-01".into()));
+            assert_eq!(
+                *server.deleted.lock().unwrap(),
+                [("s1".to_owned(), "1999-01-01".to_owned(), String::new())]
+            );
+            assert_eq!(methods(&server), ["initialize@-"]);
         });
     }
 }

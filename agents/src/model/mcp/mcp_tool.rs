@@ -12,7 +12,7 @@ use runway_core::{AccessToken, Connection, Rejected, Turn};
 use serde_json::Value;
 
 use super::call_result::model_text;
-use super::connection::{ListedTools, McpConnection};
+use super::connection::{ListedTools, McpConnection, ending_alongside};
 use super::person_sessions::{Person, PersonSessions};
 use super::server_config::McpServer;
 use crate::model::redaction::Redactor;
@@ -132,10 +132,16 @@ impl McpServers {
     }
 
     /// The connection a request to server `index` goes through: the shared one, or, for a
-    /// server with `auth`, `person`'s (`None` without a person).
-    fn connection(&self, index: usize, person: Option<&Person>) -> Option<Arc<McpConnection>> {
+    /// server with `auth`, `person`'s (`None` without a person), with the connection of
+    /// another person it pushed out, if any (its session is to be ended:
+    /// [`ending_alongside`]).
+    fn connection(
+        &self,
+        index: usize,
+        person: Option<&Person>,
+    ) -> Option<(Arc<McpConnection>, Option<Arc<McpConnection>>)> {
         match self.kept.get(index)? {
-            Kept::Shared(c) => Some(c.clone()),
+            Kept::Shared(c) => Some((c.clone(), None)),
             Kept::PerPerson(p) => person.map(|person| p.of(person)),
         }
     }
@@ -266,34 +272,39 @@ impl McpServers {
             // looked up again (and reported) when the stand-in is called.
             return Listing::Connect;
         };
-        let Some(c) = self.connection(index, Some(person)) else {
+        let Some((c, forgotten)) = self.connection(index, Some(person)) else {
             return Listing::Connect;
         };
-        let mut retry = Rejected::Refresh;
-        for _ in 0..MAX_SENDS_AS_USER {
-            // A server echoing the user's token in its list does not get it to the model.
-            let redactor = redactor.with(token.expose());
-            match c
-                .tools(http, Some(&token), &redactor, now_ms, timeout)
-                .await
-            {
-                Ok(l) => return Listing::Tools(l),
-                Err(e) if e.unauthorized() => {
-                    match turn.connection_rejected(key, &token, retry).await {
-                        Ok(Connection::Token(renewed)) => {
-                            token = renewed;
-                            retry = Rejected::GiveUp;
+        let listed = async {
+            let mut retry = Rejected::Refresh;
+            for _ in 0..MAX_SENDS_AS_USER {
+                // A server echoing the user's token in its list does not get it to the model.
+                let redactor = redactor.with(token.expose());
+                match c
+                    .tools(http, Some(&token), &redactor, now_ms, timeout)
+                    .await
+                {
+                    Ok(l) => return Listing::Tools(l),
+                    Err(e) if e.unauthorized() => {
+                        match turn.connection_rejected(key, &token, retry).await {
+                            Ok(Connection::Token(renewed)) => {
+                                token = renewed;
+                                retry = Rejected::GiveUp;
+                            }
+                            Ok(Connection::Authorize(_)) => return Listing::Connect,
+                            Err(e) => return Listing::Failed(e.to_string()),
                         }
-                        Ok(Connection::Authorize(_)) => return Listing::Connect,
-                        Err(e) => return Listing::Failed(e.to_string()),
+                    }
+                    Err(e) => {
+                        return Listing::Failed(
+                            e.to_string().replace(token.expose(), "[redacted]"),
+                        );
                     }
                 }
-                Err(e) => {
-                    return Listing::Failed(e.to_string().replace(token.expose(), "[redacted]"));
-                }
             }
-        }
-        Listing::Failed("the server refused the user's token again".into())
+            Listing::Failed("the server refused the user's token again".into())
+        };
+        ending_alongside(http, forgotten, listed).await
     }
 
     /// Runs `tool` with the model's `arguments` (JSON text) and returns what the model reads:
@@ -334,9 +345,14 @@ impl McpServers {
         max_bytes: usize,
         redactor: &Redactor,
     ) -> Result<String, TokenRefused> {
-        let Some(connection) = self.connection(tool.server, person) else {
-            return Ok(format!("Error: there is no tool named {:?}.", tool.name));
+        let reachable = match self.kept.get(tool.server) {
+            Some(Kept::Shared(_)) => true,
+            Some(Kept::PerPerson(_)) => person.is_some(),
+            None => false,
         };
+        if !reachable {
+            return Ok(format!("Error: there is no tool named {:?}.", tool.name));
+        }
         if tool.auth.is_some() && bearer.is_none() {
             // Never sent without the user's token (`run_calls` looks it up first).
             return Ok(
@@ -354,11 +370,14 @@ impl McpServers {
                 Err(e) => return Ok(format!("Error: the arguments are not valid JSON ({e}).")),
             }
         };
+        // Looked up last: a person's connection pushing another out is always followed by a
+        // request, alongside which the other's session is ended.
+        let Some((connection, forgotten)) = self.connection(tool.server, person) else {
+            return Ok(format!("Error: there is no tool named {:?}.", tool.name));
+        };
         let timeout = call_timeout(http, connection.server(), default_timeout);
-        let text = match connection
-            .call(http, bearer, &tool.remote, args, timeout)
-            .await
-        {
+        let called = connection.call(http, bearer, &tool.remote, args, timeout);
+        let text = match ending_alongside(http, forgotten, called).await {
             Ok(result) => {
                 tracing::info!(
                     tool = %tool.name,

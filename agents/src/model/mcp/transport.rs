@@ -1,6 +1,6 @@
 //! One JSON-RPC message to an MCP server over Streamable HTTP, and the answer to it: a `POST`
 //! whose reply is a JSON body, an event stream (`text/event-stream`, read until the answer
-//! arrives) or `202 Accepted` for a notification.
+//! arrives) or `202 Accepted` for a notification; and the `DELETE` that ends a session.
 //!
 //! Requests go through the turn's [`Http`], so they end by the turn's deadline and when the
 //! turn ends. The client behind it must not follow redirects: a redirect is refused here, so
@@ -283,6 +283,42 @@ async fn post(
         });
     }
     Ok(response)
+}
+
+/// Ends `session` (Streamable HTTP: a client that no longer needs a session SHOULD send
+/// `DELETE` to the MCP endpoint with its `Mcp-Session-Id`), with the session's, the
+/// configured and `bearer`'s headers as every request of the session, within `timeout`. The
+/// answer's status: `405` means the server does not let clients end sessions, `404` that it
+/// had already forgotten this one. The body is not read.
+pub(crate) async fn terminate(
+    http: &Http,
+    server: &McpServer,
+    bearer: Option<&AccessToken>,
+    session: &SessionHeaders,
+    timeout: Duration,
+) -> Result<u16, TransportError> {
+    let Some(id) = &session.id else {
+        // A server that gave no session id keeps no session to end.
+        return Ok(200);
+    };
+    let mut request = http
+        .delete(server.url.as_str())
+        .timeout(timeout)
+        .header("mcp-session-id", id.as_str())
+        .header("mcp-protocol-version", session.protocol_version.as_str());
+    for (name, value) in &server.headers {
+        if bearer.is_none() || name != http::header::AUTHORIZATION {
+            request = request.header(name.clone(), value.expose());
+        }
+    }
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token.expose());
+    }
+    let status = request.send().await?.status();
+    if status.is_redirection() {
+        return Err(TransportError::Redirect(status.as_u16()));
+    }
+    Ok(status.as_u16())
 }
 
 /// Answers the server's request `id`: `ping` with an empty result, anything else (sampling,
