@@ -147,7 +147,12 @@ async function reverseProxies(maps, dir) {
   return {
     rules,
     hosts: maps.map((m) => new URL(m.from).hostname),
-    close: () => servers.forEach((s) => s.closeAllConnections?.() ?? s.close()),
+    close: () => {
+      for (const s of servers) {
+        s.closeAllConnections();
+        s.close();
+      }
+    },
   };
 }
 
