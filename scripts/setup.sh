@@ -11,3 +11,6 @@ rustup target add wasm32-unknown-unknown >/dev/null
 scripts/setup-mcp.sh
 scripts/setup-oauth.sh
 scripts/setup-agui.sh
+# Chromium and playwright-core: tests/tests/serve_connect.rs drives the playground's
+# authorization card in a browser.
+scripts/setup-playground.sh

@@ -27,6 +27,7 @@ scripts/setup-aws.sh
 scripts/setup-mcp.sh
 scripts/setup-agui.sh
 scripts/setup-oauth.sh
+scripts/setup-playground.sh
 # shellcheck source=infra/aws/venv.sh
 source infra/aws/venv.sh
 lint="$(runway_aws_lint_venv)"

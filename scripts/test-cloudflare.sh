@@ -20,6 +20,7 @@ cf_ensure_all
 scripts/setup-mcp.sh
 scripts/setup-agui.sh
 scripts/setup-oauth.sh
+scripts/setup-playground.sh
 
 # One wasm build serves the whole suite: the repo's Worker with the model agent, which
 # tests/tests/cloudflare_model.rs needs (the other suites use demo and http-probe, in every

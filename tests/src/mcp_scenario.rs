@@ -140,13 +140,15 @@ impl McpBench {
             calls(&[("call_slow", "orders_slow", r#"{"seconds":30}"#)]),
             answer("It took too long."),
         ]);
-        // The approval checks' and the client tool check's requests (`crate::approval_checks`,
-        // `crate::client_tool_checks`, which a runtime's other model checks may run first) are
-        // answered by their own model; the rest in order.
+        // The approval checks', the client tool check's and the playground's connect flow's
+        // requests (`crate::approval_checks`, `crate::client_tool_checks`,
+        // `crate::oauth_flow::a_person_connects_through_the_playground`, which a runtime's other
+        // model checks may run first) are answered by their own model; the rest in order.
         let script = std::sync::Mutex::new(std::collections::VecDeque::from(script));
         let model = ScriptedServer::start(move |r| {
             let own = crate::approval_checks::approvals_model(r)
-                .or_else(|| crate::client_tool_checks::client_tool_model(r));
+                .or_else(|| crate::client_tool_checks::client_tool_model(r))
+                .or_else(|| crate::oauth_flow::playground_orders_model(r));
             own.unwrap_or_else(|| {
                 script.lock().unwrap().pop_front().unwrap_or_else(|| {
                     Reply::status(500, &[], &json!({"error": {"message": "script exhausted"}}))

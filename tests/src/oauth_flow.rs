@@ -1,8 +1,9 @@
 //! Connected accounts end to end, shared by every runtime's test: the real OAuth server
 //! (tests/oauth/server.mjs, oidc-provider pinned in tests/oauth/package-lock.json, installed by
-//! scripts/setup-oauth.sh), a tools file with a provider and a tool acting as the user, and a
+//! scripts/setup-oauth.sh), a tools file with a provider and a tool acting as the user, a
 //! browser that opens the card's link and signs in at the provider's own pages with plain
-//! HTTP.
+//! HTTP, and a person doing the same through the playground's card in headless Chromium
+//! (tests/browser/connect-flow.mjs, installed by scripts/setup-playground.sh).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -12,9 +13,10 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::TurnStream;
+use crate::client::{fresh_id, run_body};
 pub use crate::mcp_servers::free_port;
 use crate::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
+use crate::{Client, TurnStream};
 
 /// runway's client secret at the OAuth server.
 pub const CLIENT_SECRET: &str = "client-secret-9f2e";
@@ -57,6 +59,21 @@ pub fn orders_api(r: &Recorded) -> Reply {
         }
         _ => Reply::status(401, &[], &serde_json::json!({"error": "sign in"})),
     }
+}
+
+/// What the person in the playground asks ([`a_person_connects_through_the_playground`]), so
+/// a model scripted for other checks can answer it with [`playground_orders_model`].
+pub const PLAYGROUND_QUESTION: &str = "Which orders do I have?";
+
+/// [`orders_model`]'s answer to a request of a conversation that asked
+/// [`PLAYGROUND_QUESTION`]; `None` for any other request.
+pub fn playground_orders_model(r: &Recorded) -> Option<Reply> {
+    let body = r.json();
+    body["messages"]
+        .as_array()?
+        .iter()
+        .any(|m| m["role"] == "user" && m["content"] == PLAYGROUND_QUESTION)
+        .then(|| orders_model(r))
 }
 
 /// The model: a call of `my_orders` for a new request, a sentence once it has the result.
@@ -273,7 +290,6 @@ pub async fn a_user_connects_and_the_call_runs_as_them(
     api: &ScriptedServer,
     oauth: &str,
 ) {
-    use crate::client::{fresh_id, run_body};
     let thread = fresh_id();
     let body = run_body(&fresh_id(), &thread, "What are my orders?");
     let user = body["userId"].as_str().unwrap().to_owned();
@@ -404,4 +420,230 @@ pub async fn registrations(oauth: &str) -> u64 {
         .await
         .unwrap();
     v["registrations"].as_u64().unwrap_or(0)
+}
+
+/// Where a person opens the playground for [`a_person_connects_through_the_playground`].
+pub struct Playground<'a> {
+    /// The page's URL.
+    pub page: &'a str,
+    /// The values the page asks for (`runway serve`'s own page, with its header set); none
+    /// through `runway playground`, which adds them itself.
+    pub headers: &'a [(String, String)],
+    /// The deployment's public URL (what the card links to and the provider redirects to), and
+    /// the local address the browser reaches it at (through connect-flow.mjs's reverse proxy).
+    pub public: (&'a str, &'a str),
+    /// How the thread resumes once the popup says "connected": `"page"` (the callback page
+    /// told the playground, same origin) or `"continue"` (the card's Continue pressed).
+    pub resumed_by: &'a str,
+}
+
+/// `runway playground BASE --header …` (the real binary) on a free loopback port: the process
+/// (killed on drop) and the page's URL.
+///
+/// # Panics
+/// If it does not print the page's URL within 20 s.
+pub async fn playground_proxy(base: &str, headers: &[(String, String)]) -> (Child, String) {
+    let mut cmd = Command::new(crate::runway_binary());
+    cmd.args(["playground", base, "--listen", "127.0.0.1:0"]);
+    for (name, value) in headers {
+        cmd.arg("--header").arg(format!("{name}: {value}"));
+    }
+    let mut child = cmd
+        .env("RUNWAY_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("runway playground starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("open:") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("runway playground exited without printing its page");
+    })
+    .await
+    .expect("runway playground printed its page in time");
+    // Whatever it prints later is read too, so no write of it ever fails.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+/// Runs tests/browser/connect-flow.mjs: a person opens `at`'s page, asks
+/// [`PLAYGROUND_QUESTION`], presses the card's connect button, signs in as `login` and
+/// refuses at the provider's consent page, continues (the card again), then connects, and the
+/// thread resumes. Its JSON report.
+///
+/// # Panics
+/// If scripts/setup-playground.sh has not run, or any step of the flow fails (the script's
+/// message), or it takes over 200 s.
+pub async fn connect_in_the_playground(at: &Playground<'_>, login: &str) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("browser");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        dir.join("node_modules/playwright-core").exists() && Path::new(&chromium).exists(),
+        "run scripts/setup-playground.sh first (playwright-core and {chromium})"
+    );
+    let (public, local) = at.public;
+    let mut cmd = Command::new("node");
+    cmd.arg("connect-flow.mjs")
+        .args(["--page", at.page, "--login", login, "--refuse-first"])
+        .args(["--question", PLAYGROUND_QUESTION])
+        .arg("--map")
+        .arg(format!("{public}={local}"));
+    for (name, value) in at.headers {
+        cmd.arg("--header").arg(format!("{name}: {value}"));
+    }
+    cmd.current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let child = cmd.spawn().expect("node");
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    let Ok(out) = tokio::time::timeout(Duration::from_secs(200), child.wait_with_output()).await
+    else {
+        // The browser too: the script's whole process group.
+        if let Some(pid) = pid {
+            let _ = std::process::Command::new("bash")
+                .args(["-c", &format!("kill -KILL -- -{pid}")])
+                .status();
+        }
+        panic!("connect-flow.mjs took over 200 s");
+    };
+    let out = out.expect("node runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "connect-flow.mjs failed: {stderr}");
+    eprintln!(
+        "connect-flow.mjs: {:.1} s in Chromium",
+        started.elapsed().as_secs_f64()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("connect-flow.mjs printed {stdout:?}: {e}"))
+}
+
+/// Issue 27 through the playground's card, in a real browser: a person in the playground (its
+/// own random workspace and user) gets the card, refuses at the provider (the callback page
+/// says access_denied, Continue brings the card again, no call is made), then connects in the
+/// popup at the provider's own login and consent pages; the thread resumes and the pending
+/// call runs as them (the protected API got one token, whose subject is their login). The
+/// connection is theirs alone: their next turn runs straight away, another user of their
+/// workspace and they in another workspace get the card. `client` reaches the deployment;
+/// `api` answers `/orders` for a bearer token; the model answers [`PLAYGROUND_QUESTION`] as
+/// [`orders_model`] does. The script's report.
+pub async fn a_person_connects_through_the_playground(
+    at: &Playground<'_>,
+    client: &Client,
+    api: &ScriptedServer,
+    oauth: &str,
+) -> Value {
+    let started = std::time::Instant::now();
+    let login = format!("ada-{}", &fresh_id()[..6]);
+    let sent_before = bearer_tokens(api).len();
+    let flow = connect_in_the_playground(at, &login).await;
+    let connect_button = format!("Connect {PROVIDER_NAME}");
+    assert_eq!(flow["card"]["button"], connect_button.as_str(), "{flow}");
+    assert!(
+        flow["card"]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains(&format!("Connect your {PROVIDER_NAME} account"))),
+        "{flow}"
+    );
+
+    // Refused at the consent page: the callback page says so, and the thread asks again.
+    let refusal = &flow["refusal"];
+    assert_eq!(refusal["callback"]["error"], "access_denied", "{flow}");
+    assert_eq!(refusal["callback"]["status"], 403, "{flow}");
+    assert!(
+        refusal["callback"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!(
+                "{PROVIDER_NAME} was not connected (access_denied)"
+            ))),
+        "{flow}"
+    );
+    assert_eq!(
+        refusal["cardAgain"]["button"],
+        connect_button.as_str(),
+        "{flow}"
+    );
+
+    // Connected: the callback page under the public URL, the thread resumed with `authorized`
+    // and the pending call's result in the transcript.
+    let (public, _) = at.public;
+    let callback = &flow["callback"];
+    assert_eq!(callback["status"], 200, "{flow}");
+    assert_eq!(
+        callback["callbackUrl"],
+        format!("{public}/callback"),
+        "{flow}"
+    );
+    assert!(
+        callback["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!(
+                "{PROVIDER_NAME} is connected. You can close this window."
+            ))),
+        "{flow}"
+    );
+    assert_eq!(flow["resumedBy"], at.resumed_by, "{flow}");
+    assert_eq!(
+        flow["resumes"],
+        serde_json::json!(["authorized", "authorized"]),
+        "{flow}"
+    );
+    assert!(
+        flow["answer"].as_str().is_some_and(|a| a.contains("DH-1")),
+        "{flow}"
+    );
+
+    // One call, after connecting, with a token of the login.
+    let tokens = bearer_tokens(api);
+    assert_eq!(
+        tokens.len(),
+        sent_before + 1,
+        "one call, once connected: {flow}"
+    );
+    assert_eq!(subject(oauth, &tokens[sent_before]).await, login);
+
+    // The playground's user, and only they, in their workspace only.
+    let (workspace, user) = (
+        flow["workspaceId"]
+            .as_str()
+            .expect("the page's workspaceId"),
+        flow["userId"].as_str().expect("the page's userId"),
+    );
+    let turn = |workspace: &str, user: &str| {
+        let mut b = run_body(&fresh_id(), &fresh_id(), PLAYGROUND_QUESTION);
+        b["workspaceId"] = serde_json::json!(workspace);
+        b["userId"] = serde_json::json!(user);
+        b
+    };
+    let t = client.turn(&turn(workspace, user)).await;
+    assert!(card(&t).is_none(), "their next turn: {:?}", t.frames);
+    assert!(t.text().contains("DH-1"), "{}", t.text());
+    let tokens = bearer_tokens(api);
+    assert_eq!(tokens.len(), sent_before + 2);
+    assert_eq!(subject(oauth, tokens.last().unwrap()).await, login);
+    let (someone_else, elsewhere) = (fresh_id(), fresh_id());
+    for (workspace, user) in [(workspace, someone_else.as_str()), (&elsewhere, user)] {
+        let t = client.turn(&turn(workspace, user)).await;
+        assert!(card(&t).is_some(), "{workspace}/{user}: {:?}", t.frames);
+    }
+    assert_eq!(
+        bearer_tokens(api).len(),
+        sent_before + 2,
+        "another's token used"
+    );
+    eprintln!(
+        "the playground's connect flow and its checks: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    flow
 }

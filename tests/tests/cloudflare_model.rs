@@ -3,7 +3,8 @@
 //! streams the text as it arrives, runs parallel HTTP tools, pauses for approval and goes on
 //! after `resume`, retries a 429 that came before the first token, and leaves an AG-UI client's
 //! own tool for the client (issue 28); and it uses the tools
-//! of real MCP servers; and a tool acting as the user who connected an account.
+//! of real MCP servers; and a tool acting as the user who connected an account (with plain
+//! HTTP, and through the playground's card in headless Chromium).
 //!
 //! Ignored by a plain `cargo test`: run by `scripts/test-cloudflare.sh` (see `cloudflare.rs`).
 
@@ -349,12 +350,14 @@ async fn a_workers_file_of_model_workers_on_workers() {
 
 /// Connected accounts on Workers (issue 27): the model agent's tool with `auth = "acme"`, the
 /// real OAuth server of [`runway_e2e::oauth_flow`], the `RUNWAY_VAULT_KEY` secret, connect
-/// states and the vault in Durable Objects; forged and replayed callbacks refused.
+/// states and the vault in Durable Objects; forged and replayed callbacks refused; and a person
+/// connecting through `runway playground`'s card in headless Chromium.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs wrangler, the Workers toolchain and scripts/setup-oauth.sh: run scripts/test-cloudflare.sh"]
+#[ignore = "needs wrangler, the Workers toolchain, scripts/setup-oauth.sh and scripts/setup-playground.sh: run scripts/test-cloudflare.sh"]
 async fn a_tool_on_workers_acts_as_the_user_who_connected() {
     use runway_e2e::oauth_flow::{
-        self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, free_port,
+        self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, Playground, VAULT_KEY, free_port,
+        playground_proxy,
     };
     // The card's links and the redirect URI name this; the test maps it onto `wrangler dev`.
     const PUBLIC: &str = "https://agent.runway.test";
@@ -377,9 +380,20 @@ async fn a_tool_on_workers_acts_as_the_user_who_connected() {
     .await;
     let client = Client::new(worker.base_url(), target_auth());
     let mut browser = Browser::new(PUBLIC, worker.base_url());
-    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-        oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth),
-    ))
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
+        oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth)
+            .await;
+        // The same through the playground (`runway playground` in front of the Worker), in
+        // Chromium: the popup at the Worker's public URL, the card's Continue.
+        let (_playground, page) = playground_proxy(worker.base_url(), &target_auth()).await;
+        let at = Playground {
+            page: &page,
+            headers: &[],
+            public: (PUBLIC, worker.base_url()),
+            resumed_by: "continue",
+        };
+        oauth_flow::a_person_connects_through_the_playground(&at, &client, &api, &oauth).await;
+    }))
     .await;
     worker.stop().await;
     if let Err(failure) = result {

@@ -3,7 +3,8 @@
 //! OpenAI-compatible endpoint in this test, the tools file with a `${NAME}` header, an approval
 //! round trip, an AG-UI client's own tool (issue 28), attachments downloaded once and kept in
 //! the table, a connected account (the real OAuth server of [`runway_e2e::oauth_flow`], its
-//! tokens in the table's vault); an MCP server with its own authorization (`auth = "oauth"`:
+//! tokens in the table's vault; connected with plain HTTP, and by a person through
+//! `runway playground`'s card in headless Chromium); an MCP server with its own authorization (`auth = "oauth"`:
 //! discovered, registered once in the table, tokens for that server alone); and MCP tools of
 //! real MCP servers.
 //!
@@ -16,8 +17,8 @@ use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
 use runway_e2e::mcp_scenario::McpBench;
 use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
-    self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, VAULT_KEY, free_port, oauth_server,
-    registrations,
+    self, Browser, CLIENT_SECRET, CLIENT_SECRET_SETTING, Playground, VAULT_KEY, free_port,
+    oauth_server, playground_proxy, registrations,
 };
 use runway_e2e::scripted_server::{PIXEL_PNG, Piece, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, TARGET_ENV, target_auth};
@@ -250,6 +251,16 @@ async fn the_model_agent_on_lambda_streams_asks_for_approval_keeps_attachments_c
         let mut browser = Browser::new(PUBLIC, function.base_url());
         oauth_flow::a_user_connects_and_the_call_runs_as_them(&client, &mut browser, &api, &oauth)
             .await;
+        // The same through the playground (`runway playground` in front of the function), in
+        // Chromium: the popup at the function's public URL, the card's Continue.
+        let (_playground, page) = playground_proxy(function.base_url(), &target_auth()).await;
+        let at = Playground {
+            page: &page,
+            headers: &[],
+            public: (PUBLIC, function.base_url()),
+            resumed_by: "continue",
+        };
+        oauth_flow::a_person_connects_through_the_playground(&at, &client, &api, &oauth).await;
         an_mcp_server_with_its_own_authorization(&client, &oauth, &desk, &desk_log, &bench.model)
             .await;
         bench.check(&client).await;

@@ -1,7 +1,8 @@
 //! Connected accounts end to end on `runway serve` (issue 27): the model agent's tool with
 //! `auth = "acme"` (from the tools file, and from a workers file's worker), a real OAuth server
 //! from npm ([`runway_e2e::oauth_flow`]) whose login and consent pages are driven with plain
-//! HTTP, a protected API on loopback, and the scripted OpenAI-compatible model; and the
+//! HTTP and, through the playground's card, in headless Chromium (scripts/setup-playground.sh),
+//! a protected API on loopback, and the scripted OpenAI-compatible model; and the
 //! operators' `runway connections` (list, revoke) against it; and an `[[mcp]]` server with
 //! `auth = "acme"` (the Python MCP SDK's bearer-token middleware, checking each token at the
 //! OAuth server). One OAuth server for the file: one test runs the scenarios in turn.
@@ -14,9 +15,10 @@ use std::sync::{Arc, Mutex};
 use runway_e2e::client::{AGENT_ID, WORKSPACE_ID, fresh_id, run_body};
 use runway_e2e::mcp_servers::McpServerProcess;
 use runway_e2e::oauth_flow::{
-    Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, VAULT_KEY,
-    a_user_connects_and_the_call_runs_as_them, bearer_tokens, card, checked_orders_api, free_port,
-    grants, honoured, oauth_server, orders_api, orders_model, revoke, subject, tools,
+    Browser, CLIENT_SECRET as SECRET, CLIENT_SECRET_SETTING, Playground, VAULT_KEY,
+    a_person_connects_through_the_playground, a_user_connects_and_the_call_runs_as_them,
+    bearer_tokens, card, checked_orders_api, free_port, grants, honoured, oauth_server, orders_api,
+    orders_model, revoke, subject, tools,
 };
 use runway_e2e::scripted_server::{Recorded, Reply, ScriptedServer, chunk};
 use runway_e2e::{AgentProcess, Client, free_data_dir, runway_binary};
@@ -875,7 +877,21 @@ async fn a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(oa
     let tokens = bearer_tokens(&api);
     assert_eq!(tokens.len(), 2);
     assert_eq!(subject(&oauth, &tokens[1]).await, "alice");
+
+    // 8. A person in the deployment's own playground, opened at its public URL, in Chromium:
+    // the card, the popup at the provider's pages (refused once, then connected), and the
+    // thread resumed by the callback page (same origin); the call runs as them alone.
+    let page_headers = [(AUTH.0.to_owned(), AUTH.1.to_owned())];
+    let at = Playground {
+        page: &format!("{PUBLIC}/"),
+        headers: &page_headers,
+        public: (PUBLIC, client.base()),
+        resumed_by: "page",
+    };
+    a_person_connects_through_the_playground(&at, &client, &api, &oauth).await;
+
     // Nothing in the database is a token in plain text.
+    let tokens = bearer_tokens(&api);
     process.stop().await;
     let db = std::fs::read_dir(&data_dir)
         .unwrap()
@@ -883,7 +899,8 @@ async fn a_tool_acts_as_the_user_who_connected_and_the_attacks_change_nothing(oa
         .map(|e| std::fs::read(e.path()).unwrap_or_default())
         .collect::<Vec<_>>();
     for bytes in db {
-        assert!(!String::from_utf8_lossy(&bytes).contains(&tokens[0]));
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!tokens.iter().any(|t| text.contains(t.as_str())));
     }
     let _ = std::fs::remove_dir_all(&data_dir);
 }
