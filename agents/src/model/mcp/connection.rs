@@ -50,8 +50,9 @@ const MAX_TOOL_ENTRY_BYTES: usize = 64 * 1024;
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Cancellations owed at most per server; past it the oldest is dropped.
 const MAX_OWED_CANCELS: usize = 16;
-/// Longest wait for the server to take the end of a session (`DELETE`).
-const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest wait for the server to take the end of a session (`DELETE`): also the most the
+/// request that pushed a person out can be delayed by it ([`ending_alongside`]).
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Something that stopped an MCP request.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -582,9 +583,14 @@ impl McpConnection {
 }
 
 /// `work`, with the session of `forgotten` (a person's connection just pushed out, see
-/// [`PersonSessions::of`](super::person_sessions::PersonSessions::of)) ended alongside it:
-/// the end starts first and goes with it, and is dropped (with a log line) if it is still
-/// unanswered when `work` is done: a courtesy to the server never delays the turn.
+/// [`PersonSessions::of`](super::person_sessions::PersonSessions::of)) ended alongside it: the
+/// end starts first and runs with it, and `work`'s answer waits for it, at most
+/// [`END_SESSION_TIMEOUT`] from its start (its request's own timeout). Waiting, rather than
+/// dropping an end still in flight when `work` is done, is what makes it reach the server: a
+/// `DELETE` can take the server longer than the few requests `work` sends, and the forgotten
+/// connection has no other request to go with. It delays only the request that pushes a
+/// person out (past [`MAX_PEOPLE_PER_SERVER`](super::person_sessions::MAX_PEOPLE_PER_SERVER)),
+/// by one round trip, or by the timeout at most for a server that never answers it.
 pub(crate) async fn ending_alongside<T>(
     http: &Http,
     forgotten: Option<Arc<McpConnection>>,
@@ -593,14 +599,8 @@ pub(crate) async fn ending_alongside<T>(
     let Some(old) = forgotten else {
         return work.await;
     };
-    match futures::future::select(pin!(old.end_session(http)), pin!(work)).await {
-        futures::future::Either::Left(((), work)) => work.await,
-        futures::future::Either::Right((done, _)) => {
-            tracing::info!(server = %old.server.name,
-                "the end of a forgotten MCP session was still unsent when the request was answered: dropped");
-            done
-        }
-    }
+    let ((), done) = futures::future::join(old.end_session(http), work).await;
+    done
 }
 
 /// `entry` (one tool of a list) with every secret taken out; `None` if it is not an object, is
@@ -1101,10 +1101,10 @@ mod tests {
     /// with its `Mcp-Session-Id`. A person's connection forgotten ends its session alongside
     /// the request that pushed it out, with the token it was last used with (a refreshed one)
     /// and the configured headers; the server forgets it. A server that never answers the
-    /// `DELETE` does not delay that request; one that answers 405 (it does not allow it)
-    /// changes nothing.
+    /// `DELETE` delays that request by `END_SESSION_TIMEOUT` at most; one that answers 405 (it
+    /// does not allow it) changes nothing.
     #[test]
-    fn a_forgotten_connection_ends_its_session_without_delaying_the_turn() {
+    fn a_forgotten_connection_ends_its_session_alongside_the_request_that_pushed_it_out() {
         let rt = VirtualRuntime::new();
         rt.block_on(async {
             let server = Arc::new(Server::default());
@@ -1164,7 +1164,8 @@ mod tests {
             ending_alongside(&http, None, async {}).await;
             assert_eq!(server.deleted.lock().unwrap().len(), 1);
 
-            // A server that never answers the DELETE: the request is not delayed.
+            // A server that never answers the DELETE: the request waits for it, within its
+            // timeout.
             server.delete_status.store(1, Ordering::SeqCst);
             let stalled = Arc::new(McpConnection::new(config.clone()));
             stalled
@@ -1192,7 +1193,11 @@ mod tests {
             )
             .await
             .unwrap();
-            assert_eq!(rt.now_ms(), before, "the listing waited for the DELETE");
+            assert_eq!(
+                rt.now_ms() - before,
+                END_SESSION_TIMEOUT.as_millis() as u64,
+                "the listing waits for the DELETE, END_SESSION_TIMEOUT at most"
+            );
             assert_eq!(server.deleted.lock().unwrap().len(), 2, "it was sent");
             // Alone, it waits at most END_SESSION_TIMEOUT; a 405 is taken as it is.
             let alone = Arc::new(McpConnection::new(config.clone()));
