@@ -34,12 +34,12 @@
 //! limits = { turns_per_minute = 2 } # one worker within one workspace
 //! ```
 
-use std::collections::BTreeMap;
+mod raw;
+
 use std::sync::Arc;
 
 use runway_core::adapter::Runtime;
 use runway_core::{Price, SharedAgent, UsageLimits, Workers};
-use serde::Deserialize;
 use toml::Spanned;
 
 use crate::BuiltinAgent;
@@ -48,6 +48,7 @@ use crate::model::tools_file::{fill_settings, line_column};
 use crate::model::{ModelAgent, ModelSettings, Secret, parse_tools};
 use crate::settings::{WORKERS_FILE_SETTING, WORKERS_SETTING};
 use crate::toml_settings;
+use raw::{RawWorker, RawWorkspace};
 
 /// The name a workers file gives the one agent a binary serves in code
 /// (`runway::serve(MyAgent)`): `agent = "main"`.
@@ -65,133 +66,6 @@ pub struct WorkersFileError {
     pub column: usize,
     /// What is wrong.
     pub reason: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    #[serde(default)]
-    defaults: RawWorker,
-    #[serde(default)]
-    prices: BTreeMap<String, RawPrice>,
-    #[serde(default)]
-    workers: BTreeMap<String, Spanned<RawWorker>>,
-    #[serde(default)]
-    workspaces: BTreeMap<String, Spanned<RawWorkspace>>,
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(deny_unknown_fields)]
-struct RawWorker {
-    name: Option<String>,
-    agent: Option<Spanned<String>>,
-    base_url: Option<Spanned<String>>,
-    model: Option<Spanned<String>>,
-    api_key: Option<Spanned<String>>,
-    system_prompt: Option<String>,
-    tools_file: Option<Spanned<String>>,
-    tools: Option<Spanned<String>>,
-    limits: Option<RawLimits>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(deny_unknown_fields)]
-struct RawPrice {
-    input_per_million: Usd,
-    output_per_million: Usd,
-}
-
-/// An amount in US dollars: a finite number of 0 or more. TOML also spells `nan`, `inf` and
-/// negative numbers; as a spend limit they would refuse every turn, as a price make every cost
-/// 0, so they are refused where they are written (the error carries the value's line).
-#[derive(Clone, Copy)]
-struct Usd(f64);
-
-impl<'de> Deserialize<'de> for Usd {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        /// Checked in the visitor, inside the deserializer's call: the error is placed at the
-        /// value (`toml_settings` places errors made there).
-        struct Dollars;
-        impl serde::de::Visitor<'_> for Dollars {
-            type Value = Usd;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an amount in US dollars")
-            }
-
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Usd, E> {
-                if v.is_finite() && v >= 0.0 {
-                    Ok(Usd(v))
-                } else {
-                    Err(E::custom(format!(
-                        "{v} is not an amount in US dollars: use a number of 0 or more"
-                    )))
-                }
-            }
-
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Usd, E> {
-                self.visit_f64(v as f64)
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Usd, E> {
-                self.visit_f64(v as f64)
-            }
-        }
-        d.deserialize_f64(Dollars)
-    }
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    turns_per_minute: Option<u64>,
-    tokens_per_day: Option<u64>,
-    spend_per_day: Option<Usd>,
-    spend_per_month: Option<Usd>,
-}
-
-impl From<RawLimits> for UsageLimits {
-    fn from(r: RawLimits) -> Self {
-        UsageLimits {
-            turns_per_minute: r.turns_per_minute,
-            tokens_per_day: r.tokens_per_day,
-            spend_per_day: r.spend_per_day.map(|u| u.0),
-            spend_per_month: r.spend_per_month.map(|u| u.0),
-        }
-    }
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(deny_unknown_fields)]
-struct RawOverride {
-    model: Option<Spanned<String>>,
-    system_prompt_addition: Option<String>,
-    tools_allowed: Option<Spanned<Vec<String>>>,
-    limits: Option<RawLimits>,
-}
-
-/// `[workspaces."<id>"]`: the overrides of [`RawOverride`] for every worker, and
-/// `workers."<agentId>"` tables for one worker (serde's `flatten` would lose the spans).
-#[derive(Deserialize, Default, Clone)]
-#[serde(deny_unknown_fields)]
-struct RawWorkspace {
-    model: Option<Spanned<String>>,
-    system_prompt_addition: Option<String>,
-    tools_allowed: Option<Spanned<Vec<String>>>,
-    limits: Option<RawLimits>,
-    #[serde(default)]
-    workers: BTreeMap<String, Spanned<RawOverride>>,
-}
-
-impl RawWorkspace {
-    fn overrides(&self) -> RawOverride {
-        RawOverride {
-            model: self.model.clone(),
-            system_prompt_addition: self.system_prompt_addition.clone(),
-            tools_allowed: self.tools_allowed.clone(),
-            limits: self.limits,
-        }
-    }
 }
 
 /// Reads the workers file from the settings, if one is set: `RUNWAY_WORKERS_FILE` (a path,
@@ -289,8 +163,8 @@ pub fn load_workers<R: Runtime + Clone>(
             reason,
         }
     };
-    let raw: RawFile = toml_settings::parse(source)
-        .and_then(toml_settings::read)
+    let raw = toml_settings::parse(source)
+        .and_then(raw::read_file)
         .map_err(|e| {
             err_at(
                 e.span().map_or(0, |s| s.start),
@@ -308,8 +182,8 @@ pub fn load_workers<R: Runtime + Clone>(
         workers = workers.price(
             model.clone(),
             Price {
-                input_per_million: p.input_per_million.0,
-                output_per_million: p.output_per_million.0,
+                input_per_million: p.input_per_million,
+                output_per_million: p.output_per_million,
             },
         );
     }
@@ -318,7 +192,8 @@ pub fn load_workers<R: Runtime + Clone>(
         .values()
         .flat_map(|w| {
             let w = w.get_ref();
-            std::iter::once(w.limits).chain(w.workers.values().map(|o| o.get_ref().limits))
+            std::iter::once(w.overrides.limits)
+                .chain(w.workers.values().map(|o| o.get_ref().limits))
         })
         .flatten()
         .chain(raw.defaults.limits)
@@ -421,8 +296,7 @@ pub fn load_workers<R: Runtime + Clone>(
         for (ws_id, ws) in &raw.workspaces {
             let ws = ws.get_ref();
             let pair = ws.workers.get(id);
-            let wide = ws.overrides();
-            let overrides = [Some(&wide), pair.map(Spanned::get_ref)];
+            let overrides = [Some(&ws.overrides), pair.map(Spanned::get_ref)];
             if !changes_agent(ws, id) {
                 if any_variant
                     && ws_id != runway_core::meter::ANY_WORKSPACE
@@ -499,7 +373,7 @@ pub fn load_workers<R: Runtime + Clone>(
             runway_core::protocol::validate_id("workspaces", ws_id)
                 .map_err(|e| err_at(at, format!("{ws_id:?}: {}", e.message())))?;
         }
-        if let Some(l) = ws.limits {
+        if let Some(l) = ws.overrides.limits {
             workers = workers.workspace_limits(ws_id.clone(), l.into());
         }
         for (id, pair) in &ws.workers {
@@ -520,9 +394,8 @@ pub fn load_workers<R: Runtime + Clone>(
 /// Whether workspace table `ws` changes worker `id`'s agent (its model, prompt or tools), for
 /// all workers or for `id` alone.
 fn changes_agent(ws: &RawWorkspace, id: &str) -> bool {
-    let wide = ws.overrides();
     let pair = ws.workers.get(id).map(Spanned::get_ref);
-    [Some(&wide), pair].into_iter().flatten().any(|o| {
+    [Some(&ws.overrides), pair].into_iter().flatten().any(|o| {
         o.model.is_some() || o.system_prompt_addition.is_some() || o.tools_allowed.is_some()
     })
 }
@@ -772,6 +645,35 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
         let e = load(&MINIMAL.replace("desk-tools.toml", "missing.toml")).unwrap_err();
         assert_eq!(e.line, 15, "{e}");
         assert!(e.to_string().starts_with("workers.toml, line 15"), "{e}");
+    }
+
+    /// serde read a table written as an array by position: `limits = [10, 0, 2.0, 3.0]` was
+    /// 10 turns a minute, 0 tokens a day, $2 a day and $3 a month, which no reader of the file
+    /// could tell. It is refused where the array is written.
+    #[test]
+    fn a_table_written_as_an_array_is_refused_where_it_is_written() {
+        let e = load(&MINIMAL.replace(
+            "limits = { tokens_per_day = 200000 }",
+            "limits = [10, 0, 2.0, 3.0]",
+        ))
+        .expect_err("limits by position");
+        assert_eq!((e.line, e.column), (20, 10), "{e}");
+        assert!(
+            e.reason.contains("expected struct RawLimits")
+                && e.reason.contains("not as an array of its values"),
+            "{e}"
+        );
+        let e = load(
+            &MINIMAL
+                .replace("[prices.\"gpt-4o-mini\"]", "[prices]")
+                .replace(
+                    "input_per_million = 0.15\noutput_per_million = 0.60",
+                    "\"gpt-4o-mini\" = [0.15, 0.60]",
+                ),
+        )
+        .expect_err("a price by position");
+        assert_eq!((e.line, e.column), (9, 17), "{e}");
+        assert!(e.reason.contains("not as an array of its values"), "{e}");
     }
 
     /// Issue 25: a spend limit of `nan`, `inf` or a negative number was accepted and refused

@@ -2,15 +2,17 @@
 //! servers (`[[mcp]]`) the model may call, checked at start-up so a mistake is refused with its
 //! line and the reason.
 
+mod raw;
+
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
 use super::mcp::{McpApproval, McpServer};
 use super::secret::Secret;
-use crate::toml_settings;
+use crate::toml_settings::{self, Item};
+use raw::{RawApproval, RawMcp, RawProvider};
 use runway_core::connect::provider::{
     Endpoints, Provider, ProviderEndpoints, Providers, mcp_provider_key, provider_url,
 };
@@ -113,8 +115,8 @@ pub fn parse_tools(
         let offset = e.span().map_or(0, |s| s.start);
         err_at(offset, e.message().trim().to_owned())
     };
-    let raw: RawFile = toml_settings::parse(source)
-        .and_then(toml_settings::read)
+    let raw = toml_settings::parse(source)
+        .and_then(raw::read_file)
         .map_err(de_err)?;
     let mut tools = Vec::new();
     for t in raw.tools {
@@ -405,22 +407,15 @@ fn parse_mcp(
         }
     };
     let approval = match m.approval {
-        None => McpApproval::Never,
-        Some(a) => match a.into_inner() {
-            RawApproval::All(true) => McpApproval::Always,
-            RawApproval::All(false) => McpApproval::Never,
-            RawApproval::Only(names) => McpApproval::Only(names),
-        },
+        None | Some(RawApproval::All(false)) => McpApproval::Never,
+        Some(RawApproval::All(true)) => McpApproval::Always,
+        Some(RawApproval::Only(names)) => McpApproval::Only(names),
     };
     let timeout = match m.timeout {
         None => None,
         Some(t) => {
             let at = t.span().start;
-            let secs = match t.get_ref() {
-                toml::Value::Integer(i) => *i as f64,
-                toml::Value::Float(f) => *f,
-                _ => f64::NAN,
-            };
+            let secs = *t.get_ref();
             if !(secs > 0.0 && secs <= MAX_MCP_TIMEOUT_SECS) {
                 return Err((
                     at,
@@ -479,7 +474,7 @@ fn parse_mcp(
 
 /// A `headers` table: valid names, and string values whose `${NAME}` references are filled.
 fn read_headers(
-    table: &toml::Table,
+    table: &[(String, Item)],
     setting: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(http::HeaderName, Secret)>, String> {
     let mut out = Vec::new();
@@ -497,90 +492,6 @@ fn read_headers(
         out.push((name, Secret::new(value)));
     }
     Ok(out)
-}
-
-/// The file's format: unknown keys are refused (a typo like `aproval` must not silently
-/// turn approval off).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    #[serde(default)]
-    tools: Vec<RawTool>,
-    #[serde(default)]
-    mcp: Vec<RawMcp>,
-    #[serde(default)]
-    providers: std::collections::BTreeMap<String, RawProvider>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProvider {
-    name: Spanned<String>,
-    #[serde(default)]
-    issuer: Option<Spanned<String>>,
-    #[serde(default)]
-    authorize_url: Option<Spanned<String>>,
-    #[serde(default)]
-    token_url: Option<Spanned<String>>,
-    #[serde(default)]
-    revocation_url: Option<Spanned<String>>,
-    client_id: Spanned<String>,
-    #[serde(default)]
-    client_secret: Option<Spanned<String>>,
-    #[serde(default)]
-    scopes: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMcp {
-    name: Spanned<String>,
-    url: Spanned<String>,
-    /// Read again through [`RawHeaders`], with its span.
-    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
-    #[serde(default)]
-    headers: Option<Spanned<toml::Table>>,
-    #[serde(default)]
-    tools: Option<Spanned<Vec<String>>>,
-    #[serde(default)]
-    approval: Option<Spanned<RawApproval>>,
-    #[serde(default)]
-    timeout: Option<Spanned<toml::Value>>,
-    #[serde(default)]
-    auth: Option<Spanned<String>>,
-}
-
-/// `approval = true | false | ["tool", …]`.
-#[derive(Deserialize)]
-#[serde(
-    untagged,
-    expecting = "approval must be true, false or a list of tool names"
-)]
-enum RawApproval {
-    All(bool),
-    Only(Vec<String>),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTool {
-    name: Spanned<String>,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    parameters: Option<Spanned<Value>>,
-    method: Spanned<String>,
-    url: Spanned<String>,
-    /// Read again through [`RawHeaders`], with its span.
-    /// Any header names (a table), with its span: a `${NAME}` problem points at it.
-    #[serde(default)]
-    headers: Option<Spanned<toml::Table>>,
-    #[serde(default)]
-    approval: bool,
-    #[serde(default)]
-    redirects: Option<Spanned<String>>,
-    #[serde(default)]
-    auth: Option<Spanned<String>>,
 }
 
 /// 1-based line and column of a byte offset.
@@ -1044,6 +955,25 @@ approval = true
                 assert_eq!(e.line, line, "{to}: {e}");
             }
         }
+    }
+
+    /// serde read a table written as an array by position (`[name, url]` as an MCP server);
+    /// it is refused where the array is written.
+    #[test]
+    fn an_entry_written_as_an_array_is_refused_where_it_is_written() {
+        let e = error_of("mcp = [[\"crm\", \"https://mcp.example.com/mcp\"]]\n");
+        assert_eq!((e.line, e.column), (1, 8), "{e}");
+        assert!(
+            e.reason.contains("expected struct RawMcp")
+                && e.reason.contains("not as an array of its values"),
+            "{e}"
+        );
+        let e = error_of(
+            "tools = [{ name = \"a\", method = \"GET\", url = \"https://a.example/\" },\n\
+             [\"b\", \"\", {}, \"GET\", \"https://a.example/\"]]\n",
+        );
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.reason.contains("expected struct RawTool"), "{e}");
     }
 
     #[test]
