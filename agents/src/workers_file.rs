@@ -739,6 +739,7 @@ limits = { turns_per_minute = 10, spend_per_day = 2.0 }
     /// `tools_allowed` names MCP tools as the model sees them (`{server}_{tool}`): accepted by
     /// the server's prefix (and its `tools` list if it has one), without contacting it; any
     /// other name refuses start-up.
+    #[cfg(feature = "mcp")]
     #[test]
     fn tools_allowed_takes_mcp_tools_by_the_names_the_model_sees() {
         let tools = r#"tools = '''
@@ -771,6 +772,7 @@ tools = ["restart"]
 
     /// Issue 27: a worker's inline tools may name a provider on an `[[mcp]]` entry; an unknown
     /// one refuses start-up, naming the worker's tools, the line and the reason.
+    #[cfg(feature = "mcp")]
     #[test]
     fn a_workers_mcp_server_may_act_as_the_user() {
         let tools = |auth: &str| {

@@ -678,6 +678,7 @@ auth = "acme"
     /// Issue 27: `[[mcp]] auth = "oauth"` needs no `[providers]` entry: the server's own
     /// authorization is a provider of its own, `mcp:NAME`, discovered from its URL, which must
     /// be https (or loopback http); a `[providers.oauth]` or a key with `:` is refused.
+    #[cfg(feature = "mcp")]
     #[test]
     fn an_mcp_server_with_its_own_oauth_is_a_provider_of_its_own() {
         let src =
@@ -705,6 +706,7 @@ auth = "acme"
 
     /// Issue 27: `[[mcp]] auth = "KEY"` names a provider; an unknown one refuses start-up with
     /// its line and column.
+    #[cfg(feature = "mcp")]
     #[test]
     fn an_mcp_server_acts_as_the_user_of_a_declared_provider() {
         let src = format!(
@@ -854,6 +856,9 @@ auth = "acme"
         assert_eq!(e.line, 14, "{e}");
     }
 
+    // The tests of `[[mcp]]` entries need the `mcp` feature: without it an entry is refused
+    // (`without_the_mcp_feature_an_mcp_server_is_refused_with_its_line`).
+    #[cfg(feature = "mcp")]
     const WITH_MCP: &str = r#"
 [[tools]]
 name = "get_weather"
@@ -874,6 +879,7 @@ url = "http://127.0.0.1:9000/mcp"
 approval = true
 "#;
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn mcp_servers_parse_with_their_headers_allow_list_approval_and_timeout() {
         let file = parse_tools(WITH_MCP, "tools.toml", &settings).unwrap();
@@ -900,6 +906,7 @@ approval = true
         assert!(!format!("{file:?}").contains("tok-123"));
     }
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn bad_mcp_entries_are_refused_with_their_line() {
         let cases = [
