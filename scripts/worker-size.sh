@@ -27,7 +27,9 @@ for build in default builtin-worker,model builtin-worker,model/console-only; do
   # set for cf_build alone, the dry run rebuilt and measured the default build each time.
   # RUNWAY_CF_PREBUILT=1 (exported above) makes it measure this build as it is.
   export RUNWAY_CF_FEATURES="$features" RUNWAY_CF_NO_DEFAULT_FEATURES=
-  [ "$build" = "$features" ] || RUNWAY_CF_NO_DEFAULT_FEATURES=1
+  # Only the console-only build: the default one (build "default", features empty) is already
+  # without them, and cf_build gave cargo --no-default-features twice, which it refuses.
+  case "$build" in */console-only) RUNWAY_CF_NO_DEFAULT_FEATURES=1 ;; esac
   cf_build
   cf_upload_size >/dev/null
   printf '%-36s %s\n' "$build:" "$CF_UPLOAD"

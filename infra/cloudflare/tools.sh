@@ -157,18 +157,22 @@ cf_ensure_all() {
 # Lowkey and AG-UI, without connected accounts (`connect`): it can declare no OAuth provider (a
 # tools or workers file needs `model`), so its /connect, /callback and /connections answer 404
 # naming the feature, and the 512 KiB gzip budget of scripts/worker-size.sh holds.
-# RUNWAY_CF_NO_DEFAULT_FEATURES=1 builds without runway-cloudflare's default features.
+# RUNWAY_CF_NO_DEFAULT_FEATURES=1 builds RUNWAY_CF_FEATURES without runway-cloudflare's default
+# features.
 cf_build() {
   local features=()
   if [ "$CF_CRATE" = "$CF_PINS" ] && [ -z "${RUNWAY_CF_FEATURES:-}" ]; then
+    # Already without the default features: RUNWAY_CF_NO_DEFAULT_FEATURES changes nothing here
+    # (cargo refuses --no-default-features given twice).
     features=(--no-default-features --features builtin-worker,lowkey,agui)
   elif [ "$CF_CRATE" = "$CF_PINS" ]; then
     features=(--features "$RUNWAY_CF_FEATURES")
+    # RUNWAY_CF_NO_DEFAULT_FEATURES=1: without runway-cloudflare's default features (Lowkey,
+    # AG-UI, connected accounts), e.g. a Worker serving Console only (BENCHMARKS.md).
+    if [ "${RUNWAY_CF_NO_DEFAULT_FEATURES:-}" = 1 ]; then
+      features+=(--no-default-features)
+    fi
   fi
-  # RUNWAY_CF_NO_DEFAULT_FEATURES=1: without runway-cloudflare's default features (Lowkey,
-  # AG-UI, connected accounts), e.g. a Worker serving Console only (BENCHMARKS.md).
-  [ "$CF_CRATE" = "$CF_PINS" ] && [ "${RUNWAY_CF_NO_DEFAULT_FEATURES:-}" = 1 ] &&
-    features+=(--no-default-features)
   # ${a[@]+...}: an empty array under `set -u` is an error in macOS's bash 3.2.
   cf_log "building the Worker in $CF_CRATE (worker-build --release ${features[*]+${features[*]}})"
   (cd "$CF_CRATE" && worker-build --release ${features[@]+"${features[@]}"}) >&2
