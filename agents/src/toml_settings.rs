@@ -1,12 +1,12 @@
 //! Reading the TOML settings files (the tools file, the workers file) by hand over toml's
 //! parse, with the byte span of every problem.
 //!
-//! Why not serde: serde compiles a deserializer's code once per type it reads, so the settings
-//! types' derives (and toml's own deserializer before them) were the largest part of the model
-//! Worker's settings code (about 186 KiB of code, 71 KiB gzip; BENCHMARKS.md, "The model
-//! Worker's size and start-up"). Here toml only parses (`DeTable::parse`), numbers are read
-//! once into a small tree ([`Item`]), and each settings table is read by a plain function over
-//! it: [`Item::fields`] walks a table's keys (an unknown one refused where it is written), and
+//! Why not serde: serde compiles a deserializer's code once per type it reads, and one copy per
+//! settings type made the two files' code 188 KiB of the model Worker (87 KiB without serde,
+//! checks included: 801 → 765 KiB gzip; BENCHMARKS.md, "The model Worker's size and
+//! start-up"). Here toml only parses (`DeTable::parse`), numbers are read once into a small
+//! tree ([`Item`]), and each settings table is read by a plain function over it:
+//! [`Item::fields`] walks a table's keys (an unknown one refused where it is written), and
 //! [`Item::string`], [`Item::u64`] and the others read a value or refuse it where it is
 //! written. The messages are serde's, word for word, as the files were read before (users and
 //! tests know them): "unknown field `x`, expected one of …", "missing field `x`" (at the
