@@ -104,21 +104,69 @@ impl<R: Runtime + Clone> BuiltinAgent<R> {
 
 impl<R: Runtime> Agent for BuiltinAgent<R> {
     async fn run(&self, turn: &mut Turn, out: &Output) -> AgentResult {
+        // This future is as large as its largest variant's, and every turn's future holds it
+        // inline: the model agent's and the HTTP probe's, larger than the demo's and echo's,
+        // are boxed (one allocation on their own turns, none on the others').
         match self {
             Self::Demo(a) => a.run(turn, out).await,
             Self::Echo(a) => a.run(turn, out).await,
-            Self::HttpProbe(a) => a.run(turn, out).await,
+            Self::HttpProbe(a) => Box::pin(a.run(turn, out)).await,
             #[cfg(feature = "model")]
-            Self::Model(a) => a.run(turn, out).await,
+            Self::Model(a) => Box::pin(a.run(turn, out)).await,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+    use runway_core::Agent;
+    use runway_core::adapter::{Config, MemoryStore, Reply, Runway};
     use runway_core::testing::VirtualRuntime;
 
     use super::BuiltinAgent;
+    use crate::DemoAgent;
+
+    /// Bytes of the future `agent`'s turn runs in (what `runway serve` allocates per turn in
+    /// flight): the engine's boxed future around the agent's own.
+    fn turn_future_bytes<A: Agent>(agent: A, rt: &VirtualRuntime) -> usize {
+        let runway = Runway::new(
+            agent,
+            MemoryStore::new(),
+            rt.clone(),
+            Config::unauthenticated(),
+        );
+        let body = serde_json::json!({
+            "protocolVersion": "1",
+            "runId": "run-1",
+            "threadId": "thread-1",
+            "agentId": "agent-1",
+            "workspaceId": "ws-1",
+            "input": "Hello",
+        });
+        let req = http::Request::post("http://127.0.0.1/runs")
+            .header("content-type", "application/json")
+            .body(Bytes::from(body.to_string()))
+            .expect("request");
+        let Reply::Stream { turn, .. } = futures::executor::block_on(runway.handle(req)) else {
+            panic!("expected a streamed turn");
+        };
+        std::mem::size_of_val(&*turn)
+    }
+
+    /// An enum's future is as large as its largest variant's: the model agent's (and the HTTP
+    /// probe's) are boxed inside `BuiltinAgent::run`, so a demo turn through the enum costs
+    /// what a demo turn costs (its `self`, `turn`, `out` and the variant's tag besides).
+    #[test]
+    fn a_demo_turn_through_the_enum_is_no_larger_than_the_demo_agents_own() {
+        let rt = VirtualRuntime::new();
+        let own = turn_future_bytes(DemoAgent::new(rt.clone()), &rt);
+        let through = turn_future_bytes(BuiltinAgent::Demo(DemoAgent::new(rt.clone())), &rt);
+        assert!(
+            through <= own + 64,
+            "a demo turn's future: {own} bytes on its own, {through} through BuiltinAgent"
+        );
+    }
 
     #[test]
     fn names_resolve_and_an_unknown_one_lists_the_choices() {

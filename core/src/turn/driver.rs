@@ -35,6 +35,7 @@ use crate::agent::turn_actions::TurnActions;
 use crate::agent::turn_connections::TurnConnections;
 use crate::agent::{Agent, AgentResult, Outcome, Protocol, Turn};
 use crate::error::TurnErrorCode;
+use crate::http_client::handle::TurnHttpGuard;
 use crate::http_client::{Http, HttpClient};
 use crate::meter::TurnUsage;
 use crate::meter::admission::check_turn_limits;
@@ -121,46 +122,47 @@ impl<A: Agent, S: TurnStore, R: Runtime> Engine<A, S, R> {
             .usage
             .start(started_ms, Arc::clone(&self.policy), delivery);
         plan.turn.usage.set_ledger(Arc::clone(self) as _);
-        let engine = Arc::clone(self);
-        // Boxed where it is made: a turn's future is kilobytes, not moved again.
-        let turn = Box::pin(async move {
-            // Dropped when the turn ends or is dropped: ends every request the agent started.
-            let _http_guard = http_guard;
-            Driver::new(&engine, writer, sender, started_ms)
-                .drive(plan)
-                .instrument(span)
-                .await;
-        });
+        // The driver's own future, boxed where it is made (it is kilobytes, not moved again),
+        // with nothing beside it: an async block around it would keep room for what it
+        // captured (the plan, the writer) for the turn's whole life, though both are moved
+        // into the driver at its first poll.
+        let driver = Driver::new(Arc::clone(self), writer, sender, started_ms, http_guard);
+        let turn = Box::pin(driver.drive(plan).instrument(span));
         (body, turn)
     }
 }
 
 /// One turn being driven.
-struct Driver<'e, A, S, R: Runtime, E> {
-    engine: &'e Engine<A, S, R>,
-    io: TurnIo<'e, A, S, R, E>,
+struct Driver<A, S, R: Runtime, E> {
+    engine: Arc<Engine<A, S, R>>,
+    io: TurnIo<A, S, R, E>,
     /// Where the turn's hosted-file links point.
     base_url: String,
     supersede_checks: u32,
     /// What the turn used and how it ended (shared with the agent's `Turn::usage`).
     usage: TurnUsage,
+    /// Dropped with the driver, when the turn ends or is dropped: ends every request the
+    /// agent started. Last, so it goes after the rest of the turn.
+    _http_guard: TurnHttpGuard,
 }
 
 #[allow(private_bounds)]
-impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E> {
+impl<A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<A, S, R, E> {
     /// A driver for a turn that started at `started_ms`, its first bytes in `body`.
     fn new(
-        engine: &'e Engine<A, S, R>,
+        engine: Arc<Engine<A, S, R>>,
         writer: Writer<E>,
         body: BodySender,
         started_ms: u64,
+        http_guard: TurnHttpGuard,
     ) -> Self {
         Self {
+            io: TurnIo::new(Arc::clone(&engine), writer, body, started_ms),
             engine,
-            io: TurnIo::new(engine, writer, body, started_ms),
             base_url: String::new(),
             supersede_checks: 0,
             usage: TurnUsage::default(),
+            _http_guard: http_guard,
         }
     }
 
@@ -325,7 +327,7 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     /// minute, token and spend budgets), with heartbeats, bounded like any store call; `Err`
     /// is why the agent does not run.
     async fn check_limits(&mut self, turn: &Turn) -> Result<(), Stop> {
-        let engine = self.engine;
+        let engine = &self.engine;
         let write_id = turn.usage.write_id();
         let checked = check_turn_limits(
             &engine.store,
@@ -351,7 +353,8 @@ impl<'e, A: Agent, S: TurnStore, R: Runtime, E: Encoding> Driver<'e, A, S, R, E>
     }
 
     async fn run_agent(&mut self, turn: &mut Turn, thread_key: &str, arrival: u64) -> Stop {
-        let engine = self.engine;
+        // The agent's future borrows the engine while the driver renders what it writes.
+        let engine = Arc::clone(&self.engine);
         let (mut out, mut events) = Output::channel(2 * engine.config.limits.max_stream_bytes);
         if turn.protocol == Protocol::Agui {
             // Tool call ids unique in the thread, as the writer's message ids are.
@@ -661,4 +664,61 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::{Driver, TurnPlan};
+    use crate::adapter::{Config, MemoryStore, Reply, Runway};
+    use crate::testing::VirtualRuntime;
+    use crate::wire::console::Console;
+    use crate::{Agent, AgentResult, Outcome, Output, Turn};
+
+    struct Hello;
+
+    impl Agent for Hello {
+        async fn run(&self, _turn: &mut Turn, out: &Output) -> AgentResult {
+            out.text("hello");
+            Ok(Outcome::Done)
+        }
+    }
+
+    /// Bytes of the future `drive` returns (named through its signature, never made).
+    fn drive_future_bytes<D, F>(_drive: impl FnOnce(D, TurnPlan) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A turn's boxed future is allocated per turn in flight: it is the driver's future, its
+    /// span and little else. What the turn starts with (its plan, its writer) is moved into the
+    /// driver; held beside it as well (an async block's captures keep their room for the
+    /// block's life), it cost 1.6 KiB more per turn.
+    #[test]
+    fn a_turns_future_is_the_drivers_own_and_little_else() {
+        let rt = VirtualRuntime::new();
+        let runway = Runway::new(Hello, MemoryStore::new(), rt, Config::unauthenticated());
+        let body = serde_json::json!({
+            "protocolVersion": "1",
+            "runId": "run-1",
+            "threadId": "thread-1",
+            "agentId": "agent-1",
+            "workspaceId": "ws-1",
+            "input": "Hi",
+        });
+        let req = http::Request::post("http://127.0.0.1/runs")
+            .header("content-type", "application/json")
+            .body(Bytes::from(body.to_string()))
+            .expect("request");
+        let Reply::Stream { turn, .. } = futures::executor::block_on(runway.handle(req)) else {
+            panic!("expected a streamed turn");
+        };
+        let turn = std::mem::size_of_val(&*turn);
+        let drive =
+            drive_future_bytes(Driver::<Hello, MemoryStore, VirtualRuntime, Console>::drive);
+        assert!(
+            turn <= drive + 128,
+            "the turn's future is {turn} bytes, the driver's own {drive}"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! day) and to the day and month counters of every scope with a token or spend limit, then
 //! handed to the deployment's [`TurnMetrics`](crate::meter::TurnMetrics).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -24,13 +25,13 @@ use crate::wire::writer::Encoding;
 /// writes are awaited in the turn's wait loop, bounded by [`Timer::UsageWrite`].
 #[allow(private_bounds)]
 pub(crate) async fn after_turn<A, S: TurnStore, R: Runtime, E: Encoding>(
-    io: &mut TurnIo<'_, A, S, R, E>,
+    io: &mut TurnIo<A, S, R, E>,
     turn: &Turn,
 ) {
     let Some(outcome) = turn.usage.outcome() else {
         return;
     };
-    let engine = io.engine;
+    let engine = Arc::clone(&io.engine);
     let now = io.now();
     let report = report_of(turn, &engine.policy, outcome, now);
     let write_id = turn.usage.write_id();

@@ -16,6 +16,7 @@
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -135,8 +136,8 @@ enum Event<T> {
 }
 
 /// A turn's side of every wait.
-pub(crate) struct TurnIo<'e, A, S, R: Runtime, E> {
-    pub(crate) engine: &'e Engine<A, S, R>,
+pub(crate) struct TurnIo<A, S, R: Runtime, E> {
+    pub(crate) engine: Arc<Engine<A, S, R>>,
     pub(crate) link: Link<E>,
     pub(crate) timers: TimerTable,
     /// The sleep the loop is armed with, and when it goes off.
@@ -144,10 +145,10 @@ pub(crate) struct TurnIo<'e, A, S, R: Runtime, E> {
 }
 
 #[allow(private_bounds)]
-impl<'e, A, S, R: Runtime, E: Encoding> TurnIo<'e, A, S, R, E> {
+impl<A, S, R: Runtime, E: Encoding> TurnIo<A, S, R, E> {
     /// The side of a turn that started at `started_ms` and whose first bytes are in `body`.
     pub(crate) fn new(
-        engine: &'e Engine<A, S, R>,
+        engine: Arc<Engine<A, S, R>>,
         writer: Writer<E>,
         body: BodySender,
         started_ms: u64,
