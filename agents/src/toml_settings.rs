@@ -276,7 +276,7 @@ impl Item {
     }
 
     /// A table of settings named `fields`: each entry's value goes to `read` with its field's
-    /// index, in the parser's order; returns the table's span (where a missing field is
+    /// name (one of `fields`), in the parser's order; returns the table's span (where a missing field is
     /// refused: [`required`]). `what` names the settings in errors as serde named the struct.
     ///
     /// # Errors
@@ -286,7 +286,7 @@ impl Item {
         self,
         what: &str,
         fields: &[&str],
-        read: &mut dyn FnMut(usize, Item) -> Result<(), Error>,
+        read: &mut dyn FnMut(&str, Item) -> Result<(), Error>,
     ) -> Result<Range<usize>, Error> {
         let entries = match self.node {
             Node::Table(entries) => entries,
@@ -302,10 +302,10 @@ impl Item {
             _ => return Err(self.invalid_type(&format!("struct {what}"))),
         };
         for (key, value) in entries {
-            let Some(index) = fields.iter().position(|f| *f == key.name) else {
+            if !fields.contains(&key.name.as_str()) {
                 return Err(Error::at(&key.span, unknown_field(&key.name, fields)));
-            };
-            read(index, value)?;
+            }
+            read(&key.name, value)?;
         }
         Ok(self.span)
     }
@@ -372,14 +372,14 @@ mod tests {
         let span = doc.fields(
             "Settings",
             &["name", "count", "ratio", "on", "list", "tables"],
-            &mut |i, v| {
-                match i {
-                    0 => s.name = Some(v.spanned_string()?),
-                    1 => s.count = Some(v.u64()?),
-                    2 => s.ratio = Some(v.number("f64")?),
-                    3 => s.on = Some(v.bool()?),
-                    4 => s.list = Some(v.strings()?),
-                    _ => {
+            &mut |key, v| {
+                match key {
+                    "name" => s.name = Some(v.spanned_string()?),
+                    "count" => s.count = Some(v.u64()?),
+                    "ratio" => s.ratio = Some(v.number("f64")?),
+                    "on" => s.on = Some(v.bool()?),
+                    "list" => s.list = Some(v.strings()?),
+                    "tables" => {
                         for (k, t) in v.map()? {
                             let mut x = None;
                             let span = t.fields("Inner", &["x"], &mut |_, v| {
@@ -389,6 +389,7 @@ mod tests {
                             s.tables.push((k, required(x, "x", &span)?));
                         }
                     }
+                    _ => unreachable!("`{key}` is listed without its reader"),
                 }
                 Ok(())
             },

@@ -89,27 +89,28 @@ pub(super) fn read_file(doc: Item) -> Result<RawFile, Error> {
     doc.fields(
         "RawFile",
         &["defaults", "prices", "workers", "workspaces"],
-        &mut |i, v| {
-            match i {
-                0 => file.defaults = read_worker(v)?,
-                1 => {
+        &mut |key, v| {
+            match key {
+                "defaults" => file.defaults = read_worker(v)?,
+                "prices" => {
                     for (model, p) in v.map()? {
                         file.prices.insert(model, read_price(p)?);
                     }
                 }
-                2 => {
+                "workers" => {
                     for (id, w) in v.map()? {
                         let span = w.span();
                         file.workers.insert(id, Spanned::new(span, read_worker(w)?));
                     }
                 }
-                _ => {
+                "workspaces" => {
                     for (id, ws) in v.map()? {
                         let span = ws.span();
                         file.workspaces
                             .insert(id, Spanned::new(span, read_workspace(ws)?));
                     }
                 }
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
@@ -132,17 +133,18 @@ fn read_worker(item: Item) -> Result<RawWorker, Error> {
             "tools",
             "limits",
         ],
-        &mut |i, v| {
-            match i {
-                0 => w.name = Some(v.string()?),
-                1 => w.agent = Some(v.spanned_string()?),
-                2 => w.base_url = Some(v.spanned_string()?),
-                3 => w.model = Some(v.spanned_string()?),
-                4 => w.api_key = Some(v.spanned_string()?),
-                5 => w.system_prompt = Some(v.string()?),
-                6 => w.tools_file = Some(v.spanned_string()?),
-                7 => w.tools = Some(v.spanned_string()?),
-                _ => w.limits = Some(read_limits(v)?),
+        &mut |key, v| {
+            match key {
+                "name" => w.name = Some(v.string()?),
+                "agent" => w.agent = Some(v.spanned_string()?),
+                "base_url" => w.base_url = Some(v.spanned_string()?),
+                "model" => w.model = Some(v.spanned_string()?),
+                "api_key" => w.api_key = Some(v.spanned_string()?),
+                "system_prompt" => w.system_prompt = Some(v.string()?),
+                "tools_file" => w.tools_file = Some(v.spanned_string()?),
+                "tools" => w.tools = Some(v.spanned_string()?),
+                "limits" => w.limits = Some(read_limits(v)?),
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
@@ -156,9 +158,9 @@ fn read_price(item: Item) -> Result<RawPrice, Error> {
     let span = item.fields(
         "RawPrice",
         &["input_per_million", "output_per_million"],
-        &mut |i, v| {
+        &mut |key, v| {
             let usd = Some(read_usd(v)?);
-            if i == 0 {
+            if key == "input_per_million" {
                 input = usd;
             } else {
                 output = usd;
@@ -198,12 +200,13 @@ fn read_limits(item: Item) -> Result<RawLimits, Error> {
             "spend_per_day",
             "spend_per_month",
         ],
-        &mut |i, v| {
-            match i {
-                0 => l.turns_per_minute = Some(v.u64()?),
-                1 => l.tokens_per_day = Some(v.u64()?),
-                2 => l.spend_per_day = Some(read_usd(v)?),
-                _ => l.spend_per_month = Some(read_usd(v)?),
+        &mut |key, v| {
+            match key {
+                "turns_per_minute" => l.turns_per_minute = Some(v.u64()?),
+                "tokens_per_day" => l.tokens_per_day = Some(v.u64()?),
+                "spend_per_day" => l.spend_per_day = Some(read_usd(v)?),
+                "spend_per_month" => l.spend_per_month = Some(read_usd(v)?),
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
@@ -211,24 +214,25 @@ fn read_limits(item: Item) -> Result<RawLimits, Error> {
     Ok(l)
 }
 
-/// One of [`OVERRIDE_FIELDS`] (by its index) into `o`.
-fn read_override_field(o: &mut RawOverride, i: usize, v: Item) -> Result<(), Error> {
-    match i {
-        0 => o.model = Some(v.spanned_string()?),
-        1 => o.system_prompt_addition = Some(v.string()?),
-        2 => {
+/// One of [`OVERRIDE_FIELDS`] (`key`) into `o`.
+fn read_override_field(o: &mut RawOverride, key: &str, v: Item) -> Result<(), Error> {
+    match key {
+        "model" => o.model = Some(v.spanned_string()?),
+        "system_prompt_addition" => o.system_prompt_addition = Some(v.string()?),
+        "tools_allowed" => {
             let span = v.span();
             o.tools_allowed = Some(Spanned::new(span, v.strings()?));
         }
-        _ => o.limits = Some(read_limits(v)?),
+        "limits" => o.limits = Some(read_limits(v)?),
+        _ => unreachable!("`{key}` is listed without its reader"),
     }
     Ok(())
 }
 
 fn read_override(item: Item) -> Result<RawOverride, Error> {
     let mut o = RawOverride::default();
-    item.fields("RawOverride", &OVERRIDE_FIELDS, &mut |i, v| {
-        read_override_field(&mut o, i, v)
+    item.fields("RawOverride", &OVERRIDE_FIELDS, &mut |key, v| {
+        read_override_field(&mut o, key, v)
     })?;
     Ok(o)
 }
@@ -239,9 +243,9 @@ fn read_workspace(item: Item) -> Result<RawWorkspace, Error> {
     item.fields(
         "RawWorkspace",
         &[model, addition, tools_allowed, limits, "workers"],
-        &mut |i, v| {
-            if i < OVERRIDE_FIELDS.len() {
-                return read_override_field(&mut ws.overrides, i, v);
+        &mut |key, v| {
+            if key != "workers" {
+                return read_override_field(&mut ws.overrides, key, v);
             }
             for (id, o) in v.map()? {
                 let span = o.span();

@@ -66,27 +66,28 @@ pub(super) struct RawTool {
 /// An unknown key, a missing one, or a value of the wrong type, where it is written.
 pub(super) fn read_file(doc: Item) -> Result<RawFile, Error> {
     let mut file = RawFile::default();
-    doc.fields("RawFile", &["tools", "mcp", "providers"], &mut |i, v| {
-        match i {
-            0 => {
+    doc.fields("RawFile", &["tools", "mcp", "providers"], &mut |key, v| {
+        match key {
+            "tools" => {
                 file.tools = v
                     .array()?
                     .into_iter()
                     .map(read_tool)
                     .collect::<Result<_, _>>()?
             }
-            1 => {
+            "mcp" => {
                 file.mcp = v
                     .array()?
                     .into_iter()
                     .map(read_mcp)
                     .collect::<Result<_, _>>()?
             }
-            _ => {
+            "providers" => {
                 for (key, p) in v.map()? {
                     file.providers.insert(key, read_provider(p)?);
                 }
             }
+            _ => unreachable!("`{key}` is listed without its reader"),
         }
         Ok(())
     })?;
@@ -114,16 +115,17 @@ fn read_provider(item: Item) -> Result<RawProvider, Error> {
             "client_secret",
             "scopes",
         ],
-        &mut |i, v| {
-            match i {
-                0 => name = Some(v.spanned_string()?),
-                1 => issuer = Some(v.spanned_string()?),
-                2 => authorize_url = Some(v.spanned_string()?),
-                3 => token_url = Some(v.spanned_string()?),
-                4 => revocation_url = Some(v.spanned_string()?),
-                5 => client_id = Some(v.spanned_string()?),
-                6 => client_secret = Some(v.spanned_string()?),
-                _ => scopes = v.strings()?,
+        &mut |key, v| {
+            match key {
+                "name" => name = Some(v.spanned_string()?),
+                "issuer" => issuer = Some(v.spanned_string()?),
+                "authorize_url" => authorize_url = Some(v.spanned_string()?),
+                "token_url" => token_url = Some(v.spanned_string()?),
+                "revocation_url" => revocation_url = Some(v.spanned_string()?),
+                "client_id" => client_id = Some(v.spanned_string()?),
+                "client_secret" => client_secret = Some(v.spanned_string()?),
+                "scopes" => scopes = v.strings()?,
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
@@ -153,18 +155,19 @@ fn read_mcp(item: Item) -> Result<RawMcp, Error> {
         &[
             "name", "url", "headers", "tools", "approval", "timeout", "auth",
         ],
-        &mut |i, v| {
-            match i {
-                0 => name = Some(v.spanned_string()?),
-                1 => url = Some(v.spanned_string()?),
-                2 => headers = Some(read_headers(v)?),
-                3 => {
+        &mut |key, v| {
+            match key {
+                "name" => name = Some(v.spanned_string()?),
+                "url" => url = Some(v.spanned_string()?),
+                "headers" => headers = Some(read_headers(v)?),
+                "tools" => {
                     let span = v.span();
                     tools = Some(Spanned::new(span, v.strings()?));
                 }
-                4 => approval = Some(read_approval(v)?),
-                5 => timeout = Some(Spanned::new(v.span(), v.as_f64().unwrap_or(f64::NAN))),
-                _ => auth = Some(v.spanned_string()?),
+                "approval" => approval = Some(read_approval(v)?),
+                "timeout" => timeout = Some(Spanned::new(v.span(), v.as_f64().unwrap_or(f64::NAN))),
+                "auth" => auth = Some(v.spanned_string()?),
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
@@ -221,17 +224,18 @@ fn read_tool(item: Item) -> Result<RawTool, Error> {
             "redirects",
             "auth",
         ],
-        &mut |i, v| {
-            match i {
-                0 => name = Some(v.spanned_string()?),
-                1 => description = v.string()?,
-                2 => parameters = Some(Spanned::new(v.span(), v.json())),
-                3 => method = Some(v.spanned_string()?),
-                4 => url = Some(v.spanned_string()?),
-                5 => headers = Some(read_headers(v)?),
-                6 => approval = v.bool()?,
-                7 => redirects = Some(v.spanned_string()?),
-                _ => auth = Some(v.spanned_string()?),
+        &mut |key, v| {
+            match key {
+                "name" => name = Some(v.spanned_string()?),
+                "description" => description = v.string()?,
+                "parameters" => parameters = Some(Spanned::new(v.span(), v.json())),
+                "method" => method = Some(v.spanned_string()?),
+                "url" => url = Some(v.spanned_string()?),
+                "headers" => headers = Some(read_headers(v)?),
+                "approval" => approval = v.bool()?,
+                "redirects" => redirects = Some(v.spanned_string()?),
+                "auth" => auth = Some(v.spanned_string()?),
+                _ => unreachable!("`{key}` is listed without its reader"),
             }
             Ok(())
         },
