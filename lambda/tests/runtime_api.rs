@@ -5,6 +5,7 @@
 //! transport error and the process exited, taking every later turn of that instance with it.
 
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -48,6 +49,49 @@ fn health_event() -> String {
     .to_string()
 }
 
+/// Serves one connection of the bootstrap: answers the first `next` with the health event,
+/// cuts the response POST, and reports the second `next` (left unanswered) on `second_next`.
+async fn serve_connection(
+    mut conn: TcpStream,
+    seen: Arc<Mutex<Vec<&'static str>>>,
+    second_next: tokio::sync::mpsc::Sender<()>,
+) {
+    while let Some(head) = read_head(&mut conn).await {
+        if head.starts_with("GET /2018-06-01/runtime/invocation/next") {
+            let nexts = {
+                let mut seen = seen.lock().unwrap();
+                seen.push("next");
+                seen.iter().filter(|s| **s == "next").count()
+            };
+            if nexts == 2 {
+                let _ = second_next.send(()).await;
+                // Hold the connection open, unanswered, until the test ends.
+                std::future::pending::<()>().await;
+            }
+            let deadline = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 60_000;
+            let body = health_event();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nlambda-runtime-aws-request-id: r1\r\nlambda-runtime-deadline-ms: {deadline}\r\nlambda-runtime-invoked-function-arn: arn:aws:lambda:us-east-1:123456789012:function:runway\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if conn.write_all(answer.as_bytes()).await.is_err() {
+                return;
+            }
+        } else if head.contains("/runtime/invocation/r1/") {
+            // The response stream starts: cut the connection without an answer.
+            seen.lock().unwrap().push("response");
+            return;
+        } else {
+            seen.lock().unwrap().push("other");
+            return;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_response_connection_does_not_end_the_process() {
     let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -70,40 +114,32 @@ async fn a_broken_response_connection_does_not_end_the_process() {
         .expect("bootstrap runs");
 
     // What the stand-in saw, in order: "next" for each `GET …/invocation/next`, "response"
-    // for the response POST it cut off.
-    let mut seen: Vec<&str> = Vec::new();
-    let outcome = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let (mut conn, _) = api.accept().await.unwrap();
-            while let Some(head) = read_head(&mut conn).await {
-                if head.starts_with("GET /2018-06-01/runtime/invocation/next") {
-                    seen.push("next");
-                    if seen.iter().filter(|s| **s == "next").count() == 2 {
-                        return;
-                    }
-                    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 60_000;
-                    let body = health_event();
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nlambda-runtime-aws-request-id: r1\r\nlambda-runtime-deadline-ms: {deadline}\r\nlambda-runtime-invoked-function-arn: arn:aws:lambda:us-east-1:123456789012:function:runway\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    conn.write_all(answer.as_bytes()).await.unwrap();
-                } else if head.contains("/runtime/invocation/r1/") {
-                    // The response stream starts: cut the connection without an answer.
-                    seen.push("response");
-                    break;
-                } else {
-                    seen.push("other");
-                    break;
-                }
+    // for the response POST it cut off. Each connection is served on its own task: the
+    // runtime's client may open a new connection for the response while the one that carried
+    // `next` is still open (its pool had not taken it back yet), and a stand-in that served
+    // one connection at a time would wait on the idle one forever.
+    let seen: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let (second_next, mut second_next_seen) = tokio::sync::mpsc::channel::<()>(1);
+    let acceptor = {
+        let seen = Arc::clone(&seen);
+        tokio::spawn(async move {
+            loop {
+                let (conn, _) = api.accept().await.unwrap();
+                tokio::spawn(serve_connection(
+                    conn,
+                    Arc::clone(&seen),
+                    second_next.clone(),
+                ));
             }
-        }
-    })
-    .await;
+        })
+    };
+    let outcome = tokio::time::timeout(Duration::from_secs(60), second_next_seen.recv()).await;
+    acceptor.abort();
+    let seen = seen.lock().unwrap().clone();
     let exited = bootstrap.try_wait().unwrap();
     let _ = bootstrap.kill().await;
     assert!(
-        outcome.is_ok(),
+        matches!(outcome, Ok(Some(()))),
         "the bootstrap never asked for a next invocation after its response connection broke: saw {seen:?}, exit status {exited:?}"
     );
     assert_eq!(seen, ["next", "response", "next"]);
